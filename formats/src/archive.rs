@@ -1,0 +1,410 @@
+//! Gzipped tar archives: written reproducibly, read safely.
+//!
+//! Writing: entries are sorted by path, every parent folder is listed, owners are 0 with no
+//! user or group names, modes are 0755 (folders and executables) or 0644, mtimes come from
+//! `SOURCE_DATE_EPOCH` (default 0), and the gzip header carries no name and no time. The same
+//! inputs therefore give the same bytes on any machine.
+//!
+//! Reading: an entry with an absolute path or `..`, a link that points outside the destination,
+//! a path through a link, or a device node is refused before anything is written for it.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use flate2::Compression;
+use flate2::read::GzDecoder;
+
+use crate::digest::{HashingWriter, Sha256Digest};
+
+/// Folder and executable mode.
+const MODE_EXECUTABLE: u32 = 0o755;
+/// Regular file mode.
+const MODE_REGULAR: u32 = 0o644;
+
+/// `SOURCE_DATE_EPOCH` if set to a number, else 0: the mtime of every archive entry.
+pub fn source_date_epoch() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Where an archive entry's content comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Directory,
+    /// A file on disk; when `expected` is set its content is checked while it is copied.
+    File {
+        path: PathBuf,
+        executable: bool,
+        expected: Option<Sha256Digest>,
+    },
+    Bytes {
+        data: Vec<u8>,
+        executable: bool,
+    },
+    Symlink {
+        target: String,
+    },
+}
+
+/// Errors while assembling or writing an archive.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("`{path}` would be added to the archive twice")]
+    Duplicate { path: String },
+    #[error("`{path}` is not a relative path inside the archive")]
+    BadPath { path: String },
+    #[error("{source_path} changed while it was archived: expected {expected}, read {actual}")]
+    DigestMismatch {
+        source_path: PathBuf,
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+    },
+    #[error("failed to write archive entry `{path}`")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// An archive described as a sorted set of entries, written in one pass.
+#[derive(Debug, Clone)]
+pub struct ReproducibleArchive {
+    entries: BTreeMap<String, Source>,
+    mtime: u64,
+    compression: u32,
+}
+
+impl ReproducibleArchive {
+    /// An empty archive whose entries get `mtime` and whose gzip stream uses `compression` (0–9).
+    pub fn new(mtime: u64, compression: u32) -> Self {
+        Self {
+            entries: BTreeMap::new(),
+            mtime,
+            compression,
+        }
+    }
+
+    /// Adds an entry and every parent folder it needs; a path added twice is an error
+    /// (folders excepted), since two sources for one path means a packaging mistake.
+    pub fn insert(&mut self, path: &str, source: Source) -> Result<(), WriteError> {
+        let path = clean_archive_path(path).ok_or_else(|| WriteError::BadPath {
+            path: path.to_string(),
+        })?;
+        let mut parent = Path::new(&path).parent();
+        while let Some(folder) = parent.filter(|p| !p.as_os_str().is_empty()) {
+            self.entries
+                .entry(folder.to_string_lossy().into_owned())
+                .or_insert(Source::Directory);
+            parent = folder.parent();
+        }
+        match self.entries.get(&path) {
+            Some(Source::Directory) if source == Source::Directory => Ok(()),
+            Some(_) => Err(WriteError::Duplicate { path }),
+            None => {
+                self.entries.insert(path, source);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn contains(&self, path: &str) -> bool {
+        self.entries.contains_key(path)
+    }
+
+    /// Writes the gzipped tar to `out`; `progress` is called with the bytes of content copied.
+    pub fn write<W: Write>(&self, out: W, progress: &mut dyn FnMut(u64)) -> Result<W, WriteError> {
+        let gzip = flate2::GzBuilder::new().write(out, Compression::new(self.compression));
+        let mut builder = tar::Builder::new(gzip);
+        builder.mode(tar::HeaderMode::Deterministic);
+        for (path, source) in &self.entries {
+            let io_error = |source| WriteError::Io {
+                path: path.clone(),
+                source,
+            };
+            let mut header = tar::Header::new_gnu();
+            header.set_uid(0);
+            header.set_gid(0);
+            header.set_mtime(self.mtime);
+            match source {
+                Source::Directory => {
+                    header.set_entry_type(tar::EntryType::Directory);
+                    header.set_mode(MODE_EXECUTABLE);
+                    header.set_size(0);
+                    builder
+                        .append_data(&mut header, format!("{path}/"), io::empty())
+                        .map_err(io_error)?;
+                }
+                Source::Symlink { target } => {
+                    header.set_entry_type(tar::EntryType::Symlink);
+                    header.set_mode(0o777);
+                    header.set_size(0);
+                    builder
+                        .append_link(&mut header, path, target)
+                        .map_err(io_error)?;
+                }
+                Source::Bytes { data, executable } => {
+                    header.set_entry_type(tar::EntryType::Regular);
+                    header.set_mode(mode(*executable));
+                    header.set_size(data.len() as u64);
+                    builder
+                        .append_data(&mut header, path, data.as_slice())
+                        .map_err(io_error)?;
+                    progress(data.len() as u64);
+                }
+                Source::File {
+                    path: source_path,
+                    executable,
+                    expected,
+                } => {
+                    let file = fs_err::File::open(source_path).map_err(io_error)?;
+                    let size = file.metadata().map_err(io_error)?.len();
+                    header.set_entry_type(tar::EntryType::Regular);
+                    header.set_mode(mode(*executable));
+                    header.set_size(size);
+                    let mut reader = CheckingReader::new(file, progress);
+                    builder
+                        .append_data(&mut header, path, &mut reader)
+                        .map_err(io_error)?;
+                    let actual = reader.finish();
+                    if let Some(expected) = expected.filter(|expected| *expected != actual) {
+                        return Err(WriteError::DigestMismatch {
+                            source_path: source_path.clone(),
+                            expected,
+                            actual,
+                        });
+                    }
+                }
+            }
+        }
+        let gzip = builder.into_inner().map_err(|source| WriteError::Io {
+            path: "(end of archive)".into(),
+            source,
+        })?;
+        gzip.finish().map_err(|source| WriteError::Io {
+            path: "(end of gzip stream)".into(),
+            source,
+        })
+    }
+}
+
+fn mode(executable: bool) -> u32 {
+    if executable {
+        MODE_EXECUTABLE
+    } else {
+        MODE_REGULAR
+    }
+}
+
+/// Hashes what passes through and reports progress.
+struct CheckingReader<'a, R> {
+    inner: R,
+    hashing: HashingWriter<io::Sink>,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl<'a, R: Read> CheckingReader<'a, R> {
+    fn new(inner: R, progress: &'a mut dyn FnMut(u64)) -> Self {
+        Self {
+            inner,
+            hashing: HashingWriter::new(io::sink()),
+            progress,
+        }
+    }
+
+    fn finish(self) -> Sha256Digest {
+        self.hashing.finish().0
+    }
+}
+
+impl<R: Read> Read for CheckingReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let count = self.inner.read(buf)?;
+        self.hashing.write_all(&buf[..count])?;
+        (self.progress)(count as u64);
+        Ok(count)
+    }
+}
+
+/// Normalises an archive path: `/`-separated, relative, no `.` or `..`, no trailing `/`.
+fn clean_archive_path(path: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_str()?),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// Why an archive could not be read or unpacked.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    #[error("refused archive entry `{entry}`: {reason}")]
+    Unsafe { entry: String, reason: &'static str },
+    #[error("failed to read the archive")]
+    Read(#[source] io::Error),
+    #[error("failed to write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Unpacks a gzipped tar into `destination`, refusing anything that would land outside it.
+/// Returns the paths written, in archive order.
+pub fn extract(reader: impl Read, destination: &Path) -> Result<Vec<String>, ExtractError> {
+    let mut archive = tar::Archive::new(GzDecoder::new(reader));
+    let mut written = Vec::new();
+    for entry in archive.entries().map_err(ExtractError::Read)? {
+        let mut entry = entry.map_err(ExtractError::Read)?;
+        let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let unsafe_entry = |reason| ExtractError::Unsafe {
+            entry: raw.clone(),
+            reason,
+        };
+        let Some(relative) = clean_archive_path(&raw).filter(|_| !raw.starts_with('/')) else {
+            return Err(unsafe_entry("absolute path, `..`, or an empty name"));
+        };
+        let target = destination.join(&relative);
+        let write_error = |source| ExtractError::Write {
+            path: target.clone(),
+            source,
+        };
+        prepare_parents(destination, &relative).map_err(|error| match error {
+            Prepare::ThroughLink => unsafe_entry("its path passes through a link"),
+            Prepare::Io(source) => ExtractError::Write {
+                path: target.clone(),
+                source,
+            },
+        })?;
+        let entry_type = entry.header().entry_type();
+        match entry_type {
+            tar::EntryType::Directory => {
+                if fs_err::symlink_metadata(&target).is_ok_and(|m| !m.is_dir()) {
+                    return Err(unsafe_entry("a folder would replace a file or link"));
+                }
+                fs_err::create_dir_all(&target).map_err(write_error)?;
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                remove_existing_file(&target).map_err(write_error)?;
+                let executable = entry.header().mode().map_err(ExtractError::Read)? & 0o111 != 0;
+                let mut file = fs_err::File::create(&target).map_err(write_error)?;
+                io::copy(&mut entry, &mut file).map_err(write_error)?;
+                set_mode(&target, mode(executable)).map_err(write_error)?;
+            }
+            tar::EntryType::Symlink => {
+                let link = entry
+                    .link_name()
+                    .map_err(ExtractError::Read)?
+                    .ok_or_else(|| unsafe_entry("a link without a target"))?;
+                let parent = Path::new(&relative).parent().unwrap_or(Path::new(""));
+                if link.is_absolute() || !stays_inside(&parent.join(&link)) {
+                    return Err(unsafe_entry("a link that points outside the destination"));
+                }
+                remove_existing_file(&target).map_err(write_error)?;
+                std::os::unix::fs::symlink(&link, &target).map_err(write_error)?;
+            }
+            tar::EntryType::Link => {
+                let link = entry
+                    .link_name()
+                    .map_err(ExtractError::Read)?
+                    .and_then(|link| clean_archive_path(&link.to_string_lossy()))
+                    .ok_or_else(|| {
+                        unsafe_entry("a hard link that points outside the destination")
+                    })?;
+                let source = destination.join(&link);
+                if !fs_err::symlink_metadata(&source).is_ok_and(|m| m.is_file()) {
+                    return Err(unsafe_entry("a hard link to a file not yet unpacked"));
+                }
+                remove_existing_file(&target).map_err(write_error)?;
+                fs_err::hard_link(&source, &target).map_err(write_error)?;
+            }
+            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => continue,
+            _ => return Err(unsafe_entry("a device, fifo or other special file")),
+        }
+        written.push(relative);
+    }
+    Ok(written)
+}
+
+/// Reads one file's bytes out of a gzipped tar without unpacking anything.
+pub fn read_entry(reader: impl Read, wanted: &str) -> Result<Option<Vec<u8>>, ExtractError> {
+    let mut archive = tar::Archive::new(GzDecoder::new(reader));
+    for entry in archive.entries().map_err(ExtractError::Read)? {
+        let mut entry = entry.map_err(ExtractError::Read)?;
+        let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        if clean_archive_path(&path).as_deref() == Some(wanted) {
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).map_err(ExtractError::Read)?;
+            return Ok(Some(bytes));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a relative path, with `..` folded, stays at or below its start.
+fn stays_inside(path: &Path) -> bool {
+    let mut depth: i64 = 0;
+    for component in path.components() {
+        match component {
+            Component::Normal(_) => depth += 1,
+            Component::ParentDir => depth -= 1,
+            Component::CurDir => {}
+            _ => return false,
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    true
+}
+
+enum Prepare {
+    ThroughLink,
+    Io(io::Error),
+}
+
+/// Creates the parent folders of `relative` under `root`, refusing to go through a link.
+fn prepare_parents(root: &Path, relative: &str) -> Result<(), Prepare> {
+    let mut current = root.to_path_buf();
+    let parents: Vec<_> = Path::new(relative).components().collect();
+    for component in &parents[..parents.len().saturating_sub(1)] {
+        current.push(component.as_os_str());
+        match std::fs::symlink_metadata(&current) {
+            Ok(metadata) if metadata.file_type().is_symlink() => return Err(Prepare::ThroughLink),
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => return Err(Prepare::ThroughLink),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                fs_err::create_dir(&current).map_err(Prepare::Io)?;
+            }
+            Err(error) => return Err(Prepare::Io(error)),
+        }
+    }
+    Ok(())
+}
+
+fn remove_existing_file(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "a folder is in the way",
+        )),
+        Ok(_) => fs_err::remove_file(path),
+        Err(_) => Ok(()),
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(test)]
+mod tests;

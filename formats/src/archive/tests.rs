@@ -1,0 +1,243 @@
+use std::path::Path;
+
+use super::*;
+
+fn sample(order_reversed: bool) -> ReproducibleArchive {
+    let mut archive = ReproducibleArchive::new(0, 6);
+    let mut entries = vec![
+        ("addons/demo/1.0.0/install.sh", b"echo hi\n".to_vec(), true),
+        ("addons/demo/1.0.0/Manifest", b"apt fio\n".to_vec(), false),
+        (
+            "addons/demo/1.0.0/deep/er/file.yaml",
+            b"a: 1\n".to_vec(),
+            false,
+        ),
+    ];
+    if order_reversed {
+        entries.reverse();
+    }
+    for (path, data, executable) in entries {
+        archive
+            .insert(path, Source::Bytes { data, executable })
+            .unwrap();
+    }
+    archive
+}
+
+fn write(archive: &ReproducibleArchive) -> Vec<u8> {
+    archive.write(Vec::new(), &mut |_| {}).unwrap()
+}
+
+#[test]
+fn same_entries_in_any_order_give_the_same_bytes() {
+    let first = write(&sample(false));
+    assert_eq!(first, write(&sample(true)));
+    // gzip header: no mtime (bytes 4..8) and no file name flag.
+    assert_eq!(&first[4..8], &[0, 0, 0, 0]);
+    assert_eq!(first[3] & 0x08, 0);
+}
+
+#[test]
+fn entries_are_sorted_with_owners_and_modes_normalised() {
+    let bytes = write(&sample(true));
+    let mut archive = tar::Archive::new(GzDecoder::new(bytes.as_slice()));
+    let mut listing = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let entry = entry.unwrap();
+        let header = entry.header();
+        assert_eq!(header.uid().unwrap(), 0);
+        assert_eq!(header.gid().unwrap(), 0);
+        assert_eq!(header.mtime().unwrap(), 0);
+        assert_eq!(header.username().unwrap(), Some(""));
+        listing.push(format!(
+            "{:o} {}",
+            header.mode().unwrap(),
+            entry.path().unwrap().display()
+        ));
+    }
+    assert_eq!(
+        listing,
+        [
+            "755 addons/",
+            "755 addons/demo/",
+            "755 addons/demo/1.0.0/",
+            "644 addons/demo/1.0.0/Manifest",
+            "755 addons/demo/1.0.0/deep/",
+            "755 addons/demo/1.0.0/deep/er/",
+            "644 addons/demo/1.0.0/deep/er/file.yaml",
+            "755 addons/demo/1.0.0/install.sh",
+        ]
+    );
+}
+
+#[test]
+fn a_path_added_twice_is_refused() {
+    let mut archive = sample(false);
+    let error = archive
+        .insert(
+            "addons/demo/1.0.0/Manifest",
+            Source::Bytes {
+                data: vec![],
+                executable: false,
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(error, WriteError::Duplicate { .. }), "{error}");
+}
+
+#[test]
+fn a_file_that_does_not_match_its_expected_digest_fails_the_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blob");
+    fs_err::write(&file, b"actual").unwrap();
+    let mut archive = ReproducibleArchive::new(0, 6);
+    archive
+        .insert(
+            "blob",
+            Source::File {
+                path: file,
+                executable: false,
+                expected: Some(Sha256Digest::of(b"expected")),
+            },
+        )
+        .unwrap();
+    let error = archive.write(Vec::new(), &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(error, WriteError::DigestMismatch { .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn round_trip_restores_content_and_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = extract(write(&sample(false)).as_slice(), dir.path()).unwrap();
+    assert!(written.contains(&"addons/demo/1.0.0/install.sh".to_string()));
+    let script = dir.path().join("addons/demo/1.0.0/install.sh");
+    assert_eq!(fs_err::read(&script).unwrap(), b"echo hi\n");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs_err::metadata(&script).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    let found = read_entry(
+        write(&sample(false)).as_slice(),
+        "addons/demo/1.0.0/Manifest",
+    )
+    .unwrap();
+    assert_eq!(found.as_deref(), Some(&b"apt fio\n"[..]));
+}
+
+/// A raw tar entry, written byte by byte so that names the `tar` crate would refuse get through.
+enum Crafted<'a> {
+    File(&'a str, &'a [u8]),
+    Symlink(&'a str, &'a str),
+    HardLink(&'a str, &'a str),
+}
+
+fn crafted(entries: &[Crafted]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        Compression::fast(),
+    ));
+    for entry in entries {
+        let mut header = tar::Header::new_old();
+        let (name, kind, link, data): (&str, tar::EntryType, &str, &[u8]) = match entry {
+            Crafted::File(name, data) => (name, tar::EntryType::Regular, "", data),
+            Crafted::Symlink(name, target) => (name, tar::EntryType::Symlink, target, b""),
+            Crafted::HardLink(name, target) => (name, tar::EntryType::Link, target, b""),
+        };
+        let old = header.as_old_mut();
+        old.name[..name.len()].copy_from_slice(name.as_bytes());
+        old.linkname[..link.len()].copy_from_slice(link.as_bytes());
+        header.set_entry_type(kind);
+        header.set_mode(0o644);
+        header.set_size(data.len() as u64);
+        header.set_cksum();
+        builder.append(&header, data).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// Extracts into `<tmp>/dest` and returns the error plus everything that exists under `<tmp>`.
+fn extract_crafted(entries: &[Crafted]) -> (ExtractError, Vec<String>) {
+    let outer = tempfile::tempdir().unwrap();
+    let destination = outer.path().join("dest");
+    fs_err::create_dir(&destination).unwrap();
+    let error = extract(crafted(entries).as_slice(), &destination).unwrap_err();
+    let mut found: Vec<String> = walk(outer.path())
+        .into_iter()
+        .map(|path| {
+            path.strip_prefix(outer.path())
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    found.sort();
+    (error, found)
+}
+
+fn walk(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs_err::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        out.push(path.clone());
+        if fs_err::symlink_metadata(&path).unwrap().is_dir() {
+            out.extend(walk(&path));
+        }
+    }
+    out
+}
+
+#[test]
+fn parent_traversal_is_refused_and_nothing_lands_outside() {
+    let (error, found) = extract_crafted(&[Crafted::File("../escaped.txt", b"x")]);
+    assert!(matches!(error, ExtractError::Unsafe { .. }), "{error}");
+    assert_eq!(found, ["dest"]);
+}
+
+#[test]
+fn absolute_paths_are_refused_and_nothing_is_written() {
+    let marker = format!("/tmp/berth-absolute-{}", std::process::id());
+    let (error, found) = extract_crafted(&[Crafted::File(&marker, b"x")]);
+    assert!(matches!(error, ExtractError::Unsafe { .. }), "{error}");
+    assert_eq!(found, ["dest"]);
+    assert!(!Path::new(&marker).exists());
+}
+
+#[test]
+fn a_symlink_pointing_out_is_refused() {
+    for target in ["../..", "/etc", "a/../../.."] {
+        let (error, found) = extract_crafted(&[Crafted::Symlink("link", target)]);
+        assert!(
+            matches!(error, ExtractError::Unsafe { .. }),
+            "{target}: {error}"
+        );
+        assert_eq!(found, ["dest"], "{target}");
+    }
+}
+
+#[test]
+fn writing_through_a_symlink_is_refused() {
+    // The link itself stays inside, but a later entry tries to write through it.
+    let (error, found) = extract_crafted(&[
+        Crafted::Symlink("inner", "."),
+        Crafted::File("inner/../../escaped.txt", b"x"),
+    ]);
+    assert!(matches!(error, ExtractError::Unsafe { .. }), "{error}");
+    assert_eq!(found, ["dest", "dest/inner"]);
+    let (error, found) = extract_crafted(&[
+        Crafted::Symlink("dir", "sub"),
+        Crafted::File("dir/file.txt", b"x"),
+    ]);
+    assert!(matches!(error, ExtractError::Unsafe { .. }), "{error}");
+    assert_eq!(found, ["dest", "dest/dir"]);
+}
+
+#[test]
+fn a_hard_link_pointing_out_is_refused() {
+    let (error, found) = extract_crafted(&[Crafted::HardLink("passwd", "../../../../etc/passwd")]);
+    assert!(matches!(error, ExtractError::Unsafe { .. }), "{error}");
+    assert_eq!(found, ["dest"]);
+}

@@ -1,0 +1,38 @@
+//! Names from the OCI image layout that builder and installer agree on.
+//!
+//! A package's `images/` folder is one OCI image layout holding every image of the add-on.
+//! Each manifest in its `index.json` carries the image reference in two annotations, so that
+//! `ctr images import` names the image correctly without any extra flag.
+
+/// `images/` inside a package.
+pub const IMAGES_DIR: &str = "images";
+/// The layout marker file and its fixed content.
+pub const LAYOUT_FILE: &str = "oci-layout";
+pub const LAYOUT_CONTENT: &str = "{\"imageLayoutVersion\":\"1.0.0\"}";
+/// The layout's entry point.
+pub const INDEX_FILE: &str = "index.json";
+/// Where blobs live, relative to the layout root.
+pub const BLOBS_DIR: &str = "blobs/sha256";
+
+/// The annotation OCI tools read for an image's name.
+pub const REF_NAME_ANNOTATION: &str = "org.opencontainers.image.ref.name";
+/// The annotation containerd reads for an image's name on import.
+pub const CONTAINERD_NAME_ANNOTATION: &str = "io.containerd.image.name";
+
+pub const OCI_INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+pub const OCI_MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
+pub const DOCKER_MANIFEST_LIST_MEDIA_TYPE: &str =
+    "application/vnd.docker.distribution.manifest.list.v2+json";
+pub const OCI_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
+pub const OCI_LAYER_TAR_MEDIA_TYPE: &str = "application/vnd.oci.image.layer.v1.tar";
+
+/// Whether a media type names a single-platform image manifest (OCI or Docker schema 2).
+pub fn is_image_manifest(media_type: &str) -> bool {
+    media_type == OCI_MANIFEST_MEDIA_TYPE || media_type == DOCKER_MANIFEST_MEDIA_TYPE
+}
+
+/// Whether a media type names a multi-platform index (OCI index or Docker manifest list).
+pub fn is_image_index(media_type: &str) -> bool {
+    media_type == OCI_INDEX_MEDIA_TYPE || media_type == DOCKER_MANIFEST_LIST_MEDIA_TYPE
+}

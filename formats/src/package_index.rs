@@ -1,0 +1,139 @@
+//! `package.json`, the index inside every add-on package.
+//!
+//! It records what the package was built from (the inputs digest, used to skip rebuilds) and
+//! what it holds (every file with size and sha256, every image with reference and manifest
+//! digest, host packages per distro), so the installer can verify each byte before using it and
+//! `berth-build inspect` can show it without unpacking.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::{DigestParseError, Sha256Digest};
+
+/// File name of the index, at the root of the add-on folder in the package.
+pub const PACKAGE_INDEX_FILE: &str = "package.json";
+
+/// Bumped when the package layout or the inputs digest recipe changes, so old packages rebuild.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The index of one add-on package.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackageIndex {
+    pub schema_version: u32,
+    pub name: String,
+    pub version: String,
+    /// Target architecture of the images (`amd64`, `arm64`, …).
+    pub arch: String,
+    /// Digest of everything the package was built from; equal inputs give equal packages.
+    pub inputs_digest: Sha256Digest,
+    /// Every file in the package except this index, sorted by path, relative to the add-on folder.
+    pub files: Vec<FileRecord>,
+    /// Every image, in Manifest order.
+    pub images: Vec<ImageRecord>,
+    /// Host package file names per target distro.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub host_packages: BTreeMap<String, Vec<String>>,
+}
+
+/// One file of the package.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileRecord {
+    /// Path relative to the add-on folder, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    pub sha256: Sha256Digest,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub executable: bool,
+}
+
+/// One image of the package.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImageRecord {
+    /// The add-on's name for it (the Manifest's `image <name>`).
+    pub name: String,
+    /// Full reference it is imported under.
+    pub reference: String,
+    pub manifest_digest: Sha256Digest,
+    pub media_type: String,
+    /// Bytes of manifest, config and layers together.
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_remote_load: bool,
+}
+
+impl PackageIndex {
+    /// Canonical bytes: pretty JSON with a final newline, fields in declaration order.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("package index serializes");
+        bytes.push(b'\n');
+        bytes
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> serde_json::Result<Self> {
+        serde_json::from_slice(bytes)
+    }
+}
+
+/// `<name>-<version>.tar.gz`.
+pub fn package_file_name(name: &str, version: &str) -> String {
+    format!("{name}-{version}.tar.gz")
+}
+
+/// `addons/<name>/<version>`, the folder every path in a package lives under.
+pub fn package_root(name: &str, version: &str) -> String {
+    format!("addons/{name}/{version}")
+}
+
+/// The `.sha256` file written beside a package, in `sha256sum` format.
+pub fn checksum_file_text(digest: &Sha256Digest, file_name: &str) -> String {
+    format!("{}  {file_name}\n", digest.hex())
+}
+
+/// Reads the digest back from a `.sha256` file's text.
+pub fn parse_checksum_file(text: &str) -> Result<Sha256Digest, DigestParseError> {
+    let hex = text.split_whitespace().next().unwrap_or_default();
+    Sha256Digest::from_hex(hex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_file_round_trips_and_matches_sha256sum_format() {
+        let digest = Sha256Digest::of(b"package");
+        let text = checksum_file_text(&digest, "demo-1.0.0.tar.gz");
+        assert_eq!(text, format!("{}  demo-1.0.0.tar.gz\n", digest.hex()));
+        assert_eq!(parse_checksum_file(&text).unwrap(), digest);
+    }
+
+    #[test]
+    fn index_round_trips_and_refuses_unknown_fields() {
+        let index = PackageIndex {
+            schema_version: SCHEMA_VERSION,
+            name: "demo".into(),
+            version: "1.0.0".into(),
+            arch: "amd64".into(),
+            inputs_digest: Sha256Digest::of(b"inputs"),
+            files: vec![FileRecord {
+                path: "install.sh".into(),
+                size: 3,
+                sha256: Sha256Digest::of(b"abc"),
+                executable: true,
+            }],
+            images: vec![],
+            host_packages: BTreeMap::new(),
+        };
+        let bytes = index.to_bytes();
+        assert_eq!(PackageIndex::from_bytes(&bytes).unwrap(), index);
+        let tampered =
+            String::from_utf8(bytes)
+                .unwrap()
+                .replacen("\"name\"", "\"extra\": 1, \"name\"", 1);
+        assert!(PackageIndex::from_bytes(tampered.as_bytes()).is_err());
+    }
+}
