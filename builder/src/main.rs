@@ -1,1 +1,135 @@
-fn main() {}
+//! `berth-build`: package, build, check and inspect Berth add-ons.
+
+#![allow(clippy::result_large_err)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+mod commands;
+mod progress;
+
+/// Builds reproducible add-on packages from kURL-style add-on folders.
+#[derive(Parser)]
+#[command(name = "berth-build", version, about)]
+struct Cli {
+    /// Show debug logs (`-vv` for everything).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Package one add-on folder (`addons/<name>/<version>`) into `<name>-<version>.tar.gz`.
+    Package(PackageArgs),
+    /// Package every add-on version under a folder, skipping those whose inputs are unchanged.
+    Build(BuildArgs),
+    /// Check every Manifest and install.sh under the paths; exit non-zero on any problem.
+    Check(CheckArgs),
+    /// Show what a package holds: images, files, host packages.
+    Inspect(InspectArgs),
+}
+
+/// Settings shared by the commands that fetch and write packages.
+#[derive(Args, Clone)]
+struct FetchArgs {
+    /// Where packages are written.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    out: PathBuf,
+    /// Architecture whose images are packaged (`amd64`, `arm64`, `arm/v7`).
+    #[arg(long, default_value = "amd64")]
+    arch: String,
+    /// Blob cache shared across builds [default: ~/.cache/berth].
+    #[arg(long, value_name = "DIR", env = "BERTH_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Blob downloads in flight at once.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Registry (`host` or `host:port`) to reach over plain HTTP; loopback ones always are.
+    #[arg(
+        long = "insecure-registry",
+        value_name = "HOST",
+        env = "BERTH_INSECURE_REGISTRIES",
+        value_delimiter = ','
+    )]
+    insecure_registries: Vec<String>,
+    /// gzip level of the package, 0-9.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
+    compression: u32,
+}
+
+#[derive(Args)]
+struct PackageArgs {
+    /// The add-on folder, `addons/<name>/<version>`.
+    addon: PathBuf,
+    #[command(flatten)]
+    fetch: FetchArgs,
+}
+
+#[derive(Args)]
+struct BuildArgs {
+    /// The `addons` folder, or the repository holding it.
+    #[arg(default_value = "addons")]
+    addons: PathBuf,
+    #[command(flatten)]
+    fetch: FetchArgs,
+    /// Add-ons packaged at once [default: number of CPUs].
+    #[arg(long, short = 'j')]
+    jobs: Option<usize>,
+    /// Rebuild packages whose inputs are unchanged too.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Files or folders to check.
+    #[arg(default_value = "addons")]
+    paths: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// A `<name>-<version>.tar.gz` package.
+    package: PathBuf,
+    /// Print the package index as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = match cli.verbose {
+        0 => "warn,berth_build=info",
+        1 => "info,berth_build=debug,berth::process=debug",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+    let result = match cli.command {
+        Command::Package(args) => commands::package::run(args),
+        Command::Build(args) => commands::build::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Inspect(args) => commands::inspect::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            for cause in error.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

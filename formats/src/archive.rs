@@ -74,6 +74,8 @@ pub enum WriteError {
 #[derive(Debug, Clone)]
 pub struct ReproducibleArchive {
     entries: BTreeMap<String, Source>,
+    /// Written right after its parent folders, before everything else (an index read first).
+    lead: Option<String>,
     mtime: u64,
     compression: u32,
 }
@@ -83,6 +85,7 @@ impl ReproducibleArchive {
     pub fn new(mtime: u64, compression: u32) -> Self {
         Self {
             entries: BTreeMap::new(),
+            lead: None,
             mtime,
             compression,
         }
@@ -111,6 +114,27 @@ impl ReproducibleArchive {
         }
     }
 
+    /// Adds an entry that is written first (after its parent folders), so a reader can find
+    /// it without reading the rest.
+    pub fn insert_lead(&mut self, path: &str, source: Source) -> Result<(), WriteError> {
+        self.insert(path, source)?;
+        self.lead = clean_archive_path(path);
+        Ok(())
+    }
+
+    /// Paths in write order: the lead entry's folders and the lead entry, then all others sorted.
+    fn order(&self) -> Vec<&String> {
+        let mut first: Vec<&String> = Vec::new();
+        if let Some(lead) = &self.lead {
+            first.extend(self.entries.keys().filter(|path| {
+                Path::new(lead.as_str()).starts_with(path.as_str()) && *path != lead
+            }));
+            first.extend(self.entries.get_key_value(lead).map(|(key, _)| key));
+        }
+        let rest = self.entries.keys().filter(|path| !first.contains(path));
+        first.iter().copied().chain(rest).collect()
+    }
+
     pub fn contains(&self, path: &str) -> bool {
         self.entries.contains_key(path)
     }
@@ -120,7 +144,8 @@ impl ReproducibleArchive {
         let gzip = flate2::GzBuilder::new().write(out, Compression::new(self.compression));
         let mut builder = tar::Builder::new(gzip);
         builder.mode(tar::HeaderMode::Deterministic);
-        for (path, source) in &self.entries {
+        for path in self.order() {
+            let source = &self.entries[path];
             let io_error = |source| WriteError::Io {
                 path: path.clone(),
                 source,
@@ -334,16 +359,23 @@ pub fn extract(reader: impl Read, destination: &Path) -> Result<Vec<String>, Ext
     Ok(written)
 }
 
-/// Reads one file's bytes out of a gzipped tar without unpacking anything.
-pub fn read_entry(reader: impl Read, wanted: &str) -> Result<Option<Vec<u8>>, ExtractError> {
+/// Reads the first regular file whose cleaned path `wanted` accepts, without unpacking
+/// anything; stops reading as soon as it is found.
+pub fn read_entry(
+    reader: impl Read,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Option<(String, Vec<u8>)>, ExtractError> {
     let mut archive = tar::Archive::new(GzDecoder::new(reader));
     for entry in archive.entries().map_err(ExtractError::Read)? {
         let mut entry = entry.map_err(ExtractError::Read)?;
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            continue;
+        }
         let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        if clean_archive_path(&path).as_deref() == Some(wanted) {
+        if let Some(path) = clean_archive_path(&path).filter(|path| wanted(path)) {
             let mut bytes = Vec::new();
             entry.read_to_end(&mut bytes).map_err(ExtractError::Read)?;
-            return Ok(Some(bytes));
+            return Ok(Some((path, bytes)));
         }
     }
     Ok(None)

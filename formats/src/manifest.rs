@@ -440,8 +440,10 @@ pub fn resolve_inside(base: &Path, relative: &str, root: &Path) -> Option<PathBu
     if relative.is_absolute() {
         return None;
     }
-    let root = normalize(root);
-    let joined = normalize(&base.join(relative));
+    // Compare absolute forms, so a relative Manifest path and an absolute root still agree.
+    let absolute = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let root = normalize(&absolute(root));
+    let joined = normalize(&absolute(&base.join(relative)));
     joined.starts_with(&root).then_some(joined)
 }
 

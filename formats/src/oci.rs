@@ -36,3 +36,76 @@ pub fn is_image_manifest(media_type: &str) -> bool {
 pub fn is_image_index(media_type: &str) -> bool {
     media_type == OCI_INDEX_MEDIA_TYPE || media_type == DOCKER_MANIFEST_LIST_MEDIA_TYPE
 }
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Sha256Digest;
+
+/// A content descriptor: what a manifest or index says about a blob it points to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    pub media_type: String,
+    pub digest: Sha256Digest,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The platform an index entry is built for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Platform {
+    pub architecture: String,
+    pub os: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+/// An OCI image index or Docker manifest list (also the layout's `index.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageIndex {
+    pub schema_version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    pub manifests: Vec<Descriptor>,
+}
+
+/// A single-platform image manifest (OCI or Docker schema 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageManifest {
+    pub schema_version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    pub config: Descriptor,
+    pub layers: Vec<Descriptor>,
+}
+
+impl ImageManifest {
+    /// The config and every layer: the blobs an image needs besides its manifest.
+    pub fn blobs(&self) -> impl Iterator<Item = &Descriptor> {
+        std::iter::once(&self.config).chain(&self.layers)
+    }
+}
+
+/// Tells a manifest from an index when the registry or archive gives no media type.
+pub fn sniff_media_type(bytes: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Probe {
+        media_type: Option<String>,
+        manifests: Option<serde_json::Value>,
+        config: Option<serde_json::Value>,
+    }
+    let probe: Probe = serde_json::from_slice(bytes).ok()?;
+    probe.media_type.or(match (probe.manifests, probe.config) {
+        (Some(_), _) => Some(OCI_INDEX_MEDIA_TYPE.to_string()),
+        (None, Some(_)) => Some(OCI_MANIFEST_MEDIA_TYPE.to_string()),
+        _ => None,
+    })
+}

@@ -71,6 +71,38 @@ fn entries_are_sorted_with_owners_and_modes_normalised() {
 }
 
 #[test]
+fn the_lead_entry_comes_first_after_its_folders() {
+    let mut archive = sample(false);
+    archive
+        .insert_lead(
+            "addons/demo/1.0.0/package.json",
+            Source::Bytes {
+                data: b"{}".to_vec(),
+                executable: false,
+            },
+        )
+        .unwrap();
+    let bytes = write(&archive);
+    let mut reader = tar::Archive::new(GzDecoder::new(bytes.as_slice()));
+    let paths: Vec<String> = reader
+        .entries()
+        .unwrap()
+        .map(|entry| entry.unwrap().path().unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        &paths[..5],
+        [
+            "addons/",
+            "addons/demo/",
+            "addons/demo/1.0.0/",
+            "addons/demo/1.0.0/package.json",
+            "addons/demo/1.0.0/Manifest",
+        ]
+    );
+    assert_eq!(paths.len(), 9, "no entry written twice: {paths:?}");
+}
+
+#[test]
 fn a_path_added_twice_is_refused() {
     let mut archive = sample(false);
     let error = archive
@@ -120,12 +152,19 @@ fn round_trip_restores_content_and_modes() {
         fs_err::metadata(&script).unwrap().permissions().mode() & 0o777,
         0o755
     );
-    let found = read_entry(
-        write(&sample(false)).as_slice(),
-        "addons/demo/1.0.0/Manifest",
-    )
+    let found = read_entry(write(&sample(false)).as_slice(), |path| {
+        path.ends_with("/Manifest")
+    })
     .unwrap();
-    assert_eq!(found.as_deref(), Some(&b"apt fio\n"[..]));
+    assert_eq!(
+        found,
+        Some((
+            "addons/demo/1.0.0/Manifest".to_string(),
+            b"apt fio
+"
+            .to_vec()
+        ))
+    );
 }
 
 /// A raw tar entry, written byte by byte so that names the `tar` crate would refuse get through.

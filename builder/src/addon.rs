@@ -1,0 +1,185 @@
+//! An add-on folder (`<repository>/addons/<name>/<version>/`) as the builder reads it: its
+//! Manifest, its files, the local files the Manifest points to, and the digest of all of it.
+
+use std::path::{Path, PathBuf};
+
+use berth_formats::Sha256Digest;
+use berth_formats::manifest::{Manifest, ManifestErrors, ReadError};
+use berth_formats::package_index::SCHEMA_VERSION;
+use serde::Serialize;
+
+/// Why an add-on folder could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum AddonError {
+    #[error("{path} is not an add-on folder: expected `<repository>/addons/<name>/<version>/`")]
+    NotAnAddon { path: PathBuf },
+    #[error("{path} has no Manifest")]
+    NoManifest { path: PathBuf },
+    #[error("{0}")]
+    Manifest(#[from] ManifestErrors),
+    #[error("failed to read {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One file of the add-on folder.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddonFile {
+    /// `/`-separated path relative to the add-on folder.
+    pub relative: String,
+    #[serde(skip)]
+    pub path: PathBuf,
+    pub digest: Sha256Digest,
+    pub size: u64,
+    pub executable: bool,
+}
+
+/// A local file the Manifest reads (asset path, image archive, Dockerfile), by line.
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalInput {
+    pub line: usize,
+    #[serde(skip)]
+    pub path: PathBuf,
+    pub digest: Sha256Digest,
+}
+
+/// Everything the builder reads from the add-ons repository for one add-on.
+#[derive(Debug, Clone)]
+pub struct AddonSource {
+    pub name: String,
+    pub version: String,
+    pub directory: PathBuf,
+    /// The folder holding `addons/`: image archives and Dockerfiles resolve against it.
+    pub repository_root: PathBuf,
+    pub manifest: Manifest,
+    pub files: Vec<AddonFile>,
+    pub local_inputs: Vec<LocalInput>,
+}
+
+impl AddonSource {
+    /// Reads the add-on folder at `directory`: names from its path, the Manifest (every local
+    /// path checked), and a digest of every file.
+    pub fn load(directory: &Path) -> Result<AddonSource, AddonError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| AddonError::Io { path, source }
+        };
+        let directory = std::path::absolute(directory).map_err(io(directory))?;
+        let not_an_addon = || AddonError::NotAnAddon {
+            path: directory.clone(),
+        };
+        let version_name = directory
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(not_an_addon)?;
+        let addon_folder = directory.parent().ok_or_else(not_an_addon)?;
+        let name = addon_folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(not_an_addon)?;
+        let addons = addon_folder.parent().ok_or_else(not_an_addon)?;
+        if addons.file_name().is_none_or(|n| n != "addons") {
+            return Err(not_an_addon());
+        }
+        let repository_root = addons.parent().ok_or_else(not_an_addon)?.to_path_buf();
+        let manifest_path = directory.join("Manifest");
+        if !manifest_path.is_file() {
+            return Err(AddonError::NoManifest { path: directory });
+        }
+        let manifest = Manifest::read(&manifest_path).map_err(|error| match error {
+            ReadError::Io(source) => AddonError::Io {
+                path: manifest_path.clone(),
+                source,
+            },
+            ReadError::Invalid(errors) => AddonError::Manifest(errors),
+        })?;
+        manifest.check_paths(&repository_root)?;
+
+        let mut files = Vec::new();
+        for entry in walkdir::WalkDir::new(&directory).sort_by_file_name() {
+            let entry = entry.map_err(|error| AddonError::Io {
+                path: error.path().unwrap_or(&directory).to_path_buf(),
+                source: error.into(),
+            })?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let path = entry.path().to_path_buf();
+            let relative = path
+                .strip_prefix(&directory)
+                .expect("walked below the add-on folder")
+                .to_string_lossy()
+                .replace('\\', "/");
+            files.push(hash_file(&path, relative)?);
+        }
+
+        let mut local_inputs = Vec::new();
+        for entry in &manifest.entries {
+            if let Some(resolved) = manifest.local_path(entry, &repository_root) {
+                let path = resolved.map_err(|error| ManifestErrors(vec![error]))?;
+                let file = hash_file(&path, String::new())?;
+                local_inputs.push(LocalInput {
+                    line: entry.line,
+                    path,
+                    digest: file.digest,
+                });
+            }
+        }
+        Ok(AddonSource {
+            name: name.to_string(),
+            version: version_name.to_string(),
+            repository_root,
+            manifest,
+            files,
+            local_inputs,
+            directory,
+        })
+    }
+
+    /// The resolved local file for the Manifest entry on `line`.
+    pub fn local_input(&self, line: usize) -> Option<&LocalInput> {
+        self.local_inputs.iter().find(|input| input.line == line)
+    }
+
+    /// Digest of everything the package is built from: the package schema, the target
+    /// architecture, every file of the add-on folder (the Manifest among them) and every local
+    /// file the Manifest reads. Registry images and URL assets count by their Manifest text;
+    /// pin them by digest for packages that change only when their text does.
+    pub fn inputs_digest(&self, arch: &str) -> Sha256Digest {
+        #[derive(Serialize)]
+        struct Inputs<'a> {
+            schema: u32,
+            arch: &'a str,
+            files: &'a [AddonFile],
+            local_inputs: &'a [LocalInput],
+        }
+        let inputs = Inputs {
+            schema: SCHEMA_VERSION,
+            arch,
+            files: &self.files,
+            local_inputs: &self.local_inputs,
+        };
+        Sha256Digest::of(&serde_json::to_vec(&inputs).expect("inputs serialize"))
+    }
+}
+
+/// Hashes one file and records whether any execute bit is set.
+pub fn hash_file(path: &Path, relative: String) -> Result<AddonFile, AddonError> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |source| AddonError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = fs_err::metadata(path).map_err(io)?;
+    let digest = Sha256Digest::of_reader(fs_err::File::open(path).map_err(io)?).map_err(io)?;
+    Ok(AddonFile {
+        relative,
+        path: path.to_path_buf(),
+        digest,
+        size: metadata.len(),
+        executable: metadata.permissions().mode() & 0o111 != 0,
+    })
+}

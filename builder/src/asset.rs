@@ -1,0 +1,114 @@
+//! `asset` directives: a file fetched by URL (retried, resumed, cached by digest) or taken
+//! from a path in the add-ons repository, checked against its `sha256:` pin when it has one.
+
+use std::path::PathBuf;
+
+use berth_formats::Sha256Digest;
+use berth_formats::manifest::{AssetDirective, AssetSource};
+
+use crate::cache::BlobCache;
+use crate::download::{self, DownloadError, Expected, RetryPolicy};
+use crate::reporter::Reporter;
+
+/// An asset ready to be packaged.
+#[derive(Debug, Clone)]
+pub struct FetchedAsset {
+    /// File name under `assets/`.
+    pub file: String,
+    pub path: PathBuf,
+    pub digest: Sha256Digest,
+    pub size: u64,
+}
+
+/// Why an asset could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum AssetError {
+    #[error("asset `{file}`")]
+    Download {
+        file: String,
+        #[source]
+        source: DownloadError,
+    },
+    #[error("asset `{file}` ({path}) does not match its pin: expected {expected}, found {actual}")]
+    PinMismatch {
+        file: String,
+        path: PathBuf,
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+    },
+    #[error("failed to read asset `{file}`")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Fetches one asset. `local` is the resolved path of a path-sourced asset.
+pub async fn fetch(
+    http: &reqwest::Client,
+    cache: &BlobCache,
+    retry: RetryPolicy,
+    reporter: &dyn Reporter,
+    asset: &AssetDirective,
+    local: Option<PathBuf>,
+) -> Result<FetchedAsset, AssetError> {
+    match (&asset.source, local) {
+        (AssetSource::Path(_), Some(path)) => {
+            let io = |source| AssetError::Io {
+                file: asset.file.clone(),
+                source,
+            };
+            let digest =
+                Sha256Digest::of_reader(fs_err::File::open(&path).map_err(io)?).map_err(io)?;
+            let size = fs_err::metadata(&path).map_err(io)?.len();
+            if let Some(expected) = asset.sha256.filter(|expected| *expected != digest) {
+                return Err(AssetError::PinMismatch {
+                    file: asset.file.clone(),
+                    path,
+                    expected,
+                    actual: digest,
+                });
+            }
+            Ok(FetchedAsset {
+                file: asset.file.clone(),
+                path,
+                digest,
+                size,
+            })
+        }
+        (AssetSource::Url(url), _) => {
+            let progress = reporter.start(&asset.file, None);
+            let result = download::download_to_cache(
+                url.as_str(),
+                cache,
+                Expected {
+                    digest: asset.sha256,
+                    size: None,
+                },
+                retry,
+                progress.as_ref(),
+                || http.get(url.as_str()),
+            )
+            .await;
+            progress.finish();
+            let downloaded = result.map_err(|source| AssetError::Download {
+                file: asset.file.clone(),
+                source,
+            })?;
+            Ok(FetchedAsset {
+                file: asset.file.clone(),
+                path: downloaded.path,
+                digest: downloaded.digest,
+                size: downloaded.size,
+            })
+        }
+        (AssetSource::Path(path), None) => Err(AssetError::Io {
+            file: asset.file.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{path} was not resolved"),
+            ),
+        }),
+    }
+}

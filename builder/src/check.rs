@@ -1,0 +1,101 @@
+//! `berth-build check`: the lint a vendor's CI runs on every pull request. Every Manifest under
+//! the given paths is parsed and its local paths resolved; every `install.sh` is checked with
+//! `bash -n`. All problems are reported, each with its file and line.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use berth_formats::manifest::{Manifest, ReadError};
+
+use crate::process::{self, ProcessError};
+
+/// What `check` looked at and found.
+#[derive(Debug, Default)]
+pub struct CheckReport {
+    pub manifests: usize,
+    pub scripts: usize,
+    /// One message per problem, each starting with `file:line:` where there is a line.
+    pub problems: Vec<String>,
+}
+
+/// Checks every Manifest and `install.sh` below `paths` (files or folders).
+pub fn check(paths: &[PathBuf]) -> Result<CheckReport, ProcessError> {
+    let bash = process::find_program("bash", "bash")?;
+    let mut report = CheckReport::default();
+    for path in paths {
+        if !path.exists() {
+            report
+                .problems
+                .push(format!("{}: no such file or folder", path.display()));
+            continue;
+        }
+        for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(error) => {
+                    report.problems.push(format!("{}: {error}", path.display()));
+                    continue;
+                }
+            };
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            match entry.file_name().to_str() {
+                Some("Manifest") => {
+                    report.manifests += 1;
+                    check_manifest(entry.path(), &mut report.problems);
+                }
+                Some("install.sh") => {
+                    report.scripts += 1;
+                    let arguments: Vec<OsString> = vec!["-n".into(), entry.path().into()];
+                    if let Err(error) = process::run(&bash, arguments) {
+                        let message = match error {
+                            ProcessError::Failed { tail, .. } => tail,
+                            other => other.to_string(),
+                        };
+                        report.problems.push(message.trim().to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn check_manifest(path: &Path, problems: &mut Vec<String>) {
+    let manifest = match Manifest::read(path) {
+        Ok(manifest) => manifest,
+        Err(ReadError::Invalid(errors)) => {
+            problems.extend(errors.0.iter().map(ToString::to_string));
+            return;
+        }
+        Err(ReadError::Io(error)) => {
+            problems.push(format!("{}: {error}", path.display()));
+            return;
+        }
+    };
+    // `<repository>/addons/<name>/<version>/Manifest`: paths resolve against `<repository>`.
+    let repository = std::path::absolute(path)
+        .ok()
+        .and_then(|path| path.ancestors().nth(4).map(Path::to_path_buf))
+        .filter(|root| path_is_under_addons(path, root));
+    match repository {
+        Some(root) => {
+            if let Err(errors) = manifest.check_paths(&root) {
+                problems.extend(errors.0.iter().map(ToString::to_string));
+            }
+        }
+        None => problems.push(format!(
+            "{}: not inside `addons/<name>/<version>/`, so its paths cannot be resolved\n  hint: move the add-on to addons/<name>/<version>/",
+            path.display()
+        )),
+    }
+}
+
+fn path_is_under_addons(manifest: &Path, root: &Path) -> bool {
+    std::path::absolute(manifest)
+        .ok()
+        .and_then(|path| path.strip_prefix(root).ok().map(Path::to_path_buf))
+        .is_some_and(|relative| relative.starts_with("addons"))
+}

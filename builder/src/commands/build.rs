@@ -1,0 +1,84 @@
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use berth_build::build;
+
+use crate::BuildArgs;
+
+pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
+    let directories = build::discover(&args.addons)
+        .with_context(|| format!("failed to list add-ons under {}", args.addons.display()))?;
+    if directories.is_empty() {
+        anyhow::bail!(
+            "no add-ons under {}: expected <name>/<version>/Manifest",
+            args.addons.display()
+        );
+    }
+    let (context, settings) = super::prepare(&args.fetch, !args.force)?;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let results =
+        super::runtime()?.block_on(build::build_all(&context, directories, &settings, jobs));
+
+    println!(
+        "{:<24} {:<20} {:<9} {:>10} {:>8}  SHA256",
+        "NAME", "VERSION", "RESULT", "SIZE", "TIME"
+    );
+    let mut failures = Vec::new();
+    for result in &results {
+        match &result.outcome {
+            Ok(outcome) => println!(
+                "{:<24} {:<20} {:<9} {:>10} {:>7.1}s  {}",
+                outcome.name,
+                outcome.version,
+                if outcome.unchanged {
+                    "unchanged"
+                } else {
+                    "built"
+                },
+                super::human_size(outcome.size),
+                result.elapsed.as_secs_f64(),
+                &outcome.sha256.hex()[..16],
+            ),
+            Err(error) => {
+                let version = result
+                    .directory
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy();
+                let name = result
+                    .directory
+                    .parent()
+                    .and_then(|parent| parent.file_name())
+                    .unwrap_or_default()
+                    .to_string_lossy();
+                println!(
+                    "{:<24} {:<20} {:<9} {:>10} {:>7.1}s",
+                    name,
+                    version,
+                    "FAILED",
+                    "-",
+                    result.elapsed.as_secs_f64()
+                );
+                failures.push((result.directory.clone(), error));
+            }
+        }
+    }
+    for (directory, error) in &failures {
+        eprintln!(
+            "\nerror: failed to package {}: {error}",
+            directory.display()
+        );
+        let mut source = std::error::Error::source(*error);
+        while let Some(cause) = source {
+            eprintln!("  caused by: {cause}");
+            source = cause.source();
+        }
+    }
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

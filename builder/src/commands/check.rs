@@ -1,0 +1,21 @@
+use std::process::ExitCode;
+
+use crate::CheckArgs;
+
+pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let report = berth_build::check::check(&args.paths)?;
+    for problem in &report.problems {
+        println!("{problem}");
+    }
+    eprintln!(
+        "checked {} Manifests and {} install.sh scripts: {} problems",
+        report.manifests,
+        report.scripts,
+        report.problems.len()
+    );
+    Ok(if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

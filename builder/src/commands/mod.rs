@@ -1,0 +1,67 @@
+//! One module per verb: turn parsed arguments into settings, call the library, report.
+
+pub mod build;
+pub mod check;
+pub mod inspect;
+pub mod package;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use berth_build::cache::BlobCache;
+use berth_build::download::RetryPolicy;
+use berth_build::package::{BuildContext, PackageSettings};
+use berth_build::registry::{RegistryClient, RegistrySettings};
+
+use crate::FetchArgs;
+use crate::progress::Bars;
+
+/// The shared context and package settings that `package` and `build` both need.
+pub fn prepare(
+    args: &FetchArgs,
+    skip_unchanged: bool,
+) -> anyhow::Result<(BuildContext, PackageSettings)> {
+    let cache_root = args
+        .cache_dir
+        .clone()
+        .unwrap_or_else(BlobCache::default_root);
+    let cache = BlobCache::open(&cache_root)
+        .with_context(|| format!("failed to open the blob cache at {}", cache_root.display()))?;
+    let retry = RetryPolicy::default();
+    let http = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .read_timeout(std::time::Duration::from_secs(60))
+        .build()
+        .context("failed to set up the HTTP client")?;
+    let context = BuildContext {
+        registry: RegistryClient::new(RegistrySettings {
+            insecure: args.insecure_registries.clone(),
+            retry,
+        }),
+        http,
+        cache,
+        retry,
+        reporter: Arc::new(Bars::new()),
+    };
+    let settings = PackageSettings {
+        out_dir: args.out.clone(),
+        arch: args.arch.clone(),
+        concurrency: args.concurrency,
+        compression: args.compression,
+        mtime: berth_formats::archive::source_date_epoch(),
+        skip_unchanged,
+    };
+    Ok((context, settings))
+}
+
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")
+}
+
+/// `12.3 MiB`.
+pub fn human_size(bytes: u64) -> String {
+    indicatif::HumanBytes(bytes).to_string()
+}

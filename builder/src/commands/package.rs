@@ -1,0 +1,25 @@
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::PackageArgs;
+
+pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
+    let (context, settings) = super::prepare(&args.fetch, false)?;
+    let outcome = super::runtime()?
+        .block_on(berth_build::package::package(
+            &context,
+            &args.addon,
+            &settings,
+        ))
+        .with_context(|| format!("failed to package {}", args.addon.display()))?;
+    println!(
+        "{}  {} ({}, {} images, {} files)",
+        outcome.sha256.hex(),
+        outcome.path.display(),
+        super::human_size(outcome.size),
+        outcome.images,
+        outcome.files
+    );
+    Ok(ExitCode::SUCCESS)
+}

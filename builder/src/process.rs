@@ -1,0 +1,116 @@
+//! The one way `berth-build` runs other programs (buildah, docker, bash).
+//!
+//! Each command is logged shell-escaped, gets the caller's environment, and on failure reports
+//! the exit status and the tail of its error output, so the user sees why without re-running.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+/// Lines of error output kept in a failure message.
+const TAIL_LINES: usize = 20;
+
+/// A program failed to start or exited unsuccessfully.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("`{program}` was not found on PATH; {install_hint}")]
+    NotFound {
+        program: String,
+        install_hint: String,
+    },
+    #[error("failed to start `{command}`")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed ({status})\n{tail}")]
+    Failed {
+        command: String,
+        status: String,
+        tail: String,
+    },
+}
+
+/// Finds `program` on PATH, or says which Debian package provides it.
+pub fn find_program(program: &str, package: &str) -> Result<std::path::PathBuf, ProcessError> {
+    which::which(program).map_err(|_| ProcessError::NotFound {
+        program: program.to_string(),
+        install_hint: format!("install it (Debian package `{package}`)"),
+    })
+}
+
+/// Runs a command to completion and returns its standard output.
+pub fn run(program: &Path, arguments: impl AsRef<[OsString]>) -> Result<Vec<u8>, ProcessError> {
+    run_with_stdin(program, arguments.as_ref(), None)
+}
+
+/// Runs a command with `stdin` as its input and returns its standard output.
+pub fn run_with_stdin(
+    program: &Path,
+    arguments: &[OsString],
+    stdin: Option<&[u8]>,
+) -> Result<Vec<u8>, ProcessError> {
+    let command = display_command(program, arguments);
+    tracing::debug!(target: "berth::process", "running {command}");
+    let mut expression = duct::cmd(program, arguments)
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked();
+    if let Some(input) = stdin {
+        expression = expression.stdin_bytes(input.to_vec());
+    }
+    let output = expression.run().map_err(|source| ProcessError::Spawn {
+        command: command.clone(),
+        source,
+    })?;
+    if output.status.success() {
+        return Ok(output.stdout);
+    }
+    let status = match output.status.code() {
+        Some(code) => format!("exit code {code}"),
+        None => "killed by a signal".to_string(),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let text = if stderr.trim().is_empty() {
+        stdout
+    } else {
+        stderr
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+    Err(ProcessError::Failed {
+        command,
+        status,
+        tail,
+    })
+}
+
+/// The command as a user could paste it into a shell.
+pub fn display_command(program: &Path, arguments: &[OsString]) -> String {
+    std::iter::once(program.as_os_str())
+        .chain(arguments.iter().map(OsString::as_os_str))
+        .map(|word| shell_quote(&word.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Builds an argument list from anything string-like.
+#[macro_export]
+macro_rules! arguments {
+    ($($argument:expr),* $(,)?) => {
+        vec![$(std::ffi::OsString::from($argument)),*]
+    };
+}

@@ -1,0 +1,501 @@
+//! A client for the OCI distribution API (what `docker pull` speaks), with no daemon.
+//!
+//! It fetches manifests and blobs from any registry: anonymously, with basic auth, or with a
+//! bearer token obtained from the registry's token service, using credentials from the docker
+//! config (`~/.docker/config.json` or `$DOCKER_CONFIG`, including credential helpers). Plain
+//! HTTP is used for loopback registries and for those named as insecure; HTTPS otherwise.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use base64::Engine as _;
+use berth_formats::Sha256Digest;
+use berth_formats::oci;
+use oci_spec::distribution::Reference;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use reqwest::{Client, RequestBuilder, Response, StatusCode};
+
+use crate::cache::BlobCache;
+use crate::download::{self, DownloadError, Downloaded, Expected, RetryPolicy};
+use crate::reporter::Progress;
+
+/// Every manifest kind this client understands, in the Accept header of manifest requests.
+const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
+    application/vnd.oci.image.manifest.v1+json, \
+    application/vnd.docker.distribution.manifest.list.v2+json, \
+    application/vnd.docker.distribution.manifest.v2+json";
+
+/// Registry client settings.
+#[derive(Debug, Clone, Default)]
+pub struct RegistrySettings {
+    /// Registries (`host` or `host:port`) reached over plain HTTP besides loopback ones.
+    pub insecure: Vec<String>,
+    pub retry: RetryPolicy,
+}
+
+/// Why talking to a registry failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("cannot reach registry {registry} (after {attempts} attempts)")]
+    Unreachable {
+        registry: String,
+        attempts: u32,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error(
+        "registry {registry} refused access to {repository}: {reason}\n  hint: log in with `docker login {registry}` or add credentials for it to ~/.docker/config.json"
+    )]
+    Unauthorized {
+        registry: String,
+        repository: String,
+        reason: String,
+    },
+    #[error("{reference} was not found: registry {registry} has no such repository or tag")]
+    NotFound { registry: String, reference: String },
+    #[error("registry {registry} answered {status} for {url}")]
+    Status {
+        registry: String,
+        url: String,
+        status: StatusCode,
+    },
+    #[error(
+        "the manifest of {reference} does not match its digest: expected {expected}, received {actual}"
+    )]
+    ManifestDigest {
+        reference: String,
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+    },
+    #[error("failed to read the response of registry {registry}")]
+    Body {
+        registry: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error(transparent)]
+    Download(#[from] DownloadError),
+}
+
+/// A manifest or index as the registry sent it.
+#[derive(Debug, Clone)]
+pub struct FetchedManifest {
+    pub bytes: Vec<u8>,
+    pub media_type: String,
+    pub digest: Sha256Digest,
+}
+
+/// A registry client; one per build, shared by every image fetch.
+pub struct RegistryClient {
+    http: Client,
+    settings: RegistrySettings,
+    /// Authorization header per `registry/repository`, learned from challenges.
+    authorizations: Mutex<HashMap<String, HeaderValue>>,
+}
+
+impl RegistryClient {
+    pub fn new(settings: RegistrySettings) -> Self {
+        let http = Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(60))
+            .user_agent(concat!("berth-build/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("HTTP client builds");
+        Self {
+            http,
+            settings,
+            authorizations: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Fetches the manifest or index that `target` (a tag or digest) names in `reference`'s
+    /// repository; a digest target is verified against the bytes received.
+    pub async fn fetch_manifest(
+        &self,
+        reference: &Reference,
+        target: &str,
+    ) -> Result<FetchedManifest, RegistryError> {
+        let registry = reference.registry();
+        let url = format!(
+            "{}/v2/{}/manifests/{target}",
+            self.base_url(registry),
+            reference.repository()
+        );
+        let response = self
+            .send(reference, || {
+                self.http.get(&url).header(ACCEPT, MANIFEST_ACCEPT)
+            })
+            .await?;
+        match response.status() {
+            status if status.is_success() => {}
+            StatusCode::NOT_FOUND => {
+                return Err(RegistryError::NotFound {
+                    registry: registry.to_string(),
+                    reference: reference.whole(),
+                });
+            }
+            status => {
+                return Err(RegistryError::Status {
+                    registry: registry.to_string(),
+                    url,
+                    status,
+                });
+            }
+        }
+        let header_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(|value| value.split(';').next().unwrap_or(value).trim().to_string());
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|source| RegistryError::Body {
+                registry: registry.to_string(),
+                source,
+            })?
+            .to_vec();
+        let digest = Sha256Digest::of(&bytes);
+        if let Ok(expected) = target.parse::<Sha256Digest>()
+            && expected != digest
+        {
+            return Err(RegistryError::ManifestDigest {
+                reference: reference.whole(),
+                expected,
+                actual: digest,
+            });
+        }
+        let media_type = oci::sniff_media_type(&bytes)
+            .or(header_type)
+            .unwrap_or_else(|| oci::OCI_MANIFEST_MEDIA_TYPE.to_string());
+        Ok(FetchedManifest {
+            bytes,
+            media_type,
+            digest,
+        })
+    }
+
+    /// Downloads a blob of `reference`'s repository into the cache, verifying size and digest.
+    pub async fn fetch_blob(
+        &self,
+        reference: &Reference,
+        descriptor: &oci::Descriptor,
+        cache: &BlobCache,
+        progress: &dyn Progress,
+    ) -> Result<Downloaded, RegistryError> {
+        let url = format!(
+            "{}/v2/{}/blobs/{}",
+            self.base_url(reference.registry()),
+            reference.repository(),
+            descriptor.digest
+        );
+        let expected = Expected {
+            digest: Some(descriptor.digest),
+            size: Some(descriptor.size),
+        };
+        if !cache.contains(&descriptor.digest) && self.authorization(reference).is_none() {
+            // Learn the repository's authorization once, before the body streams.
+            self.send(reference, || self.http.head(&url)).await?;
+        }
+        let authorization = self.authorization(reference);
+        let downloaded = download::download_to_cache(
+            &format!("{} ({})", url, reference.whole()),
+            cache,
+            expected,
+            self.settings.retry,
+            progress,
+            || {
+                let request = self.http.get(&url);
+                match &authorization {
+                    Some(value) => request.header(AUTHORIZATION, value.clone()),
+                    None => request,
+                }
+            },
+        )
+        .await?;
+        Ok(downloaded)
+    }
+
+    fn key(reference: &Reference) -> String {
+        format!("{}/{}", reference.registry(), reference.repository())
+    }
+
+    fn authorization(&self, reference: &Reference) -> Option<HeaderValue> {
+        self.authorizations
+            .lock()
+            .expect("authorization map")
+            .get(&Self::key(reference))
+            .cloned()
+    }
+
+    /// Sends a request with retries, answering one authentication challenge if the registry asks.
+    async fn send(
+        &self,
+        reference: &Reference,
+        request: impl Fn() -> RequestBuilder,
+    ) -> Result<Response, RegistryError> {
+        let mut response = self.send_with_retries(reference, &request).await?;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            let challenge = response
+                .headers()
+                .get(WWW_AUTHENTICATE)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
+            let authorization = self.authenticate(reference, &challenge).await?;
+            self.authorizations
+                .lock()
+                .expect("authorization map")
+                .insert(Self::key(reference), authorization);
+            response = self.send_with_retries(reference, &request).await?;
+            if response.status() == StatusCode::UNAUTHORIZED {
+                return Err(self.unauthorized(reference, "the credentials were not accepted"));
+            }
+        }
+        Ok(response)
+    }
+
+    async fn send_with_retries(
+        &self,
+        reference: &Reference,
+        request: &impl Fn() -> RequestBuilder,
+    ) -> Result<Response, RegistryError> {
+        let retry = self.settings.retry;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            if attempt > 1 {
+                tokio::time::sleep(retry.delay(attempt)).await;
+            }
+            let mut builder = request();
+            if let Some(value) = self.authorization(reference) {
+                builder = builder.header(AUTHORIZATION, value);
+            }
+            match builder.send().await {
+                Ok(response)
+                    if (response.status().is_server_error()
+                        || response.status() == StatusCode::TOO_MANY_REQUESTS)
+                        && attempt < retry.attempts => {}
+                Ok(response) => return Ok(response),
+                Err(error) if attempt < retry.attempts => {
+                    tracing::debug!("retrying {}: {error}", reference.registry());
+                }
+                Err(source) => {
+                    return Err(RegistryError::Unreachable {
+                        registry: reference.registry().to_string(),
+                        attempts: attempt,
+                        source,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Answers a `WWW-Authenticate` challenge with basic credentials or a bearer token.
+    async fn authenticate(
+        &self,
+        reference: &Reference,
+        challenge: &str,
+    ) -> Result<HeaderValue, RegistryError> {
+        let (scheme, parameters) = parse_challenge(challenge);
+        let credentials = credentials_for(reference.registry());
+        match scheme.to_ascii_lowercase().as_str() {
+            "basic" => {
+                let (user, password) = credentials.ok_or_else(|| {
+                    self.unauthorized(
+                        reference,
+                        "it asks for a user name and password and none is configured",
+                    )
+                })?;
+                Ok(basic_header(&user, &password))
+            }
+            "bearer" => {
+                let realm = parameters.get("realm").ok_or_else(|| {
+                    self.unauthorized(reference, "its bearer challenge names no token service")
+                })?;
+                let mut url = url::Url::parse(realm).map_err(|_| {
+                    self.unauthorized(reference, "its token service URL is not valid")
+                })?;
+                {
+                    let mut query = url.query_pairs_mut();
+                    if let Some(service) = parameters.get("service") {
+                        query.append_pair("service", service);
+                    }
+                    query.append_pair(
+                        "scope",
+                        &format!("repository:{}:pull", reference.repository()),
+                    );
+                }
+                let mut request = self.http.get(url.as_str());
+                if let Some((user, password)) = &credentials {
+                    request = request.basic_auth(user, Some(password));
+                }
+                let response =
+                    request
+                        .send()
+                        .await
+                        .map_err(|source| RegistryError::Unreachable {
+                            registry: url.host_str().unwrap_or(realm).to_string(),
+                            attempts: 1,
+                            source,
+                        })?;
+                if !response.status().is_success() {
+                    return Err(self.unauthorized(
+                        reference,
+                        &format!("its token service answered {}", response.status()),
+                    ));
+                }
+                #[derive(serde::Deserialize)]
+                struct TokenResponse {
+                    token: Option<String>,
+                    access_token: Option<String>,
+                }
+                let bytes = response
+                    .bytes()
+                    .await
+                    .map_err(|_| self.unauthorized(reference, "its token service sent no token"))?;
+                let body: TokenResponse = serde_json::from_slice(&bytes)
+                    .map_err(|_| self.unauthorized(reference, "its token service sent no token"))?;
+                let token = body.token.or(body.access_token).ok_or_else(|| {
+                    self.unauthorized(reference, "its token service sent no token")
+                })?;
+                HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| self.unauthorized(reference, "its token is not a valid header"))
+            }
+            _ => Err(self.unauthorized(
+                reference,
+                &format!("it asks for an unsupported authentication scheme `{scheme}`"),
+            )),
+        }
+    }
+
+    fn unauthorized(&self, reference: &Reference, reason: &str) -> RegistryError {
+        RegistryError::Unauthorized {
+            registry: reference.registry().to_string(),
+            repository: reference.repository().to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn base_url(&self, registry: &str) -> String {
+        let host = match registry {
+            "docker.io" | "index.docker.io" => "registry-1.docker.io",
+            other => other,
+        };
+        let scheme = if self.is_insecure(host) {
+            "http"
+        } else {
+            "https"
+        };
+        format!("{scheme}://{host}")
+    }
+
+    fn is_insecure(&self, host: &str) -> bool {
+        let name = host
+            .rsplit_once(':')
+            .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+            .map_or(host, |(name, _)| name)
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        name == "localhost"
+            || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            || self
+                .settings
+                .insecure
+                .iter()
+                .any(|insecure| insecure == host || insecure == name)
+    }
+}
+
+fn basic_header(user: &str, password: &str) -> HeaderValue {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    HeaderValue::from_str(&format!("Basic {encoded}")).expect("base64 is a valid header")
+}
+
+/// User name and password for `registry` from the docker config, if any.
+fn credentials_for(registry: &str) -> Option<(String, String)> {
+    let server = match registry {
+        "docker.io" | "index.docker.io" => "https://index.docker.io/v1/",
+        other => other,
+    };
+    match docker_credential::get_credential(server) {
+        Ok(docker_credential::DockerCredential::UsernamePassword(user, password)) => {
+            Some((user, password))
+        }
+        Ok(docker_credential::DockerCredential::IdentityToken(_)) => {
+            tracing::warn!(
+                "docker config holds an identity token for {registry}; only user names and passwords are used"
+            );
+            None
+        }
+        Err(error) => {
+            tracing::debug!("no docker credentials for {registry}: {error}");
+            None
+        }
+    }
+}
+
+/// Splits `Bearer realm="…",service="…"` into its scheme and parameters.
+fn parse_challenge(challenge: &str) -> (String, HashMap<String, String>) {
+    let challenge = challenge.trim();
+    let (scheme, rest) = challenge.split_once(' ').unwrap_or((challenge, ""));
+    let mut parameters = HashMap::new();
+    let mut chars = rest.chars().peekable();
+    loop {
+        while chars.next_if(|c| *c == ',' || c.is_whitespace()).is_some() {}
+        let key: String = std::iter::from_fn(|| chars.next_if(|c| *c != '=')).collect();
+        if key.is_empty() || chars.next().is_none() {
+            break;
+        }
+        let value: String = if chars.next_if_eq(&'"').is_some() {
+            let mut value = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => break,
+                    '\\' => value.extend(chars.next()),
+                    other => value.push(other),
+                }
+            }
+            value
+        } else {
+            std::iter::from_fn(|| chars.next_if(|c| *c != ',')).collect()
+        };
+        parameters.insert(key.trim().to_ascii_lowercase(), value);
+    }
+    (scheme.to_string(), parameters)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenge_parameters_keep_commas_inside_quotes() {
+        let (scheme, parameters) = parse_challenge(
+            r#"Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push""#,
+        );
+        assert_eq!(scheme, "Bearer");
+        assert_eq!(parameters["realm"], "https://auth.example/token");
+        assert_eq!(parameters["service"], "registry.example");
+        assert_eq!(parameters["scope"], "repository:a/b:pull,push");
+    }
+
+    #[test]
+    fn loopback_and_named_registries_use_plain_http() {
+        let client = RegistryClient::new(RegistrySettings {
+            insecure: vec!["registry.lan:5000".into()],
+            ..Default::default()
+        });
+        assert_eq!(client.base_url("127.0.0.1:5000"), "http://127.0.0.1:5000");
+        assert_eq!(client.base_url("localhost:5000"), "http://localhost:5000");
+        assert_eq!(client.base_url("[::1]:5000"), "http://[::1]:5000");
+        assert_eq!(
+            client.base_url("registry.lan:5000"),
+            "http://registry.lan:5000"
+        );
+        assert_eq!(client.base_url("docker.io"), "https://registry-1.docker.io");
+        assert_eq!(client.base_url("quay.io"), "https://quay.io");
+    }
+}
