@@ -1,0 +1,641 @@
+//! `berth-build` against real parts: a docker-registry on loopback, skopeo-pushed images,
+//! containerd + runc, buildah. Each test owns its servers, cache and output folder.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use berth_formats::package_index::PackageIndex;
+use support::images::{self, Layer, PlatformImage, busybox_layer, push_image, unique_layer};
+use support::{AddonRepository, BerthBuild, Containerd, Registry, files_below, run};
+
+fn read_index(package: &Path) -> PackageIndex {
+    let (_, bytes) =
+        berth_formats::archive::read_entry(fs_err::File::open(package).unwrap(), |path| {
+            path.ends_with("/package.json")
+        })
+        .unwrap()
+        .unwrap();
+    PackageIndex::from_bytes(&bytes).unwrap()
+}
+
+fn hello_layer(text: &str) -> Layer {
+    images::layer(&[images::Entry::File("hello.txt", text.as_bytes(), 0o644)])
+}
+
+#[test]
+fn same_addon_gives_same_bytes_twice_and_with_another_cache() {
+    let registry = Registry::start();
+    push_image(
+        &registry,
+        "team/app",
+        "1.0",
+        vec![busybox_layer(), hello_layer("hello v1\n")],
+    );
+    let repository = AddonRepository::new();
+    repository.write("addons/app/1.0.0/files/notes.txt", "release notes\n");
+    let pin = berth_formats::Sha256Digest::of(b"release notes\n");
+    let addon = repository.addon(
+        "app",
+        "1.0.0",
+        &format!(
+            "image app {}/team/app:1.0\nasset notes files/notes.txt {pin}\n",
+            registry.address
+        ),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let builder = BerthBuild::new();
+    let first = builder.package(&addon, &out.path().join("a"));
+    let second = builder.package(&addon, &out.path().join("b"));
+    let other_cache = BerthBuild::new().package(&addon, &out.path().join("c"));
+    assert_eq!(first, second);
+    assert_eq!(first, other_cache);
+    let package = out.path().join("a/app-1.0.0.tar.gz");
+    let bytes_a = fs_err::read(&package).unwrap();
+    assert_eq!(
+        bytes_a,
+        fs_err::read(out.path().join("c/app-1.0.0.tar.gz")).unwrap()
+    );
+    assert_eq!(berth_formats::Sha256Digest::of(&bytes_a).hex(), first);
+    let checksum = fs_err::read_to_string(out.path().join("a/app-1.0.0.tar.gz.sha256")).unwrap();
+    assert_eq!(checksum, format!("{first}  app-1.0.0.tar.gz\n"));
+    let index = read_index(&package);
+    assert_eq!(index.images.len(), 1);
+    assert_eq!(
+        index.images[0].reference,
+        format!("{}/team/app:1.0", registry.address)
+    );
+    assert!(
+        index
+            .files
+            .iter()
+            .any(|file| file.path == "assets/notes" && file.sha256 == pin)
+    );
+}
+
+#[test]
+fn a_rebuild_of_unchanged_images_needs_no_network() {
+    let registry = Registry::start();
+    let digest = push_image(
+        &registry,
+        "team/app",
+        "1.0",
+        vec![busybox_layer(), hello_layer("offline\n")],
+    );
+    let repository = AddonRepository::new();
+    let addon = repository.addon(
+        "app",
+        "1.0.0",
+        &format!("image app {}/team/app@{digest}\n", registry.address),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let builder = BerthBuild::new();
+    let first = builder.package(&addon, &out.path().join("a"));
+    drop(registry);
+    let second = builder.package(&addon, &out.path().join("b"));
+    assert_eq!(first, second);
+}
+
+#[test]
+fn a_layer_shared_by_two_images_is_stored_once() {
+    let registry = Registry::start();
+    push_image(
+        &registry,
+        "team/one",
+        "1",
+        vec![busybox_layer(), hello_layer("one\n")],
+    );
+    push_image(
+        &registry,
+        "team/two",
+        "1",
+        vec![busybox_layer(), hello_layer("two\n")],
+    );
+    let repository = AddonRepository::new();
+    let addon = repository.addon(
+        "pair",
+        "1.0.0",
+        &format!(
+            "image one {0}/team/one:1\nimage two {0}/team/two:1\n",
+            registry.address
+        ),
+    );
+    let out = tempfile::tempdir().unwrap();
+    BerthBuild::new().package(&addon, out.path());
+    let package = out.path().join("pair-1.0.0.tar.gz");
+    let listing = run(Command::new("tar").arg("tzf").arg(&package));
+    let blobs: Vec<String> = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .filter(|line| line.contains("/images/blobs/sha256/") && !line.ends_with('/'))
+        .map(str::to_string)
+        .collect();
+    // busybox layer once + two hello layers + two configs + two manifests.
+    assert_eq!(blobs.len(), 7, "{blobs:#?}");
+    let busybox = format!(
+        "/images/blobs/sha256/{}",
+        berth_formats::Sha256Digest::of(&busybox_layer().gz).hex()
+    );
+    assert_eq!(
+        blobs.iter().filter(|blob| blob.ends_with(&busybox)).count(),
+        1
+    );
+}
+
+#[test]
+fn a_multi_arch_index_resolves_to_the_requested_arch() {
+    let registry = Registry::start();
+    let layout = tempfile::tempdir().unwrap();
+    let digests = images::write_layout(
+        layout.path(),
+        "2.0",
+        &[
+            PlatformImage {
+                arch: "amd64",
+                layers: vec![hello_layer("amd64\n")],
+            },
+            PlatformImage {
+                arch: "arm64",
+                layers: vec![hello_layer("arm64\n")],
+            },
+        ],
+    );
+    images::push(layout.path(), "2.0", &registry, "team/multi");
+    let repository = AddonRepository::new();
+    let addon = repository.addon(
+        "multi",
+        "2.0.0",
+        &format!("image multi {}/team/multi:2.0\n", registry.address),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let builder = BerthBuild::new();
+    for (arch, digest) in [("amd64", digests[0]), ("arm64", digests[1])] {
+        let dir = out.path().join(arch);
+        let (ok, _, stderr) = builder.run(&[
+            "package",
+            addon.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+            "--arch",
+            arch,
+        ]);
+        assert!(ok, "{stderr}");
+        assert_eq!(
+            read_index(&dir.join("multi-2.0.0.tar.gz")).images[0].manifest_digest,
+            digest
+        );
+    }
+    let dir = out.path().join("s390x");
+    let (ok, _, stderr) = builder.run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--arch",
+        "s390x",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("has no linux/s390x variant; it offers linux/amd64, linux/arm64"),
+        "{stderr}"
+    );
+    assert!(files_below(&dir).is_empty());
+}
+
+#[test]
+fn a_registry_behind_basic_auth_is_reached_with_docker_config_credentials() {
+    let registry = Registry::start_with_basic_auth("vendor", "s3cret");
+    push_image(
+        &registry,
+        "private/app",
+        "1",
+        vec![hello_layer("private\n")],
+    );
+    let repository = AddonRepository::new();
+    let addon = repository.addon(
+        "private",
+        "1.0.0",
+        &format!("image app {}/private/app:1\n", registry.address),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let builder = BerthBuild::new();
+    let (ok, _, stderr) = builder.run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "registry {} refused access to private/app",
+            registry.address
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("docker login"), "{stderr}");
+    assert!(files_below(out.path()).is_empty());
+
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode("vendor:s3cret");
+    fs_err::write(
+        builder.docker_config.path().join("config.json"),
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#,
+            registry.address
+        ),
+    )
+    .unwrap();
+    builder.package(&addon, out.path());
+    assert_eq!(
+        read_index(&out.path().join("private-1.0.0.tar.gz"))
+            .images
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_packaged_image_imports_into_containerd_and_runs() {
+    let registry = Registry::start();
+    push_image(
+        &registry,
+        "team/runme",
+        "1",
+        vec![busybox_layer(), hello_layer("ran from a berth package\n")],
+    );
+    let repository = AddonRepository::new();
+    let addon = repository.addon(
+        "runme",
+        "1.0.0",
+        &format!("image runme {}/team/runme:1\n", registry.address),
+    );
+    let out = tempfile::tempdir().unwrap();
+    BerthBuild::new().package(&addon, out.path());
+
+    let unpacked = tempfile::tempdir().unwrap();
+    berth_formats::archive::extract(
+        fs_err::File::open(out.path().join("runme-1.0.0.tar.gz")).unwrap(),
+        unpacked.path(),
+    )
+    .unwrap();
+    let layout = unpacked.path().join("addons/runme/1.0.0/images");
+    let archive = unpacked.path().join("images.tar");
+    run(Command::new("tar")
+        .arg("-C")
+        .arg(&layout)
+        .arg("-cf")
+        .arg(&archive)
+        .arg("."));
+
+    let containerd = Containerd::start();
+    let import = containerd.ctr(&["images", "import", archive.to_str().unwrap()]);
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let reference = format!("{}/team/runme:1", registry.address);
+    let listed = containerd.ctr(&["images", "ls", "-q"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .any(|line| line == reference)
+    );
+    let ran = containerd.ctr(&[
+        "run",
+        "--rm",
+        &reference,
+        "berth-test",
+        "/bin/busybox",
+        "cat",
+        "/hello.txt",
+    ]);
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        "ran from a berth package\n"
+    );
+}
+
+#[test]
+fn a_local_image_archive_and_a_dockerout_build_are_packaged() {
+    // Base image for the Dockerfile, reached by buildah over plain HTTP on loopback.
+    let registry = Registry::start();
+    push_image(&registry, "base/busybox", "1", vec![busybox_layer()]);
+    let scratch = tempfile::tempdir().unwrap();
+    let registries_conf = scratch.path().join("registries.conf");
+    fs_err::write(
+        &registries_conf,
+        format!(
+            "[[registry]]\nlocation = \"{}\"\ninsecure = true\n",
+            registry.address
+        ),
+    )
+    .unwrap();
+    let storage_conf = scratch.path().join("storage.conf");
+    fs_err::write(
+        &storage_conf,
+        format!(
+            "[storage]\ndriver = \"vfs\"\ngraphroot = \"{0}/graph\"\nrunroot = \"{0}/run\"\n",
+            scratch.path().display()
+        ),
+    )
+    .unwrap();
+
+    let repository = AddonRepository::new();
+    let layout = scratch.path().join("layout");
+    images::write_layout(
+        &layout,
+        "local/tool:3",
+        &[PlatformImage {
+            arch: "amd64",
+            layers: vec![hello_layer("tool\n")],
+        }],
+    );
+    run(Command::new("tar")
+        .arg("-C")
+        .arg(&layout)
+        .arg("-cf")
+        .arg(repository.root().join("tool.tar"))
+        .arg("."));
+    repository.write(
+        "build/Dockerfile",
+        format!(
+            "FROM {}/base/busybox:1\nARG VERSION\nRUN [\"/bin/busybox\", \"sh\", \"-c\", \"echo built $VERSION > /version.txt\"]\nCMD [\"/bin/busybox\", \"cp\", \"/version.txt\", \"/out/\"]\n",
+            registry.address
+        ),
+    );
+    let addon = repository.addon(
+        "tools",
+        "3.0.0",
+        "image tool tool.tar\ndockerout rhel-9 build/Dockerfile 3.0.0\n",
+    );
+    let mut builder = BerthBuild::new();
+    builder.envs = vec![
+        (
+            "CONTAINERS_REGISTRIES_CONF".into(),
+            registries_conf.display().to_string(),
+        ),
+        (
+            "CONTAINERS_STORAGE_CONF".into(),
+            storage_conf.display().to_string(),
+        ),
+        ("BUILDAH_ISOLATION".into(), "chroot".into()),
+    ];
+    support::require("buildah", "buildah");
+    let out = tempfile::tempdir().unwrap();
+    builder.package(&addon, out.path());
+    let package = out.path().join("tools-3.0.0.tar.gz");
+    let index = read_index(&package);
+    assert_eq!(index.images[0].reference, "docker.io/local/tool:3");
+    let (_, version) =
+        berth_formats::archive::read_entry(fs_err::File::open(&package).unwrap(), |path| {
+            path == "addons/tools/3.0.0/rhel-9/version.txt"
+        })
+        .unwrap()
+        .expect("dockerout output is packaged");
+    assert_eq!(String::from_utf8_lossy(&version), "built 3.0.0\n");
+}
+
+/// Packages `manifest` and expects failure with `expected` in the error and an empty `--out`.
+fn expect_failure(builder: &BerthBuild, manifest: &str, expected: &[&str]) -> String {
+    let repository = AddonRepository::new();
+    repository.write("files/asset.bin", "asset content\n");
+    let addon = repository.addon("broken", "1.0.0", manifest);
+    let out = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = builder.run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(!ok, "package succeeded on {manifest:?}");
+    for text in expected {
+        assert!(stderr.contains(text), "expected {text:?} in:\n{stderr}");
+    }
+    assert!(
+        files_below(out.path()).is_empty(),
+        "partial output: {:?}",
+        files_below(out.path())
+    );
+    stderr
+}
+
+#[test]
+fn bad_manifest_lines_name_the_file_and_line() {
+    let builder = BerthBuild::new();
+    expect_failure(
+        &builder,
+        "# header\nimgae app busybox:1\n",
+        &[
+            "addons/broken/1.0.0/Manifest:2: unknown directive `imgae`",
+            "did you mean `image`",
+        ],
+    );
+    expect_failure(
+        &builder,
+        "image app\n",
+        &["Manifest:1: `image` is missing its image reference"],
+    );
+    expect_failure(
+        &builder,
+        "apt\n",
+        &["Manifest:1: `apt` is missing its package name"],
+    );
+    expect_failure(
+        &builder,
+        "image app Not/A:Valid:Ref\n",
+        &["Manifest:1: bad image reference `Not/A:Valid:Ref`"],
+    );
+}
+
+#[test]
+fn unreachable_registry_and_missing_tag_name_the_image() {
+    let builder = BerthBuild::new();
+    let closed = format!("127.0.0.1:{}", support::free_port());
+    expect_failure(
+        &builder,
+        &format!("image app {closed}/team/app:1\n"),
+        &[
+            &format!("image `app` ({closed}/team/app:1)"),
+            &format!("cannot reach registry {closed}"),
+        ],
+    );
+    let registry = Registry::start();
+    push_image(&registry, "team/app", "1", vec![hello_layer("x\n")]);
+    expect_failure(
+        &builder,
+        &format!("image app {}/team/app:2\n", registry.address),
+        &[&format!("{}/team/app:2 was not found", registry.address)],
+    );
+}
+
+#[test]
+fn a_blob_corrupted_in_the_registry_is_refused() {
+    let registry = Registry::start();
+    let layer = unique_layer("data.bin", "corrupt-me", 64 * 1024);
+    push_image(&registry, "team/app", "1", vec![layer.clone()]);
+    let digest = berth_formats::Sha256Digest::of(&layer.gz);
+    let data = registry.blob_data(&digest.hex());
+    let mut bytes = fs_err::read(&data).unwrap();
+    bytes[1000] ^= 0xff;
+    fs_err::write(&data, bytes).unwrap();
+    let builder = BerthBuild::new();
+    expect_failure(
+        &builder,
+        &format!("image app {}/team/app:1\n", registry.address),
+        &[
+            "image `app`",
+            &format!("but {digest} was expected: the content does not match its digest"),
+        ],
+    );
+    // Nothing unverified entered the cache either.
+    assert!(
+        !builder
+            .cache
+            .path()
+            .join("blobs/sha256")
+            .join(digest.hex())
+            .exists()
+    );
+}
+
+#[test]
+fn an_asset_that_does_not_match_its_pin_is_refused() {
+    let builder = BerthBuild::new();
+    let wrong = berth_formats::Sha256Digest::of(b"something else");
+    let right = berth_formats::Sha256Digest::of(b"asset content\n");
+    expect_failure(
+        &builder,
+        &format!("asset blob ../../../files/asset.bin {wrong}\n"),
+        &[
+            "asset `blob`",
+            &format!("does not match its pin: expected {wrong}, found {right}"),
+        ],
+    );
+    expect_failure(
+        &builder,
+        "asset blob ../../../../../etc/passwd\n",
+        &["Manifest:1", "leaves the add-ons repository"],
+    );
+}
+
+#[test]
+fn build_packages_every_addon_and_skips_unchanged_ones() {
+    let repository = AddonRepository::new();
+    let first = repository.addon("alpha", "1.0.0", "apt fio\n");
+    repository.addon("beta", "2.0.0", "yum fio\n");
+    let out = tempfile::tempdir().unwrap();
+    let builder = BerthBuild::new();
+    let addons = repository.root().join("addons");
+    let build = |builder: &BerthBuild| {
+        let (ok, stdout, stderr) = builder.run(&[
+            "build",
+            addons.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+        ]);
+        assert!(ok, "{stderr}");
+        stdout
+    };
+    let table = build(&builder);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("alpha") && l.contains(" built ")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("beta") && l.contains(" built ")),
+        "{table}"
+    );
+    let table = build(&builder);
+    assert_eq!(table.matches(" unchanged ").count(), 2, "{table}");
+    fs_err::write(
+        first.join("install.sh"),
+        "function alpha() { echo changed; }\n",
+    )
+    .unwrap();
+    let table = build(&builder);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("alpha") && l.contains(" built ")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("beta") && l.contains(" unchanged ")),
+        "{table}"
+    );
+}
+
+#[test]
+fn check_reports_every_problem_with_file_and_line() {
+    let repository = AddonRepository::new();
+    repository.addon("good", "1.0.0", "apt fio\n");
+    let bad = repository.addon("bad", "1.0.0", "apt fio\nimgae x y\nasset a\n");
+    fs_err::write(bad.join("install.sh"), "function bad() {\n").unwrap();
+    let builder = BerthBuild::new();
+    let (ok, stdout, stderr) =
+        builder.run(&["check", repository.root().join("addons").to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        stdout.contains("addons/bad/1.0.0/Manifest:2: unknown directive `imgae`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("addons/bad/1.0.0/Manifest:3: `asset` is missing its URL or path"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("addons/bad/1.0.0/install.sh: line 2: syntax error"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("checked 2 Manifests and 2 install.sh scripts: 3 problems"),
+        "{stderr}"
+    );
+    let (ok, _, _) = builder.run(&[
+        "check",
+        repository.root().join("addons/good").to_str().unwrap(),
+    ]);
+    assert!(ok);
+}
+
+#[test]
+fn inspect_shows_images_and_files_as_a_table_and_json() {
+    let registry = Registry::start();
+    push_image(&registry, "team/app", "1", vec![hello_layer("inspect\n")]);
+    let repository = AddonRepository::new();
+    let addon = repository.addon(
+        "shown",
+        "1.0.0",
+        &format!("image app {}/team/app:1\n", registry.address),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let builder = BerthBuild::new();
+    builder.package(&addon, out.path());
+    let package = out.path().join("shown-1.0.0.tar.gz");
+    let (ok, table, _) = builder.run(&["inspect", package.to_str().unwrap()]);
+    assert!(ok);
+    assert!(
+        table.contains(&format!("{}/team/app:1", registry.address)),
+        "{table}"
+    );
+    assert!(table.contains("install.sh"), "{table}");
+    let (ok, json, _) = builder.run(&["inspect", "--json", package.to_str().unwrap()]);
+    assert!(ok);
+    assert_eq!(
+        PackageIndex::from_bytes(json.as_bytes()).unwrap(),
+        read_index(&package)
+    );
+}
