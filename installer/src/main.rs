@@ -46,8 +46,12 @@ fn unpack(package: &PathBuf, to: &PathBuf) -> anyhow::Result<()> {
     let mut checksum_path = package.clone().into_os_string();
     checksum_path.push(".sha256");
     let text = fs_err::read_to_string(&checksum_path)?;
-    let expected = parse_checksum_file(&text)
-        .with_context(|| format!("{} is not a sha256sum line", PathBuf::from(&checksum_path).display()))?;
+    let expected = parse_checksum_file(&text).with_context(|| {
+        format!(
+            "{} is not a sha256sum line",
+            PathBuf::from(&checksum_path).display()
+        )
+    })?;
     let actual = Sha256Digest::of_reader(fs_err::File::open(package)?)?;
     if actual != expected {
         bail!(
