@@ -166,11 +166,11 @@ pub async fn package(
                 None => Ok(()),
             }
         };
-    for file in &source.files {
+    for file in source.files.iter().cloned().chain(dockerout) {
         add(
-            file.relative.clone(),
+            file.relative,
             Source::File {
-                path: file.path.clone(),
+                path: file.path,
                 executable: file.executable,
                 expected: Some(file.digest),
             },
@@ -190,19 +190,6 @@ pub async fn package(
             fetched.digest,
             fetched.size,
             false,
-        )?;
-    }
-    for file in dockerout {
-        add(
-            file.relative,
-            Source::File {
-                path: file.path,
-                executable: file.executable,
-                expected: Some(file.digest),
-            },
-            file.digest,
-            file.size,
-            file.executable,
         )?;
     }
     if !images.is_empty() {
