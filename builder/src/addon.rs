@@ -44,6 +44,8 @@ pub struct LocalInput {
     #[serde(skip)]
     pub path: PathBuf,
     pub digest: Sha256Digest,
+    #[serde(skip)]
+    pub size: u64,
 }
 
 /// Everything the builder reads from the add-ons repository for one add-on.
@@ -63,28 +65,12 @@ impl AddonSource {
     /// Reads the add-on folder at `directory`: names from its path, the Manifest (every local
     /// path checked), and a digest of every file.
     pub fn load(directory: &Path) -> Result<AddonSource, AddonError> {
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| AddonError::Io { path, source }
-        };
-        let directory = std::path::absolute(directory).map_err(io(directory))?;
-        let not_an_addon = || AddonError::NotAnAddon {
-            path: directory.clone(),
-        };
-        let version_name = directory
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(not_an_addon)?;
-        let addon_folder = directory.parent().ok_or_else(not_an_addon)?;
-        let name = addon_folder
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(not_an_addon)?;
-        let addons = addon_folder.parent().ok_or_else(not_an_addon)?;
-        if addons.file_name().is_none_or(|n| n != "addons") {
-            return Err(not_an_addon());
-        }
-        let repository_root = addons.parent().ok_or_else(not_an_addon)?.to_path_buf();
+        let AddonLocation {
+            name,
+            version,
+            directory,
+            repository_root,
+        } = locate(directory)?;
         let manifest_path = directory.join("Manifest");
         if !manifest_path.is_file() {
             return Err(AddonError::NoManifest { path: directory });
@@ -125,12 +111,13 @@ impl AddonSource {
                     line: entry.line,
                     path,
                     digest: file.digest,
+                    size: file.size,
                 });
             }
         }
         Ok(AddonSource {
-            name: name.to_string(),
-            version: version_name.to_string(),
+            name,
+            version,
             repository_root,
             manifest,
             files,
@@ -164,6 +151,47 @@ impl AddonSource {
         };
         Sha256Digest::of(&serde_json::to_vec(&inputs).expect("inputs serialize"))
     }
+}
+
+/// Where an add-on folder sits: `<repository_root>/addons/<name>/<version>`.
+#[derive(Debug, Clone)]
+pub struct AddonLocation {
+    pub name: String,
+    pub version: String,
+    /// The folder itself, made absolute.
+    pub directory: PathBuf,
+    /// The folder holding `addons/`.
+    pub repository_root: PathBuf,
+}
+
+/// Reads the add-on's name, version and repository root from the folder's path.
+pub fn locate(directory: &Path) -> Result<AddonLocation, AddonError> {
+    let directory = std::path::absolute(directory).map_err(|source| AddonError::Io {
+        path: directory.to_path_buf(),
+        source,
+    })?;
+    let not_an_addon = || AddonError::NotAnAddon {
+        path: directory.clone(),
+    };
+    let name_of = |path: &Path| {
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+    };
+    let version = name_of(&directory).ok_or_else(not_an_addon)?;
+    let addon_folder = directory.parent().ok_or_else(not_an_addon)?;
+    let name = name_of(addon_folder).ok_or_else(not_an_addon)?;
+    let addons = addon_folder.parent().ok_or_else(not_an_addon)?;
+    if addons.file_name().is_none_or(|n| n != "addons") {
+        return Err(not_an_addon());
+    }
+    let repository_root = addons.parent().ok_or_else(not_an_addon)?.to_path_buf();
+    Ok(AddonLocation {
+        name,
+        version,
+        directory,
+        repository_root,
+    })
 }
 
 /// Hashes one file and records whether any execute bit is set.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use berth_formats::Sha256Digest;
 use berth_formats::manifest::{AssetDirective, AssetSource};
 
+use crate::addon::LocalInput;
 use crate::cache::BlobCache;
 use crate::download::{self, DownloadError, Expected, RetryPolicy};
 use crate::reporter::Reporter;
@@ -44,37 +45,30 @@ pub enum AssetError {
     },
 }
 
-/// Fetches one asset. `local` is the resolved path of a path-sourced asset.
+/// Fetches one asset. `local` is the add-on's already hashed file for a path-sourced asset.
 pub async fn fetch(
     http: &reqwest::Client,
     cache: &BlobCache,
     retry: RetryPolicy,
     reporter: &dyn Reporter,
     asset: &AssetDirective,
-    local: Option<PathBuf>,
+    local: Option<&LocalInput>,
 ) -> Result<FetchedAsset, AssetError> {
     match (&asset.source, local) {
-        (AssetSource::Path(_), Some(path)) => {
-            let io = |source| AssetError::Io {
-                file: asset.file.clone(),
-                source,
-            };
-            let digest =
-                Sha256Digest::of_reader(fs_err::File::open(&path).map_err(io)?).map_err(io)?;
-            let size = fs_err::metadata(&path).map_err(io)?.len();
-            if let Some(expected) = asset.sha256.filter(|expected| *expected != digest) {
+        (AssetSource::Path(_), Some(local)) => {
+            if let Some(expected) = asset.sha256.filter(|expected| *expected != local.digest) {
                 return Err(AssetError::PinMismatch {
                     file: asset.file.clone(),
-                    path,
+                    path: local.path.clone(),
                     expected,
-                    actual: digest,
+                    actual: local.digest,
                 });
             }
             Ok(FetchedAsset {
                 file: asset.file.clone(),
-                path,
-                digest,
-                size,
+                path: local.path.clone(),
+                digest: local.digest,
+                size: local.size,
             })
         }
         (AssetSource::Url(url), _) => {

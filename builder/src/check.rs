@@ -75,27 +75,16 @@ fn check_manifest(path: &Path, problems: &mut Vec<String>) {
             return;
         }
     };
-    // `<repository>/addons/<name>/<version>/Manifest`: paths resolve against `<repository>`.
-    let repository = std::path::absolute(path)
-        .ok()
-        .and_then(|path| path.ancestors().nth(4).map(Path::to_path_buf))
-        .filter(|root| path_is_under_addons(path, root));
-    match repository {
-        Some(root) => {
-            if let Err(errors) = manifest.check_paths(&root) {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    match crate::addon::locate(folder) {
+        Ok(location) => {
+            if let Err(errors) = manifest.check_paths(&location.repository_root) {
                 problems.extend(errors.0.iter().map(ToString::to_string));
             }
         }
-        None => problems.push(format!(
+        Err(_) => problems.push(format!(
             "{}: not inside `addons/<name>/<version>/`, so its paths cannot be resolved\n  hint: move the add-on to addons/<name>/<version>/",
             path.display()
         )),
     }
-}
-
-fn path_is_under_addons(manifest: &Path, root: &Path) -> bool {
-    std::path::absolute(manifest)
-        .ok()
-        .and_then(|path| path.strip_prefix(root).ok().map(Path::to_path_buf))
-        .is_some_and(|relative| relative.starts_with("addons"))
 }

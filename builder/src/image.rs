@@ -188,8 +188,8 @@ impl ImageFetcher<'_> {
             .unwrap_or("latest")
             .to_string();
         let mut fetched = self.manifest_bytes(request, reference, &target).await?;
-        if oci::is_image_index(&fetched.1) {
-            let index: ImageIndex = serde_json::from_slice(&fetched.0)
+        if oci::is_image_index(&fetched.media_type) {
+            let index: ImageIndex = serde_json::from_slice(&fetched.bytes)
                 .map_err(|error| self.bad_manifest(request, reference, error.to_string()))?;
             let chosen = choose_platform(&index, self.arch).ok_or_else(|| {
                 let available: Vec<String> = index
@@ -216,7 +216,11 @@ impl ImageFetcher<'_> {
                 .manifest_bytes(request, reference, &chosen.digest.to_string())
                 .await?;
         }
-        let (bytes, media_type) = fetched;
+        let CachedManifest {
+            bytes,
+            media_type,
+            digest,
+        } = fetched;
         if !oci::is_image_manifest(&media_type) {
             return Err(self.bad_manifest(
                 request,
@@ -226,7 +230,6 @@ impl ImageFetcher<'_> {
         }
         let parsed: ImageManifest = serde_json::from_slice(&bytes)
             .map_err(|error| self.bad_manifest(request, reference, error.to_string()))?;
-        let digest = self.cache.insert_bytes(&bytes).map_err(ImageError::Cache)?;
         Ok((
             Descriptor {
                 media_type,
@@ -239,13 +242,13 @@ impl ImageFetcher<'_> {
         ))
     }
 
-    /// Manifest bytes and media type; a digest already in the cache needs no network.
+    /// The manifest `target` names, stored in the cache; a digest already there needs no network.
     async fn manifest_bytes(
         &self,
         request: &ImageRequest,
         reference: &Reference,
         target: &str,
-    ) -> Result<(Vec<u8>, String), ImageError> {
+    ) -> Result<CachedManifest, ImageError> {
         if let Ok(digest) = target.parse::<Sha256Digest>()
             && self.cache.contains(&digest)
         {
@@ -253,7 +256,11 @@ impl ImageFetcher<'_> {
             if Sha256Digest::of(&bytes) == digest
                 && let Some(media_type) = oci::sniff_media_type(&bytes)
             {
-                return Ok((bytes, media_type));
+                return Ok(CachedManifest {
+                    bytes,
+                    media_type,
+                    digest,
+                });
             }
             self.cache.evict(&digest);
         }
@@ -269,7 +276,11 @@ impl ImageFetcher<'_> {
         self.cache
             .insert_bytes(&fetched.bytes)
             .map_err(ImageError::Cache)?;
-        Ok((fetched.bytes, fetched.media_type))
+        Ok(CachedManifest {
+            bytes: fetched.bytes,
+            media_type: fetched.media_type,
+            digest: fetched.digest,
+        })
     }
 
     fn bad_manifest(
@@ -284,6 +295,13 @@ impl ImageFetcher<'_> {
             reason,
         }
     }
+}
+
+/// A manifest or index held in the cache under `digest`.
+struct CachedManifest {
+    bytes: Vec<u8>,
+    media_type: String,
+    digest: Sha256Digest,
 }
 
 /// The index entry for `linux/<arch>` (`arch` may carry a variant: `arm/v7`).

@@ -1,7 +1,5 @@
 //! `berth-build`: package, build, check and inspect Berth add-ons.
 
-#![allow(clippy::result_large_err)]
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -126,9 +124,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error}");
-            for cause in error.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
+            commands::print_causes(error.as_ref());
             ExitCode::FAILURE
         }
     }

@@ -129,9 +129,6 @@ pub async fn package(
     let mut assets = Vec::new();
     for entry in &source.manifest.entries {
         if let Directive::Asset(directive) = &entry.directive {
-            let local = source
-                .local_input(entry.line)
-                .map(|input| input.path.clone());
             assets.push(
                 asset::fetch(
                     &context.http,
@@ -139,7 +136,7 @@ pub async fn package(
                     context.retry,
                     context.reporter.as_ref(),
                     directive,
-                    local,
+                    source.local_input(entry.line),
                 )
                 .await?,
             );
@@ -151,20 +148,28 @@ pub async fn package(
         .map_err(io_error(context.cache.root()))?;
     let dockerout = run_dockerout(&source, work.path()).await?;
 
-    // Every file of the package except the index, by path relative to the add-on folder.
-    let mut contents: BTreeMap<String, (Source, FileRecord)> = BTreeMap::new();
+    // Every file except the index goes into the archive as it is recorded; the archive refuses
+    // a path added twice, which here means two sources for one file.
+    let root = package_index::package_root(&source.name, &source.version);
+    let mut archive = ReproducibleArchive::new(settings.mtime, settings.compression);
+    let mut files: Vec<FileRecord> = Vec::new();
     let mut add =
         |relative: String, source: Source, digest: Sha256Digest, size: u64, executable: bool| {
-            let record = FileRecord {
-                path: relative.clone(),
+            archive
+                .insert(&format!("{root}/{relative}"), source)
+                .map_err(|error| match error {
+                    WriteError::Duplicate { .. } => PackageError::Collision {
+                        path: relative.clone(),
+                    },
+                    other => PackageError::Write(other),
+                })?;
+            files.push(FileRecord {
+                path: relative,
                 size,
                 sha256: digest,
                 executable,
-            };
-            match contents.insert(relative.clone(), (source, record)) {
-                Some(_) => Err(PackageError::Collision { path: relative }),
-                None => Ok(()),
-            }
+            });
+            Ok::<(), PackageError>(())
         };
     for file in source.files.iter().cloned().chain(dockerout) {
         add(
@@ -230,17 +235,17 @@ pub async fn package(
             )?;
         }
     }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
 
+    let total: u64 = files.iter().map(|file| file.size).sum();
+    let file_count = files.len();
     let index = PackageIndex {
         schema_version: SCHEMA_VERSION,
         name: source.name.clone(),
         version: source.version.clone(),
         arch: settings.arch.clone(),
         inputs_digest,
-        files: contents
-            .values()
-            .map(|(_, record)| record.clone())
-            .collect(),
+        files,
         images: images
             .iter()
             .map(|image| ImageRecord {
@@ -254,8 +259,6 @@ pub async fn package(
             .collect(),
         host_packages: BTreeMap::new(),
     };
-    let root = package_index::package_root(&source.name, &source.version);
-    let mut archive = ReproducibleArchive::new(settings.mtime, settings.compression);
     archive
         .insert_lead(
             &format!("{root}/{PACKAGE_INDEX_FILE}"),
@@ -264,19 +267,14 @@ pub async fn package(
                 executable: false,
             },
         )
-        .map_err(PackageError::Write)?;
-    let file_count = contents.len();
-    for (relative, (entry, _)) in contents {
-        archive
-            .insert(&format!("{root}/{relative}"), entry)
-            .map_err(|error| match error {
-                WriteError::Duplicate { path } => PackageError::Collision { path },
-                other => PackageError::Write(other),
-            })?;
-    }
+        .map_err(|error| match error {
+            WriteError::Duplicate { .. } => PackageError::Collision {
+                path: PACKAGE_INDEX_FILE.to_string(),
+            },
+            other => PackageError::Write(other),
+        })?;
 
     let label = format!("write {file_name}");
-    let total: u64 = index.files.iter().map(|file| file.size).sum();
     let cache = context.cache.clone();
     let reporter = context.reporter.clone();
     let out_dir = settings.out_dir.clone();
@@ -313,7 +311,7 @@ fn unchanged(
     path: &Path,
     inputs_digest: &Sha256Digest,
 ) -> Option<PackageOutcome> {
-    let checksum = fs_err::read_to_string(checksum_path(path)).ok()?;
+    let checksum = fs_err::read_to_string(package_index::checksum_path(path)).ok()?;
     let sha256 = package_index::parse_checksum_file(&checksum).ok()?;
     let size = fs_err::metadata(path).ok()?.len();
     let (_, bytes) = archive::read_entry(fs_err::File::open(path).ok()?, |entry| {
@@ -333,13 +331,6 @@ fn unchanged(
             unchanged: true,
         }
     })
-}
-
-/// `<package>.sha256`.
-pub fn checksum_path(package: &Path) -> PathBuf {
-    let mut name = package.as_os_str().to_owned();
-    name.push(".sha256");
-    PathBuf::from(name)
 }
 
 async fn fetch_images(
@@ -545,7 +536,7 @@ fn write_atomically(
             path: final_path.clone(),
             source: error.error,
         })?;
-    let checksum_final = checksum_path(&final_path);
+    let checksum_final = package_index::checksum_path(&final_path);
     checksum
         .persist(&checksum_final)
         .map_err(|error| PackageError::Io {

@@ -41,28 +41,18 @@ pub fn find_program(program: &str, package: &str) -> Result<std::path::PathBuf, 
 
 /// Runs a command to completion and returns its standard output.
 pub fn run(program: &Path, arguments: impl AsRef<[OsString]>) -> Result<Vec<u8>, ProcessError> {
-    run_with_stdin(program, arguments.as_ref(), None)
-}
-
-/// Runs a command with `stdin` as its input and returns its standard output.
-pub fn run_with_stdin(
-    program: &Path,
-    arguments: &[OsString],
-    stdin: Option<&[u8]>,
-) -> Result<Vec<u8>, ProcessError> {
+    let arguments = arguments.as_ref();
     let command = display_command(program, arguments);
     tracing::debug!(target: "berth::process", "running {command}");
-    let mut expression = duct::cmd(program, arguments)
+    let output = duct::cmd(program, arguments)
         .stdout_capture()
         .stderr_capture()
-        .unchecked();
-    if let Some(input) = stdin {
-        expression = expression.stdin_bytes(input.to_vec());
-    }
-    let output = expression.run().map_err(|source| ProcessError::Spawn {
-        command: command.clone(),
-        source,
-    })?;
+        .unchecked()
+        .run()
+        .map_err(|source| ProcessError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
     if output.status.success() {
         return Ok(output.stdout);
     }
@@ -87,7 +77,7 @@ pub fn run_with_stdin(
 }
 
 /// The command as a user could paste it into a shell.
-pub fn display_command(program: &Path, arguments: &[OsString]) -> String {
+fn display_command(program: &Path, arguments: &[OsString]) -> String {
     std::iter::once(program.as_os_str())
         .chain(arguments.iter().map(OsString::as_os_str))
         .map(|word| shell_quote(&word.to_string_lossy()))

@@ -91,8 +91,9 @@ pub struct FetchedManifest {
 pub struct RegistryClient {
     http: Client,
     settings: RegistrySettings,
-    /// Authorization header per `registry/repository`, learned from challenges.
-    authorizations: Mutex<HashMap<String, HeaderValue>>,
+    /// What each `registry/repository` asked for once it answered: an authorization header
+    /// learned from its challenge, or `None` when it serves anonymously.
+    authorizations: Mutex<HashMap<String, Option<HeaderValue>>>,
 }
 
 impl RegistryClient {
@@ -195,7 +196,7 @@ impl RegistryClient {
             digest: Some(descriptor.digest),
             size: Some(descriptor.size),
         };
-        if !cache.contains(&descriptor.digest) && self.authorization(reference).is_none() {
+        if !cache.contains(&descriptor.digest) && !self.has_answered(reference) {
             // Learn the repository's authorization once, before the body streams.
             self.send(reference, || self.http.head(&url)).await?;
         }
@@ -228,6 +229,15 @@ impl RegistryClient {
             .expect("authorization map")
             .get(&Self::key(reference))
             .cloned()
+            .flatten()
+    }
+
+    /// Whether the repository has answered a request, so its authorization is known.
+    fn has_answered(&self, reference: &Reference) -> bool {
+        self.authorizations
+            .lock()
+            .expect("authorization map")
+            .contains_key(&Self::key(reference))
     }
 
     /// Sends a request with retries, answering one authentication challenge if the registry asks.
@@ -248,11 +258,17 @@ impl RegistryClient {
             self.authorizations
                 .lock()
                 .expect("authorization map")
-                .insert(Self::key(reference), authorization);
+                .insert(Self::key(reference), Some(authorization));
             response = self.send_with_retries(reference, &request).await?;
             if response.status() == StatusCode::UNAUTHORIZED {
                 return Err(self.unauthorized(reference, "the credentials were not accepted"));
             }
+        } else {
+            self.authorizations
+                .lock()
+                .expect("authorization map")
+                .entry(Self::key(reference))
+                .or_insert(None);
         }
         Ok(response)
     }

@@ -1,6 +1,6 @@
 //! How the library reports progress without knowing how it is shown.
 //!
-//! The CLI draws bars; tests and non-terminals pass [`Silent`].
+//! The CLI draws bars on a terminal and hides them elsewhere.
 
 /// Receives progress from long operations.
 pub trait Reporter: Send + Sync {
@@ -12,20 +12,4 @@ pub trait Reporter: Send + Sync {
 pub trait Progress: Send + Sync {
     fn advance(&self, bytes: u64);
     fn finish(&self);
-}
-
-/// Reports nothing.
-pub struct Silent;
-
-struct SilentProgress;
-
-impl Reporter for Silent {
-    fn start(&self, _label: &str, _total: Option<u64>) -> Box<dyn Progress> {
-        Box::new(SilentProgress)
-    }
-}
-
-impl Progress for SilentProgress {
-    fn advance(&self, _bytes: u64) {}
-    fn finish(&self) {}
 }

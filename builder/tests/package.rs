@@ -8,7 +8,9 @@ use std::process::Command;
 
 use berth_formats::package_index::PackageIndex;
 use support::images::{self, Layer, PlatformImage, busybox_layer, push_image, unique_layer};
-use support::{AddonRepository, BerthBuild, Containerd, Registry, files_below, run};
+use support::{
+    AddonRepository, BerthBuild, Containerd, Registry, addon_with_image, files_below, run,
+};
 
 fn read_index(package: &Path) -> PackageIndex {
     let (_, bytes) =
@@ -205,17 +207,11 @@ fn a_multi_arch_index_resolves_to_the_requested_arch() {
 #[test]
 fn a_registry_behind_basic_auth_is_reached_with_docker_config_credentials() {
     let registry = Registry::start_with_basic_auth("vendor", "s3cret");
-    push_image(
+    let (_repository, addon) = addon_with_image(
         &registry,
-        "private/app",
-        "1",
+        ("private", "1.0.0", "app"),
+        ("private/app", "1"),
         vec![hello_layer("private\n")],
-    );
-    let repository = AddonRepository::new();
-    let addon = repository.addon(
-        "private",
-        "1.0.0",
-        &format!("image app {}/private/app:1\n", registry.address),
     );
     let out = tempfile::tempdir().unwrap();
     let builder = BerthBuild::new();
@@ -258,17 +254,11 @@ fn a_registry_behind_basic_auth_is_reached_with_docker_config_credentials() {
 #[test]
 fn a_packaged_image_imports_into_containerd_and_runs() {
     let registry = Registry::start();
-    push_image(
+    let (_repository, addon) = addon_with_image(
         &registry,
-        "team/runme",
-        "1",
+        ("runme", "1.0.0", "runme"),
+        ("team/runme", "1"),
         vec![busybox_layer(), hello_layer("ran from a berth package\n")],
-    );
-    let repository = AddonRepository::new();
-    let addon = repository.addon(
-        "runme",
-        "1.0.0",
-        &format!("image runme {}/team/runme:1\n", registry.address),
     );
     let out = tempfile::tempdir().unwrap();
     BerthBuild::new().package(&addon, out.path());
@@ -614,12 +604,11 @@ fn check_reports_every_problem_with_file_and_line() {
 #[test]
 fn inspect_shows_images_and_files_as_a_table_and_json() {
     let registry = Registry::start();
-    push_image(&registry, "team/app", "1", vec![hello_layer("inspect\n")]);
-    let repository = AddonRepository::new();
-    let addon = repository.addon(
-        "shown",
-        "1.0.0",
-        &format!("image app {}/team/app:1\n", registry.address),
+    let (_repository, addon) = addon_with_image(
+        &registry,
+        ("shown", "1.0.0", "app"),
+        ("team/app", "1"),
+        vec![hello_layer("inspect\n")],
     );
     let out = tempfile::tempdir().unwrap();
     let builder = BerthBuild::new();

@@ -135,10 +135,6 @@ impl ReproducibleArchive {
         first.iter().copied().chain(rest).collect()
     }
 
-    pub fn contains(&self, path: &str) -> bool {
-        self.entries.contains_key(path)
-    }
-
     /// Writes the gzipped tar to `out`; `progress` is called with the bytes of content copied.
     pub fn write<W: Write>(&self, out: W, progress: &mut dyn FnMut(u64)) -> Result<W, WriteError> {
         let gzip = flate2::GzBuilder::new().write(out, Compression::new(self.compression));

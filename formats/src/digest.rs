@@ -100,11 +100,6 @@ impl<W: Write> HashingWriter<W> {
         }
     }
 
-    /// Bytes written so far.
-    pub fn written(&self) -> u64 {
-        self.written
-    }
-
     /// The digest and size of what was written, and the inner writer.
     pub fn finish(self) -> (Sha256Digest, u64, W) {
         (

@@ -88,6 +88,13 @@ pub fn package_root(name: &str, version: &str) -> String {
     format!("addons/{name}/{version}")
 }
 
+/// `<package>.sha256`, the checksum file beside a package.
+pub fn checksum_path(package: &std::path::Path) -> std::path::PathBuf {
+    let mut name = package.as_os_str().to_owned();
+    name.push(".sha256");
+    name.into()
+}
+
 /// The `.sha256` file written beside a package, in `sha256sum` format.
 pub fn checksum_file_text(digest: &Sha256Digest, file_name: &str) -> String {
     format!("{}  {file_name}\n", digest.hex())

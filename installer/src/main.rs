@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use berth_formats::Sha256Digest;
-use berth_formats::package_index::parse_checksum_file;
+use berth_formats::package_index::{checksum_path, parse_checksum_file};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -43,15 +43,10 @@ fn main() -> ExitCode {
 }
 
 fn unpack(package: &PathBuf, to: &PathBuf) -> anyhow::Result<()> {
-    let mut checksum_path = package.clone().into_os_string();
-    checksum_path.push(".sha256");
+    let checksum_path = checksum_path(package);
     let text = fs_err::read_to_string(&checksum_path)?;
-    let expected = parse_checksum_file(&text).with_context(|| {
-        format!(
-            "{} is not a sha256sum line",
-            PathBuf::from(&checksum_path).display()
-        )
-    })?;
+    let expected = parse_checksum_file(&text)
+        .with_context(|| format!("{} is not a sha256sum line", checksum_path.display()))?;
     let actual = Sha256Digest::of_reader(fs_err::File::open(package)?)?;
     if actual != expected {
         bail!(

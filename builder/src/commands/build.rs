@@ -70,11 +70,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
             "\nerror: failed to package {}: {error}",
             directory.display()
         );
-        let mut source = std::error::Error::source(*error);
-        while let Some(cause) = source {
-            eprintln!("  caused by: {cause}");
-            source = cause.source();
-        }
+        super::print_causes(*error);
     }
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS

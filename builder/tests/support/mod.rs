@@ -42,6 +42,19 @@ pub struct Server {
     child: Child,
 }
 
+impl Server {
+    /// Starts `command` with its error output in `log`.
+    pub fn spawn(command: &mut Command, log: &Path) -> Server {
+        let log = fs_err::File::create(log).unwrap();
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(log.into_parts().0)
+            .spawn()
+            .unwrap_or_else(|error| panic!("{command:?}: {error}"));
+        Server { child }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -89,14 +102,10 @@ impl Registry {
         }
         let config_path = dir.path().join("config.yml");
         fs_err::write(&config_path, config).unwrap();
-        let log = fs_err::File::create(dir.path().join("registry.log")).unwrap();
-        let child = Command::new(binary)
-            .arg("serve")
-            .arg(&config_path)
-            .stdout(Stdio::null())
-            .stderr(log.into_parts().0)
-            .spawn()
-            .unwrap();
+        let server = Server::spawn(
+            Command::new(binary).arg("serve").arg(&config_path),
+            &dir.path().join("registry.log"),
+        );
         let address = format!("127.0.0.1:{port}");
         let probe = format!("http://{address}/v2/");
         wait_until("the registry to answer", Duration::from_secs(20), || {
@@ -106,7 +115,7 @@ impl Registry {
             address,
             storage,
             credentials: auth.map(|(user, password)| format!("{user}:{password}")),
-            _server: Server { child },
+            _server: server,
             _dir: dir,
         }
     }
@@ -176,17 +185,13 @@ impl Containerd {
             ),
         )
         .unwrap();
-        let log = fs_err::File::create(dir.path().join("containerd.log")).unwrap();
-        let child = Command::new(binary)
-            .arg("--config")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(log.into_parts().0)
-            .spawn()
-            .unwrap();
+        let server = Server::spawn(
+            Command::new(binary).arg("--config").arg(&config),
+            &dir.path().join("containerd.log"),
+        );
         let containerd = Containerd {
             socket,
-            _server: Server { child },
+            _server: server,
             _dir: dir,
         };
         wait_until("containerd to answer", Duration::from_secs(30), || {
@@ -241,6 +246,28 @@ impl AddonRepository {
         fs_err::write(&path, content).unwrap();
         path
     }
+}
+
+/// Pushes an image of `layers` to `registry` as `repository:tag`, and writes an add-on
+/// `name/version` whose Manifest has the one line `image <image_name> <that reference>`.
+/// Returns the add-on repository (keep it alive) and the add-on folder.
+pub fn addon_with_image(
+    registry: &Registry,
+    (name, version, image_name): (&str, &str, &str),
+    (repository, tag): (&str, &str),
+    layers: Vec<images::Layer>,
+) -> (AddonRepository, PathBuf) {
+    images::push_image(registry, repository, tag, layers);
+    let addons = AddonRepository::new();
+    let folder = addons.addon(
+        name,
+        version,
+        &format!(
+            "image {image_name} {}/{repository}:{tag}\n",
+            registry.address
+        ),
+    );
+    (addons, folder)
 }
 
 /// `berth-build` with an isolated cache and docker config.
