@@ -628,3 +628,41 @@ fn inspect_shows_images_and_files_as_a_table_and_json() {
         read_index(&package)
     );
 }
+
+#[test]
+fn an_addon_file_in_the_way_of_the_image_folder_is_refused() {
+    let repository = AddonRepository::new();
+    let layout = repository.root().join("layout");
+    images::write_layout(
+        &layout,
+        "local/tool:1",
+        &[PlatformImage {
+            arch: "amd64",
+            layers: vec![hello_layer("tool\n")],
+        }],
+    );
+    run(Command::new("tar")
+        .arg("-C")
+        .arg(&layout)
+        .arg("-cf")
+        .arg(repository.root().join("tool.tar"))
+        .arg("."));
+    let addon = repository.addon("clash", "1.0.0", "image tool tool.tar\n");
+    fs_err::write(addon.join("images"), "not a folder\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = BerthBuild::new().run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(
+        !ok,
+        "a package with a file and a folder both named images was written"
+    );
+    assert!(
+        stderr.contains("addons/clash/1.0.0/images` is a file, but"),
+        "{stderr}"
+    );
+    assert!(files_below(out.path()).is_empty());
+}

@@ -54,6 +54,8 @@ pub enum Source {
 pub enum WriteError {
     #[error("`{path}` would be added to the archive twice")]
     Duplicate { path: String },
+    #[error("`{folder}` is a file, but `{path}` needs it to be a folder")]
+    FileInTheWay { folder: String, path: String },
     #[error("`{path}` is not a relative path inside the archive")]
     BadPath { path: String },
     #[error("{source_path} changed while it was archived: expected {expected}, read {actual}")]
@@ -99,9 +101,19 @@ impl ReproducibleArchive {
         })?;
         let mut parent = Path::new(&path).parent();
         while let Some(folder) = parent.filter(|p| !p.as_os_str().is_empty()) {
-            self.entries
-                .entry(folder.to_string_lossy().into_owned())
-                .or_insert(Source::Directory);
+            let folder_path = folder.to_string_lossy().into_owned();
+            match self.entries.get(&folder_path) {
+                Some(Source::Directory) => {}
+                Some(_) => {
+                    return Err(WriteError::FileInTheWay {
+                        folder: folder_path,
+                        path,
+                    });
+                }
+                None => {
+                    self.entries.insert(folder_path, Source::Directory);
+                }
+            }
             parent = folder.parent();
         }
         match self.entries.get(&path) {

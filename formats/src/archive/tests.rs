@@ -118,6 +118,24 @@ fn a_path_added_twice_is_refused() {
 }
 
 #[test]
+fn a_file_where_a_folder_is_needed_is_refused() {
+    let mut archive = ReproducibleArchive::new(0, 6);
+    let file = || Source::Bytes {
+        data: b"x".to_vec(),
+        executable: false,
+    };
+    archive.insert("addon/images", file()).unwrap();
+    let error = archive
+        .insert("addon/images/oci-layout", file())
+        .unwrap_err();
+    assert!(matches!(error, WriteError::FileInTheWay { .. }), "{error}");
+    assert_eq!(
+        error.to_string(),
+        "`addon/images` is a file, but `addon/images/oci-layout` needs it to be a folder"
+    );
+}
+
+#[test]
 fn a_file_that_does_not_match_its_expected_digest_fails_the_write() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("blob");
