@@ -666,3 +666,31 @@ fn an_addon_file_in_the_way_of_the_image_folder_is_refused() {
     );
     assert!(files_below(out.path()).is_empty());
 }
+
+#[test]
+fn an_url_asset_resumes_after_a_dropped_connection() {
+    let body: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+    let pin = berth_formats::Sha256Digest::of(&body);
+    let server = support::FlakyHttp::serve("/runc.amd64", body.clone());
+    let repository = AddonRepository::new();
+    let addon = repository.addon(
+        "fetched",
+        "1.0.0",
+        &format!("asset runc {} {pin}\n", server.url),
+    );
+    let out = tempfile::tempdir().unwrap();
+    BerthBuild::new().package(&addon, out.path());
+    let (_, packaged) = berth_formats::archive::read_entry(
+        fs_err::File::open(out.path().join("fetched-1.0.0.tar.gz")).unwrap(),
+        |path| path == "addons/fetched/1.0.0/assets/runc",
+    )
+    .unwrap()
+    .expect("the asset is packaged");
+    assert_eq!(packaged, body);
+    let ranges = server.ranges.lock().unwrap().clone();
+    assert_eq!(
+        ranges,
+        [None, Some(format!("{}-", body.len() / 2))],
+        "the second request resumes where the first stopped"
+    );
+}
