@@ -489,6 +489,17 @@ fn layout_index(images: &[PackagedImage]) -> Vec<u8> {
     bytes
 }
 
+/// A temporary file in `out_dir`, removed unless persisted, readable by all once in place
+/// (a package is published, not private).
+fn partial_file(out_dir: &Path) -> Result<tempfile::NamedTempFile, PackageError> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix(".berth-partial-")
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(out_dir)
+        .map_err(io_error(out_dir))
+}
+
 /// Writes the archive and its `.sha256` beside it through temporary files renamed into place.
 fn write_atomically(
     archive: &ReproducibleArchive,
@@ -499,10 +510,7 @@ fn write_atomically(
     label: &str,
     total: u64,
 ) -> Result<(Sha256Digest, u64), PackageError> {
-    let temporary = tempfile::Builder::new()
-        .prefix(".berth-partial-")
-        .tempfile_in(out_dir)
-        .map_err(io_error(out_dir))?;
+    let temporary = partial_file(out_dir)?;
     let progress = reporter.start(label, Some(total));
     let writer = HashingWriter::new(std::io::BufWriter::with_capacity(1 << 20, temporary));
     let result = archive.write(writer, &mut |bytes| progress.advance(bytes));
@@ -521,10 +529,7 @@ fn write_atomically(
     })?;
     temporary.as_file().sync_all().map_err(io_error(out_dir))?;
     let final_path = out_dir.join(file_name);
-    let checksum = tempfile::Builder::new()
-        .prefix(".berth-partial-")
-        .tempfile_in(out_dir)
-        .map_err(io_error(out_dir))?;
+    let checksum = partial_file(out_dir)?;
     fs_err::write(
         checksum.path(),
         package_index::checksum_file_text(&sha256, file_name),

@@ -60,6 +60,18 @@ fn same_addon_gives_same_bytes_twice_and_with_another_cache() {
         fs_err::read(out.path().join("c/app-1.0.0.tar.gz")).unwrap()
     );
     assert_eq!(berth_formats::Sha256Digest::of(&bytes_a).hex(), first);
+    use std::os::unix::fs::PermissionsExt;
+    for written in ["a/app-1.0.0.tar.gz", "a/app-1.0.0.tar.gz.sha256"] {
+        let mode = fs_err::metadata(out.path().join(written))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(
+            mode & 0o777,
+            0o644,
+            "{written} is published, so readable by all"
+        );
+    }
     let checksum = fs_err::read_to_string(out.path().join("a/app-1.0.0.tar.gz.sha256")).unwrap();
     assert_eq!(checksum, format!("{first}  app-1.0.0.tar.gz\n"));
     let index = read_index(&package);
