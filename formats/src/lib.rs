@@ -3,12 +3,15 @@
 //! Everything that crosses from CI to a node is defined here, so that both sides agree on it:
 //! the add-on [`manifest`], the [`package_index`] (`package.json`) inside every package, the
 //! [`digest`] type used for every content check, the [`oci`] layout names, and the [`archive`]
-//! writer (reproducible) and reader (refuses to write outside its destination).
+//! writer (reproducible) and reader (refuses to write outside its destination). The node side
+//! reads the Installer [`spec`] and resolves its add-on [`versions`] against `versions.json`.
 
 pub mod archive;
 pub mod digest;
 pub mod manifest;
 pub mod oci;
 pub mod package_index;
+pub mod spec;
+pub mod versions;
 
 pub use digest::Sha256Digest;

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use berth_formats::Sha256Digest;
 use berth_formats::oci::{self, Descriptor, ImageIndex, ImageManifest, Platform};
 
-use super::{Registry, require, run};
+use crate::{Registry, require, run};
 
 /// A layer: its compressed bytes and the digest of its uncompressed tar (the diff ID).
 #[derive(Clone)]

@@ -1,0 +1,314 @@
+//! The Installer spec: kURL's `apiVersion: cluster.kurl.sh/v1beta1`, `kind: Installer`.
+//!
+//! Each key under `spec` names an add-on; `spec.kurl` holds the installer's own settings. An
+//! add-on keeps every field the spec gives it (beyond `version` and `s3Override`) as its
+//! configuration, which reaches its hooks as `<ADDON>_<FIELD>` environment variables.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::Sha256Digest;
+
+/// The API versions kURL has used for its Installer kind.
+pub const API_VERSIONS: [&str; 2] = ["cluster.kurl.sh/v1beta1", "kurl.sh/v1beta1"];
+pub const KIND: &str = "Installer";
+/// The key under `spec` that holds the installer's own settings, not an add-on.
+pub const INSTALLER_SETTINGS_KEY: &str = "kurl";
+/// Hex digits of the spec digest that make an installer id, as kURL's ids.
+pub const ID_LENGTH: usize = 7;
+
+/// A parsed Installer spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstallerSpec {
+    pub api_version: String,
+    pub name: Option<String>,
+    /// Add-ons by name.
+    pub addons: BTreeMap<String, AddonSpec>,
+    /// `spec.kurl`: the installer's own settings (airgap, privateAddress, …).
+    pub settings: Map<String, Value>,
+}
+
+/// One add-on as the spec asks for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddonSpec {
+    /// `latest`, `X.Y.x` or an exact version.
+    pub version: String,
+    pub s3_override: Option<String>,
+    /// Every other field, as written.
+    pub config: Map<String, Value>,
+}
+
+/// Why a spec was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {problem}{}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), hint.as_ref().map(|h| format!("\nhint: {h}")).unwrap_or_default())]
+pub struct SpecError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub problem: String,
+    pub hint: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSpec {
+    api_version: Option<String>,
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: Map<String, Value>,
+    spec: Option<Map<String, Value>>,
+}
+
+impl InstallerSpec {
+    /// Reads and parses the spec at `path`.
+    pub fn load(path: &Path) -> Result<Self, SpecError> {
+        let text = fs_err::read_to_string(path).map_err(|error| SpecError {
+            path: path.to_path_buf(),
+            line: None,
+            problem: error.to_string(),
+            hint: None,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses `text`, the contents of `path` (named in errors).
+    pub fn parse(path: &Path, text: &str) -> Result<Self, SpecError> {
+        let error = |line: Option<usize>, problem: String, hint: Option<&str>| SpecError {
+            path: path.to_path_buf(),
+            line,
+            problem,
+            hint: hint.map(str::to_string),
+        };
+        let raw: RawSpec = serde_norway::from_str(text).map_err(|e| {
+            error(
+                e.location().map(|l| l.line()),
+                format!("not a valid Installer spec: {e}"),
+                Some("the spec is YAML with apiVersion, kind: Installer and spec"),
+            )
+        })?;
+        let api_version = raw.api_version.unwrap_or_default();
+        if !API_VERSIONS.contains(&api_version.as_str()) {
+            return Err(error(
+                line_of(text, "apiVersion"),
+                format!("apiVersion is `{api_version}`, not one Berth reads"),
+                Some("use `apiVersion: cluster.kurl.sh/v1beta1`"),
+            ));
+        }
+        let kind = raw.kind.unwrap_or_default();
+        if kind != KIND {
+            return Err(error(
+                line_of(text, "kind"),
+                format!("kind is `{kind}`, expected `{KIND}`"),
+                Some("use `kind: Installer`"),
+            ));
+        }
+        let Some(spec) = raw.spec else {
+            return Err(error(
+                None,
+                "there is no `spec`".into(),
+                Some("list the add-ons under `spec`, e.g. `spec: {containerd: {version: latest}}`"),
+            ));
+        };
+        let mut addons = BTreeMap::new();
+        let mut settings = Map::new();
+        for (name, value) in spec {
+            if name == INSTALLER_SETTINGS_KEY {
+                settings = match value {
+                    Value::Object(map) => map,
+                    Value::Null => Map::new(),
+                    other => {
+                        return Err(error(
+                            line_of(text, &name),
+                            format!("spec.{name} is {}, expected a mapping", kind_of(&other)),
+                            None,
+                        ));
+                    }
+                };
+                continue;
+            }
+            let addon = AddonSpec::from_value(&name, value)
+                .map_err(|problem| error(line_of(text, &name), problem, None))?;
+            addons.insert(name, addon);
+        }
+        let name = raw
+            .metadata
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        Ok(InstallerSpec {
+            api_version,
+            name,
+            addons,
+            settings,
+        })
+    }
+
+    /// The spec as canonical JSON: keys sorted, no insignificant whitespace.
+    pub fn canonical_json(&self) -> String {
+        let spec: Map<String, Value> = self
+            .addons
+            .iter()
+            .map(|(name, addon)| (name.clone(), Value::Object(addon.to_map())))
+            .chain((!self.settings.is_empty()).then(|| {
+                (
+                    INSTALLER_SETTINGS_KEY.to_string(),
+                    Value::Object(self.settings.clone()),
+                )
+            }))
+            .collect();
+        serde_json::json!({"apiVersion": API_VERSIONS[0], "kind": KIND, "spec": spec}).to_string()
+    }
+
+    /// The installer id: a prefix of the canonical spec's sha256. Two specs that say the same
+    /// thing (whatever their layout, comments or key order) have the same id.
+    pub fn id(&self) -> String {
+        Sha256Digest::of(self.canonical_json().as_bytes()).hex()[..ID_LENGTH].to_string()
+    }
+
+    /// Whether the installer settings ask for an airgap install.
+    pub fn airgap(&self) -> bool {
+        self.settings.get("airgap").is_some_and(is_true)
+    }
+}
+
+impl AddonSpec {
+    fn from_value(name: &str, value: Value) -> Result<Self, String> {
+        let mut map = match value {
+            Value::Object(map) => map,
+            other => {
+                return Err(format!(
+                    "spec.{name} is {}, expected a mapping with a `version`",
+                    kind_of(&other)
+                ));
+            }
+        };
+        let version = match map.remove("version") {
+            Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_string(),
+            // YAML reads `version: 1.24` as a number; kURL takes it as the text.
+            Some(Value::Number(number)) => number.to_string(),
+            Some(other) => {
+                return Err(format!(
+                    "spec.{name}.version is {}, expected a version such as `latest`, `1.2.x` or `1.2.3`",
+                    kind_of(&other)
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "spec.{name} has no `version`; add `version: latest` or a version from versions.json"
+                ));
+            }
+        };
+        let s3_override = match map.remove("s3Override") {
+            Some(Value::String(url)) if !url.is_empty() => Some(url),
+            _ => None,
+        };
+        Ok(AddonSpec {
+            version,
+            s3_override,
+            config: map,
+        })
+    }
+
+    fn to_map(&self) -> Map<String, Value> {
+        let mut map = self.config.clone();
+        map.insert("version".into(), Value::String(self.version.clone()));
+        if let Some(url) = &self.s3_override {
+            map.insert("s3Override".into(), Value::String(url.clone()));
+        }
+        map
+    }
+}
+
+/// The environment an add-on's hooks see for its configuration: `<ADDON>_<FIELD>` in upper
+/// snake case. `true` becomes `1` and `false` the empty string, as kURL's hooks test them
+/// (`[ "$X" = "1" ]`, `[ -n "$X" ]`); lists and mappings are passed as JSON.
+pub fn config_environment(addon: &str, config: &Map<String, Value>) -> Vec<(String, String)> {
+    let prefix = upper_snake(addon);
+    config
+        .iter()
+        .map(|(field, value)| {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                Value::Bool(true) => "1".into(),
+                Value::Bool(false) | Value::Null => String::new(),
+                Value::Number(number) => number.to_string(),
+                other => other.to_string(),
+            };
+            (format!("{prefix}_{}", upper_snake(field)), text)
+        })
+        .collect()
+}
+
+/// `tomlConfig` → `TOML_CONFIG`, `s3Override` → `S3_OVERRIDE`, `cert-manager` → `CERT_MANAGER`.
+pub fn upper_snake(name: &str) -> String {
+    let characters: Vec<char> = name.chars().collect();
+    let mut out = String::with_capacity(name.len() + 4);
+    for (index, &character) in characters.iter().enumerate() {
+        if character == '-' || character == '.' || character == ' ' {
+            out.push('_');
+            continue;
+        }
+        if character.is_ascii_uppercase() && index > 0 {
+            let previous = characters[index - 1];
+            let next_is_lower = characters
+                .get(index + 1)
+                .is_some_and(|c| c.is_ascii_lowercase());
+            if previous.is_ascii_lowercase()
+                || previous.is_ascii_digit()
+                || (previous.is_ascii_uppercase() && next_is_lower)
+            {
+                out.push('_');
+            }
+        }
+        out.push(character.to_ascii_uppercase());
+    }
+    out
+}
+
+/// A YAML scalar as `--set addon.field=value` gives it: `true`, `3` and `text` keep their types.
+pub fn parse_scalar(text: &str) -> Value {
+    serde_norway::from_str::<Value>(text)
+        .ok()
+        .filter(|value| !value.is_object() && !value.is_array() && !value.is_null())
+        .unwrap_or_else(|| Value::String(text.to_string()))
+}
+
+fn is_true(value: &Value) -> bool {
+    match value {
+        Value::Bool(flag) => *flag,
+        Value::String(text) => matches!(text.as_str(), "true" | "1" | "yes"),
+        Value::Number(number) => number.as_u64() == Some(1),
+        _ => false,
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "empty",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// The 1-based line where `key:` first appears, for errors the YAML parser does not locate.
+fn line_of(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            line.strip_prefix(key)
+                .or_else(|| {
+                    line.strip_prefix('"')
+                        .and_then(|l| l.strip_prefix(key))
+                        .and_then(|l| l.strip_prefix('"'))
+                })
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map(|index| index + 1)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,321 @@
+//! `versions.json`: the add-on versions a dist offers, and how a spec's version resolves.
+//!
+//! Add-ons are listed in install order; each add-on's versions newest first, each with an
+//! optional `kubernetesVersion` semver range (as kops channels do). `latest` is the first
+//! entry, `X.Y.x` the highest patch of X.Y; when the spec pins Kubernetes, only versions whose
+//! range matches it are candidates.
+
+use std::cmp::Ordering;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The file name in a dist.
+pub const VERSIONS_FILE: &str = "versions.json";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VersionsFile {
+    /// Add-ons in install order.
+    pub addons: Vec<AddonVersions>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddonVersions {
+    pub name: String,
+    /// Newest first.
+    pub versions: Vec<VersionEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionEntry {
+    pub version: String,
+    /// The Kubernetes versions this add-on version works with, as a semver range (`>=1.24, <1.29`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VersionsError {
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("unknown add-on `{name}`; {VERSIONS_FILE} offers: {}", offered.join(", "))]
+    UnknownAddon { name: String, offered: Vec<String> },
+    #[error("{name} has no version `{requested}`; {VERSIONS_FILE} offers: {}", offered.join(", "))]
+    UnknownVersion {
+        name: String,
+        requested: String,
+        offered: Vec<String>,
+    },
+    #[error("{name} `{requested}`: no version works with Kubernetes {kubernetes}; {VERSIONS_FILE} offers: {}", offered.join(", "))]
+    NoneForKubernetes {
+        name: String,
+        requested: String,
+        kubernetes: String,
+        offered: Vec<String>,
+    },
+    #[error("{name} {version}: kubernetesVersion `{range}` is not a semver range: {message}")]
+    BadRange {
+        name: String,
+        version: String,
+        range: String,
+        message: String,
+    },
+}
+
+impl VersionsFile {
+    /// Parses `text`, the contents of `origin` (a path or URL, named in errors).
+    pub fn parse(origin: &str, text: &[u8]) -> Result<Self, VersionsError> {
+        serde_json::from_slice(text).map_err(|error| VersionsError::Parse {
+            path: origin.to_string(),
+            message: format!(
+                "line {}: {error}; expected {{\"addons\": [{{\"name\": …, \"versions\": [{{\"version\": …}}]}}]}}",
+                error.line()
+            ),
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<Self, VersionsError> {
+        let bytes = fs_err::read(path).map_err(|error| VersionsError::Parse {
+            path: path.display().to_string(),
+            message: error.to_string(),
+        })?;
+        Self::parse(&path.display().to_string(), &bytes)
+    }
+
+    pub fn addon(&self, name: &str) -> Option<&AddonVersions> {
+        self.addons.iter().find(|addon| addon.name == name)
+    }
+
+    /// Where `name` stands in install order.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.addons.iter().position(|addon| addon.name == name)
+    }
+
+    /// The exact version `requested` (`latest`, `X.Y.x`, or exact) names for add-on `name`;
+    /// with `kubernetes`, only versions whose range admits it are candidates.
+    pub fn resolve(
+        &self,
+        name: &str,
+        requested: &str,
+        kubernetes: Option<&str>,
+    ) -> Result<String, VersionsError> {
+        let addon = self
+            .addon(name)
+            .ok_or_else(|| VersionsError::UnknownAddon {
+                name: name.to_string(),
+                offered: self.addons.iter().map(|a| a.name.clone()).collect(),
+            })?;
+        let offered = || addon.versions.iter().map(|v| v.version.clone()).collect();
+        let matching: Vec<&VersionEntry> = addon
+            .versions
+            .iter()
+            .filter(|entry| matches_request(&entry.version, requested))
+            .collect();
+        if matching.is_empty() {
+            return Err(VersionsError::UnknownVersion {
+                name: name.to_string(),
+                requested: requested.to_string(),
+                offered: offered(),
+            });
+        }
+        let mut candidates = Vec::new();
+        for entry in matching {
+            if let (Some(kubernetes), Some(range)) = (kubernetes, &entry.kubernetes_version) {
+                let requirement =
+                    semver::VersionReq::parse(range).map_err(|error| VersionsError::BadRange {
+                        name: name.to_string(),
+                        version: entry.version.clone(),
+                        range: range.clone(),
+                        message: error.to_string(),
+                    })?;
+                if !lenient_semver(kubernetes).is_some_and(|v| requirement.matches(&v)) {
+                    continue;
+                }
+            }
+            candidates.push(entry);
+        }
+        // `latest` is the first entry; `X.Y.x` the highest patch, wherever it is listed.
+        let chosen = if requested == "latest" {
+            candidates.first().copied()
+        } else {
+            candidates
+                .into_iter()
+                .max_by(|a, b| compare_versions(&a.version, &b.version))
+        };
+        chosen
+            .map(|entry| entry.version.clone())
+            .ok_or_else(|| VersionsError::NoneForKubernetes {
+                name: name.to_string(),
+                requested: requested.to_string(),
+                kubernetes: kubernetes.unwrap_or_default().to_string(),
+                offered: offered(),
+            })
+    }
+}
+
+fn matches_request(version: &str, requested: &str) -> bool {
+    if requested == "latest" {
+        return true;
+    }
+    match requested.strip_suffix(".x") {
+        Some(prefix) => version
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('.')),
+        None => version == requested,
+    }
+}
+
+/// `1.27` → 1.27.0, `v1.27.3` → 1.27.3; build metadata and pre-releases as semver reads them.
+fn lenient_semver(text: &str) -> Option<semver::Version> {
+    let text = text.trim().trim_start_matches('v');
+    semver::Version::parse(text).ok().or_else(|| {
+        let dots = text.matches('.').count();
+        let padded = format!("{text}{}", ".0".repeat(2usize.saturating_sub(dots)));
+        semver::Version::parse(&padded).ok()
+    })
+}
+
+/// Orders two versions: by semver where both are semver, otherwise segment by segment
+/// (numbers as numbers), so `1.10.0` > `1.9.3` and `0.26.5-r1` > `0.26.5`.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    if let (Ok(a), Ok(b)) = (
+        semver::Version::parse(a.trim_start_matches('v')),
+        semver::Version::parse(b.trim_start_matches('v')),
+    ) {
+        return a.cmp(&b);
+    }
+    let segments = |text: &str| -> Vec<String> {
+        text.trim_start_matches('v')
+            .split(['.', '-', '+', '_'])
+            .map(str::to_string)
+            .collect()
+    };
+    let (left, right) = (segments(a), segments(b));
+    for (x, y) in left.iter().zip(&right) {
+        let ordering = match (x.parse::<u64>(), y.parse::<u64>()) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            _ => x.cmp(y),
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    left.len().cmp(&right.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file() -> VersionsFile {
+        VersionsFile::parse(
+            "versions.json",
+            br#"{"addons": [
+                {"name": "containerd", "versions": [
+                    {"version": "1.7.2"}, {"version": "1.6.21"}, {"version": "1.6.9"}]},
+                {"name": "kubernetes", "versions": [
+                    {"version": "1.28.4"}, {"version": "1.27.8"}]},
+                {"name": "flannel", "versions": [
+                    {"version": "0.24.0", "kubernetesVersion": ">=1.28"},
+                    {"version": "0.23.1", "kubernetesVersion": ">=1.26, <1.28"},
+                    {"version": "0.23.0"}]}
+            ]}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn latest_is_the_first_entry() {
+        assert_eq!(
+            file().resolve("containerd", "latest", None).unwrap(),
+            "1.7.2"
+        );
+    }
+
+    #[test]
+    fn minor_wildcard_takes_the_highest_patch_numerically() {
+        assert_eq!(
+            file().resolve("containerd", "1.6.x", None).unwrap(),
+            "1.6.21"
+        );
+        assert_eq!(
+            file().resolve("containerd", "1.7.x", None).unwrap(),
+            "1.7.2"
+        );
+    }
+
+    #[test]
+    fn exact_versions_resolve_to_themselves() {
+        assert_eq!(
+            file().resolve("containerd", "1.6.9", None).unwrap(),
+            "1.6.9"
+        );
+    }
+
+    #[test]
+    fn kubernetes_ranges_filter_candidates() {
+        let versions = file();
+        assert_eq!(
+            versions
+                .resolve("flannel", "latest", Some("1.27.8"))
+                .unwrap(),
+            "0.23.1"
+        );
+        assert_eq!(
+            versions
+                .resolve("flannel", "latest", Some("1.28.4"))
+                .unwrap(),
+            "0.24.0"
+        );
+        // A version without a range suits every Kubernetes.
+        assert_eq!(
+            versions
+                .resolve("flannel", "0.23.x", Some("1.20.1"))
+                .unwrap(),
+            "0.23.0"
+        );
+        let error = versions
+            .resolve("flannel", "0.24.0", Some("1.27.8"))
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("no version works with Kubernetes 1.27.8"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn unknown_versions_list_what_is_offered() {
+        let error = file().resolve("containerd", "1.5.x", None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "containerd has no version `1.5.x`; versions.json offers: 1.7.2, 1.6.21, 1.6.9"
+        );
+        let error = file().resolve("weave", "latest", None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown add-on `weave`; versions.json offers: containerd, kubernetes, flannel"
+        );
+    }
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert_eq!(compare_versions("1.10.0", "1.9.3"), Ordering::Greater);
+        assert_eq!(compare_versions("1.2.3", "1.2.3"), Ordering::Equal);
+        assert_eq!(compare_versions("0.26.5-r1", "0.26.5-r2"), Ordering::Less);
+        assert_eq!(compare_versions("2.0", "10.0"), Ordering::Less);
+        assert_eq!(compare_versions("1.0.0-rc.1", "1.0.0"), Ordering::Less);
+    }
+
+    #[test]
+    fn bad_json_names_the_line() {
+        let error =
+            VersionsFile::parse("dist/versions.json", b"{\n \"addons\": [\n oops").unwrap_err();
+        assert!(
+            error.to_string().starts_with("dist/versions.json: line 3:"),
+            "{error}"
+        );
+    }
+}
