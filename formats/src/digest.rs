@@ -123,6 +123,36 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
+/// Hashes everything read through it, so one pass over a file both uses and checks it.
+pub struct HashingReader<R> {
+    inner: R,
+    digest: StreamingDigest,
+}
+
+impl<R: Read> HashingReader<R> {
+    pub fn new(inner: R) -> Self {
+        Self {
+            inner,
+            digest: StreamingDigest::new(),
+        }
+    }
+
+    /// Reads whatever is left, then returns the digest and length of everything read.
+    pub fn finish(mut self) -> io::Result<(Sha256Digest, u64)> {
+        io::copy(&mut self, &mut io::sink())?;
+        let length = self.digest.length();
+        Ok((self.digest.finish(), length))
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let count = self.inner.read(buffer)?;
+        self.digest.update(&buffer[..count]);
+        Ok(count)
+    }
+}
+
 /// A running SHA-256 over streamed chunks, for callers that receive data piecewise.
 #[derive(Clone, Default)]
 pub struct StreamingDigest {

@@ -1,13 +1,12 @@
-//! `berth`, the node installer. For now it verifies and unpacks add-on packages; the install
-//! engine (plan, images, hooks, state) builds on this.
+//! `berth`, the node installer: plans, verifies, loads images, runs add-on hooks and records
+//! what it applied. The commands are thin; the work is in the library.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context as _, bail};
-use berth_formats::Sha256Digest;
-use berth_formats::package_index::{checksum_path, parse_checksum_file};
 use clap::{Parser, Subcommand};
+
+mod commands;
 
 #[derive(Parser)]
 #[command(name = "berth", version, about = "The Berth node installer")]
@@ -16,47 +15,42 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args, Clone)]
+pub struct RootArgs {
+    /// Root of the node's filesystem as Berth sees it (state, packages, logs hang off it).
+    #[arg(long, env = "BERTH_ROOT", default_value = "/", global = true)]
+    root: PathBuf,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Install or update the add-ons of an Installer spec on this node.
+    Install(commands::install::InstallArgs),
+    /// Print what `install` would do for each add-on, and why; change nothing.
+    Plan(commands::install::InstallArgs),
+    /// Show each add-on's desired, current and last version and its conditions.
+    Status(commands::status::StatusArgs),
     /// Verify a package against its `.sha256` file and unpack it, refusing unsafe paths.
-    Unpack {
-        /// A `<name>-<version>.tar.gz` package with its `.sha256` beside it.
-        package: PathBuf,
-        /// Folder to unpack into.
-        #[arg(long)]
-        to: PathBuf,
-    },
+    Unpack(commands::unpack::UnpackArgs),
+    /// Edit a kustomization.yaml (the insert_* helpers call this).
+    #[command(subcommand)]
+    Kustomization(commands::kustomization::KustomizationCommand),
 }
 
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
     let result = match command {
-        Command::Unpack { package, to } => unpack(&package, &to),
+        Command::Install(args) => commands::install::run(args, false),
+        Command::Plan(args) => commands::install::run(args, true),
+        Command::Status(args) => commands::status::run(args),
+        Command::Unpack(args) => commands::unpack::run(args),
+        Command::Kustomization(command) => commands::kustomization::run(command),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            commands::print_error(&error);
             ExitCode::FAILURE
         }
     }
-}
-
-fn unpack(package: &PathBuf, to: &PathBuf) -> anyhow::Result<()> {
-    let checksum_path = checksum_path(package);
-    let text = fs_err::read_to_string(&checksum_path)?;
-    let expected = parse_checksum_file(&text)
-        .with_context(|| format!("{} is not a sha256sum line", checksum_path.display()))?;
-    let actual = Sha256Digest::of_reader(fs_err::File::open(package)?)?;
-    if actual != expected {
-        bail!(
-            "{} does not match its checksum: expected {expected}, found {actual}",
-            package.display()
-        );
-    }
-    fs_err::create_dir_all(to)?;
-    let written = berth_formats::archive::extract(fs_err::File::open(package)?, to)
-        .with_context(|| format!("failed to unpack {}", package.display()))?;
-    println!("unpacked {} entries into {}", written.len(), to.display());
-    Ok(())
 }

@@ -1,0 +1,140 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use berth::dist::Dist;
+use berth::engine::{self, InstallSettings, Plan, Reporter};
+use berth::layout::Layout;
+use berth::plan::Permissions;
+use berth::state::NodeLock;
+use berth_formats::spec::parse_scalar;
+
+use crate::RootArgs;
+
+#[derive(clap::Args)]
+pub struct InstallArgs {
+    /// The Installer spec (kind: Installer).
+    #[arg(long)]
+    spec: PathBuf,
+    /// Where packages and versions.json are: a folder or an http(s):// URL.
+    #[arg(long, env = "BERTH_DIST")]
+    dist: String,
+    /// Override an add-on field for this node: `addon.field=value` (repeatable).
+    #[arg(long = "set", value_name = "ADDON.FIELD=VALUE")]
+    set: Vec<String>,
+    /// Reapply every add-on, even those already applied as asked.
+    #[arg(long)]
+    force_reapply: bool,
+    /// Allow an add-on to go back to an older version.
+    #[arg(long)]
+    allow_downgrade: bool,
+    /// Print the plan and stop (the same as `berth plan`).
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the plan as JSON (with --dry-run or `berth plan`).
+    #[arg(long)]
+    json: bool,
+    /// Seconds a hook may run before its process group is killed.
+    #[arg(long, default_value_t = 1800)]
+    hook_timeout: u64,
+    #[command(flatten)]
+    root: RootArgs,
+}
+
+struct Stderr;
+
+impl Reporter for Stderr {
+    fn step(&self, message: &str) {
+        eprintln!("berth: {message}");
+    }
+}
+
+pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {
+    let settings = settings(&args)?;
+    if plan_only || args.dry_run {
+        let plan = engine::plan(&settings)?;
+        print_plan(&plan, args.json, &mut std::io::stdout())?;
+        return Ok(if plan.refused().is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    let started = Instant::now();
+    let lock = NodeLock::acquire(
+        &settings.layout.lock_file(),
+        &format!("berth install --spec {}", args.spec.display()),
+    )?;
+    let plan = engine::plan(&settings)?;
+    print_plan(&plan, false, &mut std::io::stderr())?;
+    engine::apply(&settings, &plan, &lock, &Stderr)
+        .context("the install did not finish; run the same command again to continue")?;
+    eprintln!(
+        "berth: done in {:.1}s; see `berth status`",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn settings(args: &InstallArgs) -> anyhow::Result<InstallSettings> {
+    let mut overrides = Vec::new();
+    for text in &args.set {
+        let Some((key, value)) = text.split_once('=') else {
+            bail!("--set {text}: expected addon.field=value");
+        };
+        let Some((addon, field)) = key.split_once('.') else {
+            bail!("--set {text}: expected addon.field=value, e.g. containerd.preserveConfig=true");
+        };
+        overrides.push((addon.to_string(), field.to_string(), parse_scalar(value)));
+    }
+    Ok(InstallSettings {
+        layout: Layout::new(&args.root.root),
+        spec_path: args.spec.clone(),
+        dist: Dist::parse(&args.dist)?,
+        overrides,
+        permissions: Permissions {
+            allow_downgrade: args.allow_downgrade,
+            force_reapply: args.force_reapply,
+        },
+        hook_timeout: Duration::from_secs(args.hook_timeout),
+    })
+}
+
+fn print_plan(plan: &Plan, json: bool, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    if json {
+        serde_json::to_writer_pretty(&mut *out, plan)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let width = plan
+        .addons
+        .iter()
+        .map(|addon| addon.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let version_width = plan
+        .addons
+        .iter()
+        .map(|addon| addon.version.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    writeln!(
+        out,
+        "{:width$}  {:version_width$}  {:16}  REASON",
+        "NAME", "VERSION", "DECISION"
+    )?;
+    for addon in &plan.addons {
+        writeln!(
+            out,
+            "{:width$}  {:version_width$}  {:16}  {}",
+            addon.name,
+            addon.version,
+            addon.decision.name(),
+            addon.reason
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,49 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use berth::unpack::unpack;
+use berth_formats::archive::read_entry;
+use berth_formats::package_index::{PackageIndex, checksum_path, parse_checksum_file};
+
+#[derive(clap::Args)]
+pub struct UnpackArgs {
+    /// A `<name>-<version>.tar.gz` package with its `.sha256` beside it.
+    package: PathBuf,
+    /// Folder to unpack into; the add-on lands in `addons/<name>/<version>/` below it.
+    #[arg(long)]
+    to: PathBuf,
+}
+
+pub fn run(args: UnpackArgs) -> anyhow::Result<ExitCode> {
+    let checksum_path = checksum_path(&args.package);
+    let text = fs_err::read_to_string(&checksum_path)?;
+    let expected = parse_checksum_file(&text)
+        .with_context(|| format!("{} is not a sha256sum line", checksum_path.display()))?;
+    let (_, bytes) = read_entry(fs_err::File::open(&args.package)?, |path| {
+        path.ends_with("/package.json")
+    })
+    .with_context(|| format!("failed to read {}", args.package.display()))?
+    .with_context(|| format!("{} holds no package.json", args.package.display()))?;
+    let index = PackageIndex::from_bytes(&bytes)
+        .with_context(|| format!("{}: package.json is damaged", args.package.display()))?;
+    let staging = args.to.join(format!(".unpack-{}", std::process::id()));
+    unpack(
+        &args.package,
+        &expected,
+        (&index.name, &index.version),
+        &staging,
+        &args.to,
+    )?;
+    println!(
+        "unpacked {} {} into {}",
+        index.name,
+        index.version,
+        args.to
+            .join("addons")
+            .join(&index.name)
+            .join(&index.version)
+            .display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

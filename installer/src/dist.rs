@@ -1,0 +1,211 @@
+//! Where packages come from: a local dist folder or an HTTP(S) dist URL, laid out as
+//! `versions.json` and `<name>-<version>.tar.gz` with its `.sha256` beside it.
+//!
+//! Downloads retry with backoff and resume with `Range` where they stopped; a local dist is
+//! linked into the package cache, not copied, where the filesystem allows.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use berth_formats::Sha256Digest;
+use berth_formats::package_index::parse_checksum_file;
+
+/// A dist: a folder, or a base URL.
+#[derive(Debug, Clone)]
+pub enum Dist {
+    Local(PathBuf),
+    Http(url::Url),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("{location} does not exist")]
+    Missing { location: String },
+    #[error("failed to read {location}")]
+    Io {
+        location: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to download {location} after {attempts} attempts: {message}")]
+    Http {
+        location: String,
+        attempts: u32,
+        message: String,
+    },
+    #[error("{location} is not a sha256sum line")]
+    BadChecksum { location: String },
+    #[error("`{text}` is not a dist: give a folder or an http(s):// URL")]
+    BadDist { text: String },
+}
+
+const ATTEMPTS: u32 = 5;
+
+impl Dist {
+    pub fn parse(text: &str) -> Result<Self, FetchError> {
+        if text.starts_with("http://") || text.starts_with("https://") {
+            let with_slash = if text.ends_with('/') {
+                text.to_string()
+            } else {
+                format!("{text}/")
+            };
+            url::Url::parse(&with_slash)
+                .map(Dist::Http)
+                .map_err(|_| FetchError::BadDist { text: text.into() })
+        } else if text.contains("://") {
+            Err(FetchError::BadDist { text: text.into() })
+        } else {
+            Ok(Dist::Local(PathBuf::from(text)))
+        }
+    }
+
+    pub fn location(&self, file: &str) -> String {
+        match self {
+            Dist::Local(dir) => dir.join(file).display().to_string(),
+            Dist::Http(base) => base.join(file).map_or_else(|_| file.into(), String::from),
+        }
+    }
+
+    /// A small file, whole.
+    pub fn read(&self, file: &str) -> Result<Vec<u8>, FetchError> {
+        let location = self.location(file);
+        match self {
+            Dist::Local(dir) => fs_err::read(dir.join(file)).map_err(|source| {
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    FetchError::Missing { location }
+                } else {
+                    FetchError::Io { location, source }
+                }
+            }),
+            Dist::Http(_) => with_retries(&location, |client| {
+                let response = client
+                    .get(&location)
+                    .send()
+                    .map_err(|e| Attempt::Retry(e.to_string()))?;
+                check_status(&location, response.status())?;
+                response
+                    .bytes()
+                    .map(|bytes| bytes.to_vec())
+                    .map_err(|e| Attempt::Retry(e.to_string()))
+            }),
+        }
+    }
+
+    /// The digest `<file>.sha256` gives for `file`.
+    pub fn checksum(&self, file: &str) -> Result<Sha256Digest, FetchError> {
+        let checksum_file = format!("{file}.sha256");
+        let text = self.read(&checksum_file)?;
+        parse_checksum_file(&String::from_utf8_lossy(&text)).map_err(|_| FetchError::BadChecksum {
+            location: self.location(&checksum_file),
+        })
+    }
+
+    /// Puts `file` at `destination` (through `<destination>.partial`, resumed if present).
+    pub fn fetch(&self, file: &str, destination: &Path) -> Result<(), FetchError> {
+        let location = self.location(file);
+        let io = |path: &Path| {
+            let location = path.display().to_string();
+            move |source| FetchError::Io { location, source }
+        };
+        let partial = PathBuf::from(format!("{}.partial", destination.display()));
+        match self {
+            Dist::Local(dir) => {
+                let source = dir.join(file);
+                if !source.exists() {
+                    return Err(FetchError::Missing { location });
+                }
+                let _ = fs_err::remove_file(&partial);
+                if fs_err::hard_link(&source, &partial).is_err() {
+                    fs_err::copy(&source, &partial).map_err(io(&source))?;
+                }
+            }
+            Dist::Http(_) => {
+                with_retries(&location, |client| download(client, &location, &partial))?
+            }
+        }
+        fs_err::rename(&partial, destination).map_err(io(destination))
+    }
+}
+
+enum Attempt {
+    Retry(String),
+    Stop(FetchError),
+}
+
+fn check_status(location: &str, status: reqwest::StatusCode) -> Result<(), Attempt> {
+    if status == reqwest::StatusCode::NOT_FOUND {
+        return Err(Attempt::Stop(FetchError::Missing {
+            location: location.to_string(),
+        }));
+    }
+    if !status.is_success() {
+        return Err(Attempt::Retry(format!("HTTP {status}")));
+    }
+    Ok(())
+}
+
+fn with_retries<T>(
+    location: &str,
+    mut attempt: impl FnMut(&reqwest::blocking::Client) -> Result<T, Attempt>,
+) -> Result<T, FetchError> {
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(None)
+        .build()
+        .map_err(|error| FetchError::Http {
+            location: location.to_string(),
+            attempts: 0,
+            message: error.to_string(),
+        })?;
+    let mut delay = Duration::from_millis(250);
+    let mut last = String::new();
+    for number in 1..=ATTEMPTS {
+        match attempt(&client) {
+            Ok(value) => return Ok(value),
+            Err(Attempt::Stop(error)) => return Err(error),
+            Err(Attempt::Retry(message)) => last = message,
+        }
+        if number < ATTEMPTS {
+            std::thread::sleep(delay);
+            delay *= 2;
+        }
+    }
+    Err(FetchError::Http {
+        location: location.to_string(),
+        attempts: ATTEMPTS,
+        message: last,
+    })
+}
+
+/// One attempt: continues `partial` from its length when the server honours `Range`.
+fn download(
+    client: &reqwest::blocking::Client,
+    location: &str,
+    partial: &Path,
+) -> Result<(), Attempt> {
+    let have = fs_err::metadata(partial).map(|m| m.len()).unwrap_or(0);
+    let mut request = client.get(location);
+    if have > 0 {
+        request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
+    }
+    let mut response = request.send().map_err(|e| Attempt::Retry(e.to_string()))?;
+    check_status(location, response.status())?;
+    let resumed = response.status() == reqwest::StatusCode::PARTIAL_CONTENT;
+    let mut file = fs_err::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(resumed)
+        .truncate(!resumed)
+        .open(partial)
+        .map_err(|source| {
+            Attempt::Stop(FetchError::Io {
+                location: partial.display().to_string(),
+                source,
+            })
+        })?;
+    response
+        .copy_to(&mut file)
+        .map_err(|e| Attempt::Retry(format!("the connection dropped: {e}")))?;
+    file.flush().map_err(|e| Attempt::Retry(e.to_string()))
+}

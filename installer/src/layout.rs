@@ -1,0 +1,69 @@
+//! Where Berth keeps things on a node. Every path hangs off one root (`/` on a real node, a
+//! temporary folder in tests), so a test node is a folder and `berth reset` knows what to remove.
+
+use std::path::{Path, PathBuf};
+
+/// The folders Berth owns under a root.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    /// A layout under `root`, made absolute: hooks run in folders of their own.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        Self {
+            root: std::path::absolute(&root).unwrap_or(root),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `$DIR` of the hooks: `addons/<name>/<version>/`, `kustomize/<name>/`, `scripts/common/`.
+    pub fn install_dir(&self) -> PathBuf {
+        self.root.join("var/lib/berth")
+    }
+
+    pub fn addon_dir(&self, name: &str, version: &str) -> PathBuf {
+        self.install_dir().join("addons").join(name).join(version)
+    }
+
+    pub fn kustomize_dir(&self, name: &str) -> PathBuf {
+        self.install_dir().join("kustomize").join(name)
+    }
+
+    pub fn helpers_dir(&self) -> PathBuf {
+        self.install_dir().join("scripts/common")
+    }
+
+    /// One JSON record per add-on.
+    pub fn state_dir(&self) -> PathBuf {
+        self.install_dir().join("state")
+    }
+
+    /// Verified packages, kept so a rollback or re-extract needs no network.
+    pub fn package_cache(&self) -> PathBuf {
+        self.install_dir().join("packages")
+    }
+
+    /// Scratch space for downloads, extraction and the hook session.
+    pub fn work_dir(&self) -> PathBuf {
+        self.install_dir().join("work")
+    }
+
+    pub fn lock_file(&self) -> PathBuf {
+        self.install_dir().join("lock")
+    }
+
+    pub fn log_dir(&self) -> PathBuf {
+        self.root.join("var/log/berth")
+    }
+
+    /// Per-node overrides of add-on fields.
+    pub fn node_config(&self) -> PathBuf {
+        self.root.join("etc/berth/node.yaml")
+    }
+}

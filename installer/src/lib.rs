@@ -1,0 +1,21 @@
+//! `berth`, the node installer.
+//!
+//! A run: [`plan`] decides per add-on from its [`state`] record; [`engine`] fetches packages
+//! from the [`dist`], checks and unpacks them ([`unpack`]), loads their [`images`], and runs
+//! their bash hooks in one [`session`] with the [`helpers`] library, recording state as it
+//! goes. [`layout`] says where everything lives; [`kustomization`] does the YAML edits the
+//! `insert_*` helpers ask for.
+
+// Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
+#![allow(clippy::result_large_err)]
+
+pub mod dist;
+pub mod engine;
+pub mod helpers;
+pub mod images;
+pub mod kustomization;
+pub mod layout;
+pub mod plan;
+pub mod session;
+pub mod state;
+pub mod unpack;

@@ -1,0 +1,435 @@
+//! The one bash session that runs every hook of a run, as kURL's single install script does:
+//! a global set by one hook is seen by the next.
+//!
+//! The engine drives bash over a FIFO of commands and learns how each command ended over a
+//! second FIFO, so hook output (stdout and stderr, streamed line by line to the terminal and
+//! the run log) never mixes with the protocol, and a hook that reads stdin reads nothing. Each
+//! command runs under `set -e`, as kURL's scripts do: a failing command (or `bail`) ends the
+//! session, and the engine reports the hook, its exit status and the tail of its output. A
+//! hook past its timeout has its whole process group killed.
+
+use std::collections::{HashSet, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// Lines of output kept for an error message.
+const TAIL_LINES: usize = 20;
+
+const BOOTSTRAP: &str = r#"# The Berth hook session: commands arrive on fd 3, their outcome leaves on fd 4.
+exec 3<"$1" 4>"$2"
+__berth_status() { printf '%s\n' "$*" >&4; }
+__berth_hook() {
+    if ! declare -F "$1" >/dev/null; then __berth_status "skipped $1"; return 0; fi
+    set -e
+    "$1"
+    set +e
+    __berth_status "done $1"
+}
+__berth_source() {
+    set -e
+    . "$1"
+    set +e
+    __berth_status "done $1"
+}
+__berth_defined() {
+    local defined=() name
+    for name in "$@"; do
+        if declare -F "$name" >/dev/null; then defined+=("$name"); fi
+    done
+    __berth_status "defined ${defined[*]}"
+}
+while IFS= read -r -u 3 __berth_command; do
+    eval "$__berth_command"
+done
+"#;
+
+/// How a command in the session failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("failed to start bash")]
+    Spawn(#[source] std::io::Error),
+    #[error("`{command}` exited with status {code}")]
+    NonZeroExit {
+        command: String,
+        code: i32,
+        tail: Vec<String>,
+    },
+    #[error("`{command}` was killed by signal {signal}")]
+    Killed {
+        command: String,
+        signal: String,
+        tail: Vec<String>,
+    },
+    #[error("`{command}` ran past its timeout of {}s; its process group was killed", timeout.as_secs())]
+    Timeout {
+        command: String,
+        timeout: Duration,
+        tail: Vec<String>,
+    },
+    #[error("the hook session is gone")]
+    Gone,
+    #[error("failed to talk to the hook session through {path}")]
+    Channel {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl HookError {
+    /// The last lines the command printed, when it failed.
+    pub fn tail(&self) -> &[String] {
+        match self {
+            HookError::NonZeroExit { tail, .. }
+            | HookError::Killed { tail, .. }
+            | HookError::Timeout { tail, .. } => tail,
+            _ => &[],
+        }
+    }
+}
+
+/// Whether a hook ran or was not defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookOutcome {
+    Ran,
+    Skipped,
+}
+
+enum Event {
+    Status(String),
+    Exited(ExitStatus),
+}
+
+/// Where hook output goes: the terminal, the run log, and a tail for error messages.
+struct Sink {
+    log: Box<dyn Write + Send>,
+    tail: VecDeque<String>,
+}
+
+impl Sink {
+    fn line(&mut self, line: &[u8], to_stderr: bool) {
+        // Best effort: output that cannot be shown must not stop the install.
+        let _ = self.log.write_all(line);
+        let _ = self.log.flush();
+        let _ = if to_stderr {
+            std::io::stderr().write_all(line)
+        } else {
+            std::io::stdout().write_all(line)
+        };
+        if self.tail.len() == TAIL_LINES {
+            self.tail.pop_front();
+        }
+        self.tail
+            .push_back(String::from_utf8_lossy(line).trim_end().to_string());
+    }
+}
+
+/// A running bash session.
+pub struct Session {
+    pid: Pid,
+    commands: std::fs::File,
+    commands_path: PathBuf,
+    events: Receiver<Event>,
+    sink: Arc<Mutex<Sink>>,
+    readers: Receiver<()>,
+    exited: bool,
+}
+
+impl Session {
+    /// Starts bash in `work` (a folder of its own) with `environment` added to this process's.
+    pub fn start(
+        work: &Path,
+        environment: &[(String, String)],
+        log: Box<dyn Write + Send>,
+    ) -> Result<Session, HookError> {
+        let channel = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| HookError::Channel { path, source }
+        };
+        fs_err::create_dir_all(work).map_err(channel(work))?;
+        let bootstrap = work.join("session.sh");
+        fs_err::write(&bootstrap, BOOTSTRAP).map_err(channel(&bootstrap))?;
+        let commands_path = work.join("commands");
+        let status_path = work.join("status");
+        for fifo in [&commands_path, &status_path] {
+            let _ = fs_err::remove_file(fifo);
+            nix::unistd::mkfifo(fifo.as_path(), nix::sys::stat::Mode::S_IRWXU)
+                .map_err(|errno| channel(fifo)(errno.into()))?;
+        }
+        // Opened read-write, so neither open waits for bash to open its end.
+        let open = |path: &Path| {
+            fs_err::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .map(|file| file.into_parts().0)
+                .map_err(channel(path))
+        };
+        let commands = open(&commands_path)?;
+        let status = open(&status_path)?;
+
+        let mut child = Command::new("bash")
+            .arg("--noprofile")
+            .arg("--norc")
+            .arg(&bootstrap)
+            .arg(&commands_path)
+            .arg(&status_path)
+            .envs(environment.iter().map(|(k, v)| (k, v)))
+            .current_dir(work)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(HookError::Spawn)?;
+        let pid = Pid::from_raw(child.id() as i32);
+        let sink = Arc::new(Mutex::new(Sink {
+            log,
+            tail: VecDeque::new(),
+        }));
+        let (events_sender, events) = mpsc::channel();
+        let (readers_sender, readers) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        spawn_reader(stdout, false, sink.clone(), readers_sender.clone());
+        spawn_reader(stderr, true, sink.clone(), readers_sender);
+        spawn_status_reader(status, events_sender.clone());
+        spawn_waiter(child, events_sender);
+        Ok(Session {
+            pid,
+            commands,
+            commands_path,
+            events,
+            sink,
+            readers,
+            exited: false,
+        })
+    }
+
+    /// Sources `file` into the session (defining its hooks).
+    pub fn source(&mut self, file: &Path, timeout: Duration) -> Result<(), HookError> {
+        let path = file.display().to_string();
+        self.request(&format!("__berth_source {}", quote(&path)), &path, timeout)
+            .map(|_| ())
+    }
+
+    /// Runs the bash function `name` if it is defined.
+    pub fn hook(&mut self, name: &str, timeout: Duration) -> Result<HookOutcome, HookError> {
+        let status = self.request(&format!("__berth_hook {}", quote(name)), name, timeout)?;
+        Ok(if status.starts_with("skipped ") {
+            HookOutcome::Skipped
+        } else {
+            HookOutcome::Ran
+        })
+    }
+
+    /// Which of `names` are defined functions.
+    pub fn defined(&mut self, names: &[String]) -> Result<HashSet<String>, HookError> {
+        let quoted: Vec<String> = names.iter().map(|name| quote(name)).collect();
+        let status = self.request(
+            &format!("__berth_defined {}", quoted.join(" ")),
+            "defined",
+            Duration::from_secs(30),
+        )?;
+        Ok(status
+            .split_whitespace()
+            .skip(1)
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Exports variables into the session; later hooks see them.
+    pub fn export(&mut self, variables: &[(String, String)]) -> Result<(), HookError> {
+        for (name, value) in variables {
+            self.send(&format!("export {name}={}", quote(value)))?;
+        }
+        Ok(())
+    }
+
+    /// Ends the session and waits for bash to exit.
+    pub fn finish(mut self) -> Result<(), HookError> {
+        self.send("exit 0")?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match self
+                .events
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(Event::Exited(_)) => {
+                    self.exited = true;
+                    self.drain_readers();
+                    return Ok(());
+                }
+                Ok(Event::Status(_)) => {}
+                Err(_) => return Err(HookError::Gone),
+            }
+        }
+    }
+
+    fn send(&mut self, command: &str) -> Result<(), HookError> {
+        if self.exited {
+            return Err(HookError::Gone);
+        }
+        debug_assert!(
+            !command.contains('\n'),
+            "commands are one line: use quote()"
+        );
+        let line = format!("{command}\n");
+        self.commands
+            .write_all(line.as_bytes())
+            .map_err(|source| HookError::Channel {
+                path: self.commands_path.clone(),
+                source,
+            })
+    }
+
+    /// Sends `command` and waits for its status line.
+    fn request(
+        &mut self,
+        command: &str,
+        what: &str,
+        timeout: Duration,
+    ) -> Result<String, HookError> {
+        self.sink.lock().expect("sink lock").tail.clear();
+        self.send(command)?;
+        match self.events.recv_timeout(timeout) {
+            Ok(Event::Status(line)) => Ok(line),
+            Ok(Event::Exited(status)) => {
+                self.exited = true;
+                self.drain_readers();
+                let tail = self.tail();
+                let command = what.to_string();
+                Err(match (status.code(), status.signal()) {
+                    (Some(code), _) => HookError::NonZeroExit {
+                        command,
+                        code,
+                        tail,
+                    },
+                    (None, signal) => HookError::Killed {
+                        command,
+                        signal: signal
+                            .and_then(|s| Signal::try_from(s).ok())
+                            .map_or_else(|| "?".into(), |s| s.as_str().to_string()),
+                        tail,
+                    },
+                })
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                // Reap bash, so its output is complete before the tail is taken.
+                let _ = self.events.recv_timeout(Duration::from_secs(5));
+                self.exited = true;
+                self.drain_readers();
+                Err(HookError::Timeout {
+                    command: what.to_string(),
+                    timeout,
+                    tail: self.tail(),
+                })
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(HookError::Gone),
+        }
+    }
+
+    fn tail(&self) -> Vec<String> {
+        self.sink
+            .lock()
+            .expect("sink lock")
+            .tail
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Waits briefly for the output readers; a daemon a hook left behind may hold the pipes.
+    fn drain_readers(&self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for _ in 0..2 {
+            if self
+                .readers
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    fn kill(&self) {
+        let _ = killpg(self.pid, Signal::SIGKILL);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.exited {
+            self.kill();
+        }
+    }
+}
+
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+
+fn spawn_reader(
+    stream: impl Read + Send + 'static,
+    to_stderr: bool,
+    sink: Arc<Mutex<Sink>>,
+    done: Sender<()>,
+) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+            sink.lock().expect("sink lock").line(&line, to_stderr);
+            line.clear();
+        }
+        let _ = done.send(());
+    });
+}
+
+fn spawn_status_reader(status: std::fs::File, events: Sender<Event>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(status).lines() {
+            let Ok(line) = line else { return };
+            if events.send(Event::Status(line)).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+fn spawn_waiter(mut child: Child, events: Sender<Event>) {
+    std::thread::spawn(move || {
+        if let Ok(status) = child.wait() {
+            let _ = events.send(Event::Exited(status));
+        }
+    });
+}
+
+/// Quotes `text` for bash as one line: single quotes, or `$'…'` with escapes when it holds
+/// line breaks or other control characters.
+pub fn quote(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return format!("'{}'", text.replace('\'', r"'\''"));
+    }
+    let mut quoted = String::from("$'");
+    for character in text.chars() {
+        match character {
+            '\\' => quoted.push_str(r"\\"),
+            '\'' => quoted.push_str(r"\'"),
+            '\n' => quoted.push_str(r"\n"),
+            '\t' => quoted.push_str(r"\t"),
+            '\r' => quoted.push_str(r"\r"),
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
+}

@@ -1,0 +1,273 @@
+//! What Berth has applied on this node, one JSON record per add-on, and the lock that lets
+//! one run at a time touch it.
+//!
+//! Records are written atomically (temp file, fsync, rename, fsync of the folder) after every
+//! phase, so a run killed at any point leaves records a re-run can read and continue from.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+/// What a run asks to be applied for one add-on. Two targets with the same fields need no work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    pub version: String,
+    /// The installer id (a prefix of the spec's digest).
+    pub id: String,
+    pub package_digest: String,
+    /// sha256 of the add-on's effective configuration (canonical JSON).
+    pub config_hash: String,
+    /// Bumped when the engine changes how it applies add-ons, so every add-on reapplies.
+    pub generation: u32,
+}
+
+/// A target that was applied in full.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Applied {
+    #[serde(flatten)]
+    pub target: Target,
+    pub applied_at: String,
+}
+
+/// The latest run that worked on the add-on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub target: Target,
+    pub outcome: Outcome,
+    /// The last phase that started.
+    pub phase: String,
+    pub run: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    /// Under way, or the run that started it was killed.
+    Running,
+    Failed,
+    Succeeded,
+}
+
+/// A status condition, as Kubernetes objects carry them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+    pub last_transition_time: String,
+}
+
+/// Everything recorded about one add-on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddonState {
+    pub name: String,
+    /// The version the latest run asked for.
+    pub desired: Option<String>,
+    /// Applied in full and in place now.
+    pub current: Option<Applied>,
+    /// What `current` replaced.
+    pub last: Option<Applied>,
+    pub attempt: Option<Attempt>,
+    pub progressing: Option<Condition>,
+    pub available: Option<Condition>,
+}
+
+impl AddonState {
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            desired: None,
+            current: None,
+            last: None,
+            attempt: None,
+            progressing: None,
+            available: None,
+        }
+    }
+
+    /// Sets `Progressing`, keeping its transition time when neither status nor reason changes.
+    pub fn set_progressing(&mut self, status: bool, reason: &str, message: String) {
+        self.progressing = Some(transition(self.progressing.take(), status, reason, message));
+    }
+
+    pub fn set_available(&mut self, status: bool, reason: &str, message: String) {
+        self.available = Some(transition(self.available.take(), status, reason, message));
+    }
+}
+
+fn transition(old: Option<Condition>, status: bool, reason: &str, message: String) -> Condition {
+    let unchanged = old
+        .as_ref()
+        .is_some_and(|old| old.status == status && old.reason == reason);
+    Condition {
+        status,
+        reason: reason.to_string(),
+        message,
+        last_transition_time: match old {
+            Some(old) if unchanged => old.last_transition_time,
+            _ => now(),
+        },
+    }
+}
+
+/// The current time, RFC 3339 in UTC to the second.
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("failed to read the state record {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the state record {path} is damaged: {message}\nhint: move it aside; the add-on will then be installed again"
+    )]
+    Damaged { path: PathBuf, message: String },
+    #[error("failed to write the state record {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "another berth run holds {path}: {holder}\nhint: wait for it to finish; the lock is freed when that process ends"
+    )]
+    Locked { path: PathBuf, holder: String },
+    #[error("failed to lock {path}")]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The records in a state folder.
+#[derive(Debug, Clone)]
+pub struct StateStore {
+    dir: PathBuf,
+}
+
+impl StateStore {
+    pub fn new(dir: PathBuf) -> Self {
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.json"))
+    }
+
+    /// The record of `name`, or a blank one when there is none.
+    pub fn load(&self, name: &str) -> Result<AddonState, StateError> {
+        let path = self.path(name);
+        match fs_err::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|error| StateError::Damaged {
+                path,
+                message: error.to_string(),
+            }),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(AddonState::new(name)),
+            Err(source) => Err(StateError::Read { path, source }),
+        }
+    }
+
+    /// Every record, by name.
+    pub fn load_all(&self) -> Result<Vec<AddonState>, StateError> {
+        let entries = match fs_err::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(StateError::Read {
+                    path: self.dir.clone(),
+                    source,
+                });
+            }
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".json").map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        names.iter().map(|name| self.load(name)).collect()
+    }
+
+    pub fn save(&self, state: &AddonState) -> Result<(), StateError> {
+        let path = self.path(&state.name);
+        let mut bytes = serde_json::to_vec_pretty(state).expect("state serializes");
+        bytes.push(b'\n');
+        write_atomically(&path, &bytes).map_err(|source| StateError::Write { path, source })
+    }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs_err::create_dir_all(dir)?;
+    let temporary = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let mut file = fs_err::File::create(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    fs_err::rename(&temporary, path)?;
+    fs_err::File::open(dir)?.sync_all()
+}
+
+/// An exclusive lock on the node, held until dropped or until the process ends (even by
+/// `kill -9`: the kernel releases it).
+pub struct NodeLock {
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl NodeLock {
+    /// Takes the lock at once or fails, naming who holds it.
+    pub fn acquire(path: &Path, holder: &str) -> Result<Self, StateError> {
+        let lock_error = |source| StateError::Lock {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent).map_err(lock_error)?;
+        }
+        let file = fs_err::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(lock_error)?
+            .into_parts()
+            .0;
+        let mut lock =
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => lock,
+                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                    let holder = fs_err::read_to_string(path).unwrap_or_default();
+                    return Err(StateError::Locked {
+                        path: path.to_path_buf(),
+                        holder: holder.trim().to_string(),
+                    });
+                }
+                Err((_, errno)) => return Err(lock_error(errno.into())),
+            };
+        let record = format!("pid {} ({holder}) since {}\n", std::process::id(), now());
+        lock.set_len(0).map_err(lock_error)?;
+        std::io::Write::write_all(&mut *lock, record.as_bytes()).map_err(lock_error)?;
+        Ok(Self { _lock: lock })
+    }
+}

@@ -1,0 +1,124 @@
+//! Verifying and unpacking a package in one pass: the bytes are hashed as they are extracted
+//! into a staging folder, and only a package whose digest matches is moved into place. A
+//! package that fails leaves nothing behind, and nothing is ever written outside the staging
+//! folder (the reader refuses absolute paths, `..` and links that point out).
+
+use std::path::{Path, PathBuf};
+
+use berth_formats::Sha256Digest;
+use berth_formats::archive::{self, ExtractError};
+use berth_formats::digest::HashingReader;
+use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex, package_root};
+
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error(
+        "{package} does not match its expected digest: expected {expected}, found {actual}\nhint: the package changed after its digest was published; fetch it again or rebuild it"
+    )]
+    Mismatch {
+        package: PathBuf,
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+    },
+    #[error("{package} is refused")]
+    Extract {
+        package: PathBuf,
+        #[source]
+        source: ExtractError,
+    },
+    #[error("{package} holds no {PACKAGE_INDEX_FILE} for {name} {version}")]
+    NoIndex {
+        package: PathBuf,
+        name: String,
+        version: String,
+    },
+    #[error("{package}: {message}")]
+    BadIndex { package: PathBuf, message: String },
+    #[error("failed to unpack into {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Checks `package` against `expected` while extracting it, then moves the add-on folder
+/// `addons/<name>/<version>` into `install_dir`. Returns the package's index.
+pub fn unpack(
+    package: &Path,
+    expected: &Sha256Digest,
+    (name, version): (&str, &str),
+    staging: &Path,
+    install_dir: &Path,
+) -> Result<PackageIndex, UnpackError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| UnpackError::Io { path, source }
+    };
+    let _ = fs_err::remove_dir_all(staging);
+    fs_err::create_dir_all(staging).map_err(io(staging))?;
+    let result = extract_checked(package, expected, staging).and_then(|()| {
+        let root = package_root(name, version);
+        let folder = staging.join(&root);
+        let index_path = folder.join(PACKAGE_INDEX_FILE);
+        let bytes = fs_err::read(&index_path).map_err(|_| UnpackError::NoIndex {
+            package: package.to_path_buf(),
+            name: name.to_string(),
+            version: version.to_string(),
+        })?;
+        let index = PackageIndex::from_bytes(&bytes).map_err(|error| UnpackError::BadIndex {
+            package: package.to_path_buf(),
+            message: error.to_string(),
+        })?;
+        if index.name != name || index.version != version {
+            return Err(UnpackError::BadIndex {
+                package: package.to_path_buf(),
+                message: format!(
+                    "it holds {} {}, not {name} {version}",
+                    index.name, index.version
+                ),
+            });
+        }
+        let target = install_dir.join(&root);
+        if target.exists() {
+            fs_err::remove_dir_all(&target).map_err(io(&target))?;
+        }
+        fs_err::create_dir_all(target.parent().expect("add-on folders have parents"))
+            .map_err(io(&target))?;
+        fs_err::rename(&folder, &target).map_err(io(&target))?;
+        Ok(index)
+    });
+    let _ = fs_err::remove_dir_all(staging);
+    result
+}
+
+fn extract_checked(
+    package: &Path,
+    expected: &Sha256Digest,
+    staging: &Path,
+) -> Result<(), UnpackError> {
+    let file = fs_err::File::open(package).map_err(|source| UnpackError::Io {
+        path: package.to_path_buf(),
+        source,
+    })?;
+    let mut reader = HashingReader::new(std::io::BufReader::with_capacity(1 << 20, file));
+    let extracted = archive::extract(&mut reader, staging);
+    let (actual, _) = reader.finish().map_err(|source| UnpackError::Io {
+        path: package.to_path_buf(),
+        source,
+    })?;
+    // A wrong digest explains any extraction error that came with it, so it is named first.
+    if &actual != expected {
+        return Err(UnpackError::Mismatch {
+            package: package.to_path_buf(),
+            expected: *expected,
+            actual,
+        });
+    }
+    extracted
+        .map(|_| ())
+        .map_err(|source| UnpackError::Extract {
+            package: package.to_path_buf(),
+            source,
+        })
+}

@@ -1,0 +1,66 @@
+# General helpers with kURL's names and signatures.
+
+function commandExists() {
+    command -v "$@" >/dev/null 2>&1
+}
+
+# Sets major, minor and patch from a version such as 1.27.3 or v1.27.3-rc.1.
+function semverParse() {
+    local version="${1#v}"
+    major="${version%%.*}"
+    minor="${version#"$major".}"
+    minor="${minor%%.*}"
+    patch="${version#"$major"."$minor".}"
+    patch="${patch%%[-.+]*}"
+}
+
+# Compares two versions; sets SEMVER_COMPARE_RESULT to -1, 0 or 1.
+function semverCompare() {
+    local a_major a_minor a_patch
+    semverParse "$1"
+    a_major="${major:-0}" a_minor="${minor:-0}" a_patch="${patch:-0}"
+    semverParse "$2"
+    local pairs=("$a_major ${major:-0}" "$a_minor ${minor:-0}" "$a_patch ${patch:-0}")
+    local pair left right
+    SEMVER_COMPARE_RESULT=0
+    for pair in "${pairs[@]}"; do
+        read -r left right <<<"$pair"
+        if [ "$left" -lt "$right" ]; then SEMVER_COMPARE_RESULT=-1; return; fi
+        if [ "$left" -gt "$right" ]; then SEMVER_COMPARE_RESULT=1; return; fi
+    done
+}
+
+# Runs "$2 ${@:3}" every second until it succeeds, for at most $1 seconds (forever if empty).
+function spinner_until() {
+    local timeout_seconds="${1:--1}"
+    local command="$2"
+    local elapsed=0
+    while ! "$command" "${@:3}"; do
+        elapsed=$((elapsed + 1))
+        if [ "$timeout_seconds" -ge 0 ] && [ "$elapsed" -gt "$timeout_seconds" ]; then
+            return 1
+        fi
+        sleep 1
+    done
+}
+
+# Tries a command every 2 seconds, up to 30 times; the last try shows its error and ends the install.
+function try_1m() {
+    local command="$1"
+    local tries=0
+    while ! "$command" "${@:2}" 2>/dev/null; do
+        tries=$((tries + 1))
+        if [ "$tries" -ge 30 ]; then
+            "$command" "${@:2}"
+            exit 1
+        fi
+        sleep 2
+    done
+}
+
+function kubernetes_resource_exists() {
+    local namespace="$1"
+    local kind="$2"
+    local name="$3"
+    kubectl -n "$namespace" get "$kind" "$name" >/dev/null 2>&1
+}

@@ -1,0 +1,53 @@
+# Rendering and kustomization helpers with kURL's names and signatures. The insert_* edits go
+# through `berth kustomization`, which parses and writes YAML, so they hold for any layout.
+
+function render_yaml() {
+    eval "echo \"$(cat "$DIR/yaml/$1")\""
+}
+
+function render_yaml_file() {
+    eval "echo \"$(cat "$1")\""
+}
+
+# Expands $VARIABLES and $(commands) in a file through a here-document, keeping its quotes.
+function render_yaml_file_2() {
+    local file="$1"
+    if [ ! -f "$file" ]; then
+        logFail "File $file does not exist"
+        return 1
+    fi
+    local data
+    data=$(<"$file")
+    local delimiter="__berth_render_delimiter__"
+    eval "cat <<$delimiter"$'\n'"$data"$'\n'"$delimiter"
+}
+
+function insert_resources() {
+    "$BERTH_BIN" kustomization add "$1" --field resources "$2"
+}
+
+function insert_patches_strategic_merge() {
+    "$BERTH_BIN" kustomization add "$1" --field patchesStrategicMerge "$2"
+}
+
+# kubectl 1.21 and later read bases as resources, and kustomize v5 drops `bases`; older
+# clients keep `bases`, as kURL does.
+function insert_bases() {
+    local minor=
+    if commandExists kubectl; then
+        minor="$(kubectl version --client -o json 2>/dev/null | sed -n 's/.*"minor": *"\([0-9]*\).*/\1/p' | head -n 1)"
+    elif [ -n "$KUBERNETES_VERSION" ]; then
+        semverParse "$KUBERNETES_VERSION"
+    fi
+    if [ -n "$minor" ] && [ "$minor" -le 20 ]; then
+        "$BERTH_BIN" kustomization add "$1" --field bases "$2"
+    else
+        insert_resources "$1" "$2"
+    fi
+}
+
+# insert_patches_json_6902 FILE PATCH GROUP VERSION KIND NAME NAMESPACE
+function insert_patches_json_6902() {
+    "$BERTH_BIN" kustomization add-json6902 "$1" --path "$2" --group "$3" \
+        --version "$4" --kind "$5" --name "$6" --namespace "$7"
+}
