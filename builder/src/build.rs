@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
+use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile};
+
 use crate::package::{self, BuildContext, PackageError, PackageOutcome, PackageSettings};
 
 /// One add-on's result.
@@ -16,14 +18,60 @@ pub struct BuildResult {
     pub outcome: Result<PackageOutcome, PackageError>,
 }
 
-/// The add-on folders (`<name>/<version>/` holding a `Manifest`) under `addons`, sorted.
-/// `addons` may be the `addons/` folder itself or the repository holding it.
-pub fn discover(addons: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let root = if addons.join("addons").is_dir() {
+/// The `addons/` folder, given it or the repository holding it.
+fn addons_root(addons: &Path) -> PathBuf {
+    if addons.join("addons").is_dir() {
         addons.join("addons")
     } else {
         addons.to_path_buf()
-    };
+    }
+}
+
+/// Writes `<out_dir>/versions.json` for the packages built, in the install order (and with the
+/// `kubernetesVersion` ranges) of the repository's own `versions.json` when it has one.
+pub fn write_versions(
+    addons: &Path,
+    out_dir: &Path,
+    results: &[BuildResult],
+) -> Result<PathBuf, WriteVersionsError> {
+    let repository_file = addons_root(addons)
+        .parent()
+        .map(|repository| repository.join(VERSIONS_FILE))
+        .filter(|path| path.is_file());
+    let existing = repository_file
+        .as_deref()
+        .map(VersionsFile::load)
+        .transpose()?;
+    let found: Vec<(String, String)> = results
+        .iter()
+        .filter_map(|result| result.outcome.as_ref().ok())
+        .map(|outcome| (outcome.name.clone(), outcome.version.clone()))
+        .collect();
+    let path = out_dir.join(VERSIONS_FILE);
+    let bytes = VersionsFile::generate(existing.as_ref(), &found).to_bytes();
+    fs_err::write(&path, bytes).map_err(|source| WriteVersionsError::Write {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteVersionsError {
+    #[error("the repository's versions.json is refused")]
+    Read(#[from] VersionsError),
+    #[error("failed to write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The add-on folders (`<name>/<version>/` holding a `Manifest`) under `addons`, sorted.
+/// `addons` may be the `addons/` folder itself or the repository holding it.
+pub fn discover(addons: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let root = addons_root(addons);
     let mut found = Vec::new();
     for name in fs_err::read_dir(&root)? {
         let name = name?.path();

@@ -154,6 +154,54 @@ impl VersionsFile {
     }
 }
 
+impl VersionsFile {
+    /// The versions.json for the add-on versions `found`: add-ons in the order `existing`
+    /// gives them (others after, by name), versions newest first, each keeping the
+    /// `kubernetesVersion` range `existing` has for it.
+    pub fn generate(existing: Option<&VersionsFile>, found: &[(String, String)]) -> Self {
+        let mut names: Vec<&str> = found.iter().map(|(name, _)| name.as_str()).collect();
+        names.sort();
+        names.dedup();
+        let rank = |name: &str| {
+            existing
+                .and_then(|file| file.position(name))
+                .unwrap_or(usize::MAX)
+        };
+        names.sort_by_key(|name| rank(name));
+        let addons = names
+            .into_iter()
+            .map(|name| {
+                let mut versions: Vec<VersionEntry> = found
+                    .iter()
+                    .filter(|(found_name, _)| found_name == name)
+                    .map(|(_, version)| VersionEntry {
+                        version: version.clone(),
+                        kubernetes_version: existing
+                            .and_then(|file| file.addon(name))
+                            .and_then(|addon| {
+                                addon.versions.iter().find(|entry| &entry.version == version)
+                            })
+                            .and_then(|entry| entry.kubernetes_version.clone()),
+                    })
+                    .collect();
+                versions.sort_by(|a, b| compare_versions(&b.version, &a.version));
+                AddonVersions {
+                    name: name.to_string(),
+                    versions,
+                }
+            })
+            .collect();
+        VersionsFile { addons }
+    }
+
+    /// Pretty JSON with a final newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("versions serialize");
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
 fn matches_request(version: &str, requested: &str) -> bool {
     if requested == "latest" {
         return true;
@@ -307,6 +355,31 @@ mod tests {
         assert_eq!(compare_versions("0.26.5-r1", "0.26.5-r2"), Ordering::Less);
         assert_eq!(compare_versions("2.0", "10.0"), Ordering::Less);
         assert_eq!(compare_versions("1.0.0-rc.1", "1.0.0"), Ordering::Less);
+    }
+
+    #[test]
+    fn generated_files_keep_install_order_and_ranges() {
+        let found = [
+            ("flannel", "0.24.0"),
+            ("zebra", "1.0.0"),
+            ("containerd", "1.6.21"),
+            ("containerd", "1.10.0"),
+            ("flannel", "0.23.1"),
+        ]
+        .map(|(name, version)| (name.to_string(), version.to_string()));
+        let generated = VersionsFile::generate(Some(&file()), &found);
+        let names: Vec<&str> = generated.addons.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["containerd", "flannel", "zebra"]);
+        let containerd: Vec<&str> = generated.addons[0]
+            .versions
+            .iter()
+            .map(|v| v.version.as_str())
+            .collect();
+        assert_eq!(containerd, ["1.10.0", "1.6.21"]);
+        assert_eq!(
+            generated.addons[1].versions[1].kubernetes_version.as_deref(),
+            Some(">=1.26, <1.28")
+        );
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    let versions = build::write_versions(&args.addons, &settings.out_dir, &results)?;
+    eprintln!("wrote {}", versions.display());
     for (directory, error) in &failures {
         eprintln!(
             "\nerror: failed to package {}: {error}",
