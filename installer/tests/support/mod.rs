@@ -1,0 +1,261 @@
+//! What the installer's tests share: a node (a temporary root) driven through the real `berth`
+//! binary, and a dist of packages built from scratch add-on folders by the real builder.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+pub use berth_testgrid::*;
+
+/// A node: Berth's root is a temporary folder, so state, packages and logs stay in it.
+pub struct Node {
+    pub root: tempfile::TempDir,
+    pub envs: Vec<(String, String)>,
+}
+
+impl Node {
+    pub fn new() -> Self {
+        Self {
+            root: tempfile::tempdir().unwrap(),
+            envs: Vec::new(),
+        }
+    }
+
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.envs.push((
+            key.to_string(),
+            value.as_ref().to_string_lossy().into_owned(),
+        ));
+        self
+    }
+
+    pub fn command(&self, arguments: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+        command
+            .args(arguments)
+            .env("BERTH_ROOT", self.root.path())
+            .env_remove("BERTH_DIST")
+            .env_remove("BERTH_CONTAINER_RUNTIME");
+        for (key, value) in &self.envs {
+            command.env(key, value);
+        }
+        command
+    }
+
+    pub fn berth(&self, arguments: &[&str]) -> Output {
+        self.command(arguments).output().unwrap()
+    }
+
+    /// `berth install` with the spec and dist, plus `extra` arguments.
+    pub fn install(&self, spec: &Path, dist: &str, extra: &[&str]) -> Output {
+        let mut arguments = vec!["install", "--spec", spec.to_str().unwrap(), "--dist", dist];
+        arguments.extend(extra);
+        self.berth(&arguments)
+    }
+
+    /// `berth plan --json`: each add-on's decision, by name.
+    pub fn decisions(&self, spec: &Path, dist: &str, extra: &[&str]) -> Vec<(String, String)> {
+        let mut arguments = vec![
+            "plan",
+            "--json",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--dist",
+            dist,
+        ];
+        arguments.extend(extra);
+        let output = self.berth(&arguments);
+        let plan: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("plan printed no JSON: {}", text(&output.stderr)));
+        plan["addons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|addon| {
+                (
+                    addon["name"].as_str().unwrap().to_string(),
+                    addon["decision"]["action"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// `berth status --json`, by add-on name.
+    pub fn status(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
+        let output = self.berth(&["status", "--json"]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let states: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+        states
+            .into_iter()
+            .map(|state| (state["name"].as_str().unwrap().to_string(), state))
+            .collect()
+    }
+
+    pub fn install_dir(&self) -> PathBuf {
+        self.root.path().join("var/lib/berth")
+    }
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts success and returns stdout + stderr.
+pub fn succeeded(output: &Output) -> String {
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "berth failed:\n{all}");
+    all
+}
+
+/// Asserts failure and returns stdout + stderr.
+pub fn failed(output: &Output) -> String {
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        !output.status.success(),
+        "berth succeeded but should not have:\n{all}"
+    );
+    all
+}
+
+/// Scratch add-ons packaged into a dist folder by the real builder.
+pub struct TestDist {
+    pub addons: AddonRepository,
+    pub dist: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    /// Install order.
+    names: Vec<String>,
+}
+
+struct Silent;
+
+impl berth_build::reporter::Reporter for Silent {
+    fn start(&self, _: &str, _: Option<u64>) -> Box<dyn berth_build::reporter::Progress> {
+        Box::new(Silent)
+    }
+}
+
+impl berth_build::reporter::Progress for Silent {
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+impl TestDist {
+    pub fn new() -> Self {
+        Self {
+            addons: AddonRepository::new(),
+            dist: tempfile::tempdir().unwrap(),
+            cache: tempfile::tempdir().unwrap(),
+            names: Vec::new(),
+        }
+    }
+
+    /// A dist of the repository's own example add-ons.
+    pub fn examples() -> (PathBuf, Self) {
+        let repository = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let dist = Self::new();
+        let folders = berth_build::build::discover(&repository.join("addons")).unwrap();
+        for folder in &folders {
+            dist.package(folder);
+        }
+        let found: Vec<(String, String)> = folders
+            .iter()
+            .map(|folder| {
+                let version = folder.file_name().unwrap().to_string_lossy().into_owned();
+                let name = folder.parent().unwrap().file_name().unwrap();
+                (name.to_string_lossy().into_owned(), version)
+            })
+            .collect();
+        let existing =
+            berth_formats::versions::VersionsFile::load(&repository.join("versions.json")).unwrap();
+        let versions = berth_formats::versions::VersionsFile::generate(Some(&existing), &found);
+        fs_err::write(dist.dist.path().join("versions.json"), versions.to_bytes()).unwrap();
+        (repository.join("examples/installer.yaml"), dist)
+    }
+
+    pub fn url(&self) -> String {
+        self.dist.path().display().to_string()
+    }
+
+    /// Writes add-on `name` `version` with this install.sh (and an empty Manifest) and packages it.
+    pub fn addon(&mut self, name: &str, version: &str, install_sh: &str) -> PathBuf {
+        let folder = self.addons.root().join("addons").join(name).join(version);
+        fs_err::create_dir_all(&folder).unwrap();
+        fs_err::write(folder.join("Manifest"), "# no images or assets\n").unwrap();
+        fs_err::write(folder.join("install.sh"), install_sh).unwrap();
+        self.package(&folder);
+        if !self.names.iter().any(|known| known == name) {
+            self.names.push(name.to_string());
+        }
+        self.write_versions();
+        folder
+    }
+
+    /// Packages an add-on folder into the dist.
+    pub fn package(&self, folder: &Path) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let retry = berth_build::download::RetryPolicy::default();
+        let context = berth_build::package::BuildContext {
+            registry: berth_build::registry::RegistryClient::new(
+                berth_build::registry::RegistrySettings {
+                    insecure: Vec::new(),
+                    retry,
+                },
+            ),
+            http: reqwest::Client::new(),
+            cache: berth_build::cache::BlobCache::open(self.cache.path()).unwrap(),
+            retry,
+            reporter: Arc::new(Silent),
+        };
+        let settings = berth_build::package::PackageSettings {
+            out_dir: self.dist.path().to_path_buf(),
+            arch: "amd64".into(),
+            concurrency: 2,
+            compression: 1,
+            mtime: 0,
+            skip_unchanged: false,
+        };
+        runtime
+            .block_on(berth_build::package::package(&context, folder, &settings))
+            .unwrap_or_else(|error| panic!("packaging {} failed: {error}", folder.display()));
+    }
+
+    /// versions.json: the add-ons in the order they were first added, versions newest first.
+    pub fn write_versions(&self) {
+        let mut found = Vec::new();
+        for name in &self.names {
+            for entry in fs_err::read_dir(self.addons.root().join("addons").join(name)).unwrap() {
+                let version = entry.unwrap().file_name().to_string_lossy().into_owned();
+                found.push((name.clone(), version));
+            }
+        }
+        let order = berth_formats::versions::VersionsFile {
+            addons: self
+                .names
+                .iter()
+                .map(|name| berth_formats::versions::AddonVersions {
+                    name: name.clone(),
+                    versions: Vec::new(),
+                })
+                .collect(),
+        };
+        let versions = berth_formats::versions::VersionsFile::generate(Some(&order), &found);
+        fs_err::write(self.dist.path().join("versions.json"), versions.to_bytes()).unwrap();
+    }
+
+    /// Writes an Installer spec asking for these add-ons; returns its path.
+    pub fn spec(&self, file: &str, addons: &[(&str, &str)]) -> PathBuf {
+        let mut text =
+            String::from("apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n");
+        for (name, fields) in addons {
+            text.push_str(&format!("  {name}: {{{fields}}}\n"));
+        }
+        let path = self.addons.root().join(file);
+        fs_err::write(&path, text).unwrap();
+        path
+    }
+}
