@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Install benchmark: `berth install` of a spec of 10 add-ons against the raw work it must do,
+# in one run, each against a fresh private containerd.
+#
+# Each add-on has one image: a 16 MiB base layer shared by all and 8 MiB of its own, random.
+# Raw work: for each package, `tar xzf` it and pipe its images/ folder (as a tar) into
+# `ctr -n k8s.io images import -`. Berth: `berth install` from the same local dist (which also
+# checks every digest, runs the hooks in one bash session and records state), then the same
+# command again on the unchanged node.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for tool in containerd ctr python3; do
+    command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/test.sh first" >&2; exit 1; }
+done
+cargo build --release --quiet -p berth -p berth-build
+berth="$PWD/target/release/berth"
+berth_build="$PWD/target/release/berth-build"
+runs=${RUNS:-3}
+
+work=$(mktemp -d /tmp/berth-bench-install.XXXXXX)
+containerd_pids=()
+cleanup() {
+    for pid in "${containerd_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    sleep 0.5
+    umount -R "$work" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+python3 bench/make-addons.py "$work/repository" 10 8
+"$berth_build" build "$work/repository/addons" --out "$work/dist" --cache-dir "$work/cache" >/dev/null 2>&1
+cp "$work/repository/versions.json" "$work/dist/versions.json"
+spec="$work/repository/installer.yaml"
+
+# Starts a private containerd under $1 and sets CONTAINERD_ADDRESS to its socket.
+start_containerd() {
+    local dir=$1
+    mkdir -p "$dir"
+    printf 'version = 2\nroot = "%s/root"\nstate = "%s/state"\n[grpc]\n  address = "%s/containerd.sock"\n' \
+        "$dir" "$dir" "$dir" >"$dir/config.toml"
+    containerd --config "$dir/config.toml" >"$dir/log" 2>&1 &
+    containerd_pids+=($!)
+    export CONTAINERD_ADDRESS="$dir/containerd.sock"
+    for _ in $(seq 100); do ctr version >/dev/null 2>&1 && return; sleep 0.1; done
+    echo "containerd did not start" >&2; exit 1
+}
+
+now() { date +%s.%N; }
+raw_times=(); berth_times=(); rerun_times=()
+for run in $(seq "$runs"); do
+    start_containerd "$work/raw-$run/containerd"
+    start=$(now)
+    for package in "$work"/dist/*.tar.gz; do
+        target="$work/raw-$run/extract"
+        mkdir -p "$target"
+        tar xzf "$package" -C "$target"
+        name=$(basename "$package" .tar.gz)
+        tar -C "$target/addons/${name%-*}/${name##*-}/images" -c . | ctr -n k8s.io images import - >/dev/null
+    done
+    raw_times+=("$(echo "$(now) - $start" | bc)")
+
+    start_containerd "$work/berth-$run/containerd"
+    start=$(now)
+    "$berth" install --spec "$spec" --dist "$work/dist" --root "$work/berth-$run/node" >/dev/null 2>&1
+    berth_times+=("$(echo "$(now) - $start" | bc)")
+
+    start=$(now)
+    "$berth" install --spec "$spec" --dist "$work/dist" --root "$work/berth-$run/node" >/dev/null 2>&1
+    rerun_times+=("$(echo "$(now) - $start" | bc)")
+done
+
+median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+raw=$(median "${raw_times[@]}"); fresh=$(median "${berth_times[@]}"); rerun=$(median "${rerun_times[@]}")
+echo "runs: $runs (median shown; all: raw ${raw_times[*]} / berth ${berth_times[*]} / re-run ${rerun_times[*]})"
+printf '%-52s %8.3f s\n' "raw work (tar xzf + ctr images import), 10 packages" "$raw"
+printf '%-52s %8.3f s\n' "berth install, fresh node" "$fresh"
+printf '%-52s %8.3f s\n' "berth install, re-run on the unchanged node" "$rerun"
+printf 'ratio berth/raw: %.2f (target <= 1.2)\n' "$(echo "$fresh / $raw" | bc -l)"
+printf 're-run: %.3f s (target < 1 s)\n' "$rerun"
