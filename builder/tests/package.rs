@@ -683,12 +683,14 @@ fn an_addon_file_in_the_way_of_the_image_folder_is_refused() {
 fn an_url_asset_resumes_after_a_dropped_connection() {
     let body: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
     let pin = berth_formats::Sha256Digest::of(&body);
-    let server = support::FlakyHttp::serve("/runc.amd64", body.clone());
+    let served = tempfile::tempdir().unwrap();
+    fs_err::write(served.path().join("runc.amd64"), &body).unwrap();
+    let server = support::FileServer::serve(served.path(), Some("/runc.amd64"));
     let repository = AddonRepository::new();
     let addon = repository.addon(
         "fetched",
         "1.0.0",
-        &format!("asset runc {} {pin}\n", server.url),
+        &format!("asset runc {}/runc.amd64 {pin}\n", server.url),
     );
     let out = tempfile::tempdir().unwrap();
     BerthBuild::new().package(&addon, out.path());
@@ -699,10 +701,13 @@ fn an_url_asset_resumes_after_a_dropped_connection() {
     .unwrap()
     .expect("the asset is packaged");
     assert_eq!(packaged, body);
-    let ranges = server.ranges.lock().unwrap().clone();
+    let requests = server.requests.lock().unwrap().clone();
     assert_eq!(
-        ranges,
-        [None, Some(format!("{}-", body.len() / 2))],
+        requests,
+        [
+            "GET /runc.amd64".to_string(),
+            format!("GET /runc.amd64 bytes={}-", body.len() / 2)
+        ],
         "the second request resumes where the first stopped"
     );
 }

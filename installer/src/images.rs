@@ -52,8 +52,13 @@ impl Runtime {
         let choice = std::env::var("BERTH_CONTAINER_RUNTIME").unwrap_or_default();
         let containerd = || {
             let ctr = which::which("ctr").ok()?;
+            let socket = std::env::var_os("CONTAINERD_ADDRESS")
+                .unwrap_or_else(|| "/run/containerd/containerd.sock".into());
+            if !Path::new(&socket).exists() {
+                return None;
+            }
             let answers = Command::new(&ctr)
-                .arg("version")
+                .args(["--connect-timeout", "3s", "version"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status()
@@ -62,6 +67,11 @@ impl Runtime {
         };
         let docker = || {
             let docker = which::which("docker").ok()?;
+            if !Path::new("/var/run/docker.sock").exists()
+                && std::env::var_os("DOCKER_HOST").is_none()
+            {
+                return None;
+            }
             let answers = Command::new(&docker)
                 .args(["info", "--format", "{{.ID}}"])
                 .stdout(Stdio::null())

@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::{Node, TestDist, failed, succeeded, wait_until};
@@ -123,6 +123,40 @@ fn a_failing_hook_fails_its_addon_and_a_rerun_resumes_there() {
     assert!(message.contains("b was told to fail"), "{message}");
     assert_eq!(b["available"]["status"], false);
     assert!(b["current"].is_null());
+    assert!(
+        b["progressing"]["lastTransitionTime"]
+            .as_str()
+            .is_some_and(|time| time.starts_with("20") && time.ends_with('Z')),
+        "{b}"
+    );
+    // The hook's output went to the run log as well as the terminal.
+    let logs = node.root.path().join("var/log/berth");
+    let logged: String = fs_err::read_dir(&logs)
+        .unwrap()
+        .map(|entry| fs_err::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
+    assert!(logged.contains("b is working"), "{logged}");
+    let table = support::text(&node.berth(&["status"]).stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        [
+            "NAME",
+            "VERSION",
+            "CURRENT",
+            "LAST",
+            "PROGRESSING",
+            "AVAILABLE"
+        ]
+    );
+    assert_eq!(
+        lines[2].split_whitespace().collect::<Vec<_>>(),
+        ["b", "1.0.0", "-", "-", "Failed", "False"]
+    );
+    assert!(
+        table.contains("b was told to fail"),
+        "the failure is shown: {table}"
+    );
     // a's post_init and outro come after b's install, so a is not finished either, and says why.
     assert_eq!(status["a"]["progressing"]["reason"], "Failed");
     assert!(
@@ -382,33 +416,62 @@ function slow() {
 }
 "#;
 
+/// A run of the WAITING add-on, started in the background and waited on until its hook runs.
+struct SlowRun {
+    dist: TestDist,
+    spec: PathBuf,
+    node: Node,
+    first: std::process::Child,
+}
+
+impl SlowRun {
+    fn start() -> Self {
+        let mut dist = TestDist::new();
+        dist.addon("slow", "1.0.0", WAITING);
+        let spec = dist.spec("spec.yaml", &[("slow", "version: latest")]);
+        let scratch = dist.addons.root().to_path_buf();
+        let node = Node::new()
+            .env("TRACE", scratch.join("trace"))
+            .env("STARTED", scratch.join("started"))
+            .env("RELEASE", scratch.join("release"));
+        let first = node
+            .command(&[
+                "install",
+                "--spec",
+                spec.to_str().unwrap(),
+                "--dist",
+                &dist.url(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(
+            "the first run's hook to start",
+            Duration::from_secs(30),
+            || scratch.join("started").exists(),
+        );
+        SlowRun {
+            dist,
+            spec,
+            node,
+            first,
+        }
+    }
+
+    fn scratch(&self) -> &Path {
+        self.dist.addons.root()
+    }
+}
+
 #[test]
 fn a_second_run_fails_at_once_naming_the_holder() {
-    let mut dist = TestDist::new();
-    dist.addon("slow", "1.0.0", WAITING);
-    let spec = dist.spec("spec.yaml", &[("slow", "version: latest")]);
-    let scratch = dist.addons.root();
-    let node = Node::new()
-        .env("TRACE", scratch.join("trace"))
-        .env("STARTED", scratch.join("started"))
-        .env("RELEASE", scratch.join("release"));
-    let mut first = node
-        .command(&[
-            "install",
-            "--spec",
-            spec.to_str().unwrap(),
-            "--dist",
-            &dist.url(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until(
-        "the first run's hook to start",
-        Duration::from_secs(30),
-        || scratch.join("started").exists(),
-    );
+    let SlowRun {
+        dist,
+        spec,
+        node,
+        mut first,
+    } = SlowRun::start();
     let started = std::time::Instant::now();
     let second = failed(&node.install(&spec, &dist.url(), &[]));
     assert!(started.elapsed() < Duration::from_secs(5), "it waited");
@@ -417,21 +480,31 @@ fn a_second_run_fails_at_once_naming_the_holder() {
         second.contains(&format!("pid {}", first.id())),
         "names the holder: {second}"
     );
-    fs_err::write(scratch.join("release"), "").unwrap();
+    fs_err::write(dist.addons.root().join("release"), "").unwrap();
     assert!(first.wait().unwrap().success());
 }
 
 #[test]
 fn a_run_killed_mid_hook_is_completed_by_the_next_run() {
-    let mut dist = TestDist::new();
-    dist.addon("slow", "1.0.0", WAITING);
-    let spec = dist.spec("spec.yaml", &[("slow", "version: latest")]);
-    let scratch = dist.addons.root();
-    let node = Node::new()
-        .env("TRACE", scratch.join("trace"))
-        .env("STARTED", scratch.join("started"))
-        .env("RELEASE", scratch.join("release"));
-    let mut first = node
+    let mut run = SlowRun::start();
+    run.first.kill().unwrap(); // SIGKILL
+    run.first.wait().unwrap();
+    let SlowRun {
+        dist, spec, node, ..
+    } = &run;
+    let scratch = run.scratch();
+    let status = node.status();
+    assert_eq!(status["slow"]["progressing"]["reason"], "Installing");
+    assert_eq!(status["slow"]["attempt"]["outcome"], "running");
+
+    assert_eq!(
+        node.decisions(spec, &dist.url(), &[]),
+        [("slow".into(), "retry".into())]
+    );
+    // The re-run ends the killed run's session (its hook is still waiting) before its own
+    // hook starts; only then is the hook released, so an orphan left alive would trace too.
+    fs_err::remove_file(scratch.join("started")).unwrap();
+    let rerun = node
         .command(&[
             "install",
             "--spec",
@@ -439,26 +512,16 @@ fn a_run_killed_mid_hook_is_completed_by_the_next_run() {
             "--dist",
             &dist.url(),
         ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("the hook to start", Duration::from_secs(30), || {
-        scratch.join("started").exists()
-    });
-    first.kill().unwrap(); // SIGKILL
-    first.wait().unwrap();
-    let status = node.status();
-    assert_eq!(status["slow"]["progressing"]["reason"], "Installing");
-    assert_eq!(status["slow"]["attempt"]["outcome"], "running");
-
-    fs_err::remove_file(scratch.join("started")).unwrap();
-    fs_err::write(scratch.join("release"), "").unwrap();
-    assert_eq!(
-        node.decisions(&spec, &dist.url(), &[]),
-        [("slow".into(), "retry".into())]
+    wait_until(
+        "the re-run's hook to start",
+        Duration::from_secs(30),
+        || scratch.join("started").exists(),
     );
-    succeeded(&node.install(&spec, &dist.url(), &[]));
+    fs_err::write(scratch.join("release"), "").unwrap();
+    succeeded(&rerun.wait_with_output().unwrap());
     let status = node.status();
     assert_eq!(status["slow"]["progressing"]["reason"], "Succeeded");
     assert_eq!(status["slow"]["attempt"]["outcome"], "succeeded");

@@ -2,7 +2,6 @@
 
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -82,62 +81,5 @@ impl BerthBuild {
         ]);
         assert!(ok, "package failed:\n{stderr}");
         stdout.split_whitespace().next().unwrap().to_string()
-    }
-}
-
-/// An HTTP server on loopback that serves one body, dropping the first connection halfway
-/// through it and answering `Range` requests after that: a flaky mirror.
-pub struct FlakyHttp {
-    pub url: String,
-    /// The `Range` header of each request received, in order (`None` when absent).
-    pub ranges: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
-}
-
-impl FlakyHttp {
-    pub fn serve(path: &str, body: Vec<u8>) -> FlakyHttp {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}{path}", listener.local_addr().unwrap());
-        let ranges = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let seen = ranges.clone();
-        std::thread::spawn(move || {
-            for (number, stream) in listener.incoming().enumerate() {
-                let Ok(mut stream) = stream else { return };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut range = None;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
-                        range = Some(value.trim().to_string());
-                    }
-                }
-                seen.lock().unwrap().push(range.clone());
-                let length = body.len();
-                let start = range
-                    .as_deref()
-                    .and_then(|r| r.trim_end_matches('-').parse::<usize>().ok())
-                    .unwrap_or(0);
-                let head = if range.is_some() {
-                    format!(
-                        "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{length}\r\nConnection: close\r\n\r\n",
-                        length - start,
-                        length - 1
-                    )
-                } else {
-                    format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
-                    )
-                };
-                let _ = stream.write_all(head.as_bytes());
-                // The first answer stops halfway: the connection drops mid-body.
-                let end = if number == 0 { length / 2 } else { length };
-                let _ = stream.write_all(&body[start..end]);
-                let _ = stream.flush();
-            }
-        });
-        FlakyHttp { url, ranges }
     }
 }
