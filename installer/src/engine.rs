@@ -22,7 +22,9 @@ use crate::images::{ImageError, Runtime};
 use crate::layout::Layout;
 use crate::plan::{Decision, Permissions, decide};
 use crate::session::{HookError, Session};
-use crate::state::{Applied, Attempt, NodeLock, Outcome, StateError, StateStore, Target};
+use crate::state::{
+    AddonState, Applied, Attempt, NodeLock, Outcome, StateError, StateStore, Target,
+};
 use crate::unpack::{UnpackError, unpack};
 
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
@@ -91,6 +93,9 @@ pub struct PlannedAddon {
     pub target: Target,
     #[serde(skip)]
     pub config: Map<String, Value>,
+    /// The record the decision was made from.
+    #[serde(skip)]
+    pub record: AddonState,
 }
 
 /// Every add-on of the spec, in install order, with what the run will do to it.
@@ -271,6 +276,7 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
                 decision,
                 target,
                 config,
+                record,
             },
         ));
     }
@@ -373,7 +379,7 @@ fn run_id() -> String {
 struct Member<'a> {
     planned: &'a PlannedAddon,
     prefix: String,
-    state: crate::state::AddonState,
+    state: AddonState,
     /// Hook functions the add-on defines, known once its install.sh is sourced.
     defined: HashSet<String>,
     index: Option<PackageIndex>,
@@ -397,7 +403,7 @@ impl<'a> Run<'a> {
         let store = StateStore::new(settings.layout.state_dir());
         let mut members = Vec::new();
         for planned in &plan.addons {
-            let mut state = store.load(&planned.name)?;
+            let mut state = planned.record.clone();
             state.desired = Some(planned.version.clone());
             if planned.decision.applies() {
                 state.attempt = Some(Attempt {
@@ -417,7 +423,9 @@ impl<'a> Run<'a> {
                     ),
                 );
             }
-            store.save(&state)?;
+            if state != planned.record {
+                store.save(&state)?;
+            }
             members.push(Member {
                 planned,
                 prefix: planned.name.replace('-', "_"),
