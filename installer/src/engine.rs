@@ -104,8 +104,9 @@ pub struct PlannedAddon {
 pub struct Plan {
     pub id: String,
     pub addons: Vec<PlannedAddon>,
+    /// `spec.kurl.airgap`.
     #[serde(skip)]
-    pub settings: Map<String, Value>,
+    pub airgap: bool,
 }
 
 impl Plan {
@@ -284,7 +285,7 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
     Ok(Plan {
         id,
         addons: ordered.into_iter().map(|(_, addon)| addon).collect(),
-        settings: spec.settings,
+        airgap: spec.airgap(),
     })
 }
 
@@ -574,12 +575,7 @@ impl<'a> Run<'a> {
         if let Ok(binary) = std::env::current_exe() {
             environment.push(("BERTH_BIN".to_string(), binary.display().to_string()));
         }
-        if self
-            .plan
-            .settings
-            .get("airgap")
-            .is_some_and(|v| v == &Value::Bool(true))
-        {
+        if self.plan.airgap {
             environment.push(("AIRGAP".to_string(), "1".to_string()));
         }
         for member in &self.members {

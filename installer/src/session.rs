@@ -98,13 +98,6 @@ impl HookError {
     }
 }
 
-/// Whether a hook ran or was not defined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookOutcome {
-    Ran,
-    Skipped,
-}
-
 enum Event {
     Status(String),
     Exited(ExitStatus),
@@ -226,14 +219,10 @@ impl Session {
             .map(|_| ())
     }
 
-    /// Runs the bash function `name` if it is defined.
-    pub fn hook(&mut self, name: &str, timeout: Duration) -> Result<HookOutcome, HookError> {
-        let status = self.request(&format!("__berth_hook {}", quote(name)), name, timeout)?;
-        Ok(if status.starts_with("skipped ") {
-            HookOutcome::Skipped
-        } else {
-            HookOutcome::Ran
-        })
+    /// Runs the bash function `name` (nothing, if it is not defined).
+    pub fn hook(&mut self, name: &str, timeout: Duration) -> Result<(), HookError> {
+        self.request(&format!("__berth_hook {}", quote(name)), name, timeout)
+            .map(drop)
     }
 
     /// Which of `names` are defined functions.
@@ -249,14 +238,6 @@ impl Session {
             .skip(1)
             .map(str::to_string)
             .collect())
-    }
-
-    /// Exports variables into the session; later hooks see them.
-    pub fn export(&mut self, variables: &[(String, String)]) -> Result<(), HookError> {
-        for (name, value) in variables {
-            self.send(&format!("export {name}={}", quote(value)))?;
-        }
-        Ok(())
     }
 
     /// Ends the session and waits for bash to exit.
