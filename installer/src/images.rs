@@ -8,6 +8,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use berth_formats::oci;
 use berth_formats::package_index::ImageRecord;
 
 /// The containerd namespace Kubernetes uses.
@@ -87,22 +88,27 @@ impl Runtime {
         }
     }
 
-    /// `(reference, manifest digest)` of every image the runtime holds.
+    /// `(reference, digest)` of every image the runtime holds: containerd lists manifest
+    /// digests; docker lists image IDs (config digests) under short names (`berth/app:1`).
     fn present(&self) -> Result<HashSet<(String, String)>, ImageError> {
-        let output = match self {
-            Runtime::Containerd { ctr } => {
-                output(Command::new(ctr).args(["--namespace", NAMESPACE, "images", "ls"]))?
-            }
-            Runtime::Docker { docker } => output(Command::new(docker).args([
-                "images",
-                "--digests",
-                "--format",
-                "{{.Repository}}:{{.Tag}} x {{.Digest}}",
-            ]))?,
+        let (listing, header) = match self {
+            Runtime::Containerd { ctr } => (
+                output(Command::new(ctr).args(["--namespace", NAMESPACE, "images", "ls"]))?,
+                1,
+            ),
+            Runtime::Docker { docker } => (
+                output(Command::new(docker).args([
+                    "images",
+                    "--no-trunc",
+                    "--format",
+                    "{{.Repository}}:{{.Tag}} - {{.ID}}",
+                ]))?,
+                0,
+            ),
         };
-        Ok(output
+        Ok(listing
             .lines()
-            .skip(usize::from(matches!(self, Runtime::Containerd { .. })))
+            .skip(header)
             .filter_map(|line| {
                 let mut columns = line.split_whitespace();
                 let reference = columns.next()?;
@@ -112,13 +118,38 @@ impl Runtime {
             .collect())
     }
 
+    /// How `present` names the image of `record`.
+    fn key(&self, layout: &Path, record: &ImageRecord) -> std::io::Result<(String, String)> {
+        match self {
+            Runtime::Containerd { .. } => {
+                Ok((record.reference.clone(), record.manifest_digest.to_string()))
+            }
+            Runtime::Docker { .. } => {
+                let short = record
+                    .reference
+                    .strip_prefix("docker.io/")
+                    .unwrap_or(&record.reference);
+                let short = short.strip_prefix("library/").unwrap_or(short);
+                Ok((
+                    short.to_string(),
+                    read_manifest(layout, record)?.config.digest.to_string(),
+                ))
+            }
+        }
+    }
+
     /// Imports the OCI layout at `layout` unless every image in `records` is present.
     /// Returns whether it imported.
     pub fn load(&self, layout: &Path, records: &[ImageRecord]) -> Result<bool, ImageError> {
+        let stream_error = |source| ImageError::Stream {
+            path: layout.to_path_buf(),
+            source,
+        };
         let present = self.present()?;
-        let missing = records.iter().any(|record| {
-            !present.contains(&(record.reference.clone(), record.manifest_digest.to_string()))
-        });
+        let mut missing = false;
+        for record in records {
+            missing |= !present.contains(&self.key(layout, record).map_err(stream_error)?);
+        }
         if !missing {
             return Ok(false);
         }
@@ -151,10 +182,24 @@ impl Runtime {
             let _ = stderr.read_to_string(&mut text);
             text
         });
+        // docker before 25 reads only docker-archives: a manifest.json naming the same blobs
+        // makes the layout one as well.
+        let docker_manifest = match self {
+            Runtime::Docker { .. } => {
+                Some(docker_archive_manifest(layout, records).map_err(stream_error)?)
+            }
+            Runtime::Containerd { .. } => None,
+        };
         // Whatever happens, stdin is closed when this returns: the runtime then sees the end.
         let streamed = (move || -> std::io::Result<()> {
             let mut builder = tar::Builder::new(std::io::BufWriter::with_capacity(1 << 20, stdin));
             builder.follow_symlinks(false);
+            if let Some(manifest) = docker_manifest {
+                let mut header = tar::Header::new_gnu();
+                header.set_size(manifest.len() as u64);
+                header.set_mode(0o644);
+                builder.append_data(&mut header, "manifest.json", manifest.as_slice())?;
+            }
             builder.append_dir_all(".", layout)?;
             builder
                 .into_inner()?
@@ -180,6 +225,37 @@ impl Runtime {
         })?;
         Ok(true)
     }
+}
+
+/// A docker-archive `manifest.json` for the images of an OCI layout: each image's config and
+/// layers by their paths in `blobs/sha256/`, tagged with its reference.
+fn docker_archive_manifest(layout: &Path, records: &[ImageRecord]) -> std::io::Result<Vec<u8>> {
+    let mut entries = Vec::new();
+    for record in records {
+        let manifest = read_manifest(layout, record)?;
+        // A reference by digest alone has no tag for docker to show.
+        let tags: Vec<&str> = Some(record.reference.as_str())
+            .filter(|reference| !reference.contains('@'))
+            .into_iter()
+            .collect();
+        entries.push(serde_json::json!({
+            "Config": blob(&manifest.config.digest),
+            "RepoTags": tags,
+            "Layers": manifest.layers.iter().map(|layer| blob(&layer.digest)).collect::<Vec<_>>(),
+        }));
+    }
+    Ok(serde_json::to_vec(&entries).expect("JSON"))
+}
+
+/// Where a blob is in an OCI layout, relative to it.
+fn blob(digest: &berth_formats::Sha256Digest) -> String {
+    format!("{}/{}", oci::BLOBS_DIR, digest.hex())
+}
+
+fn read_manifest(layout: &Path, record: &ImageRecord) -> std::io::Result<oci::ImageManifest> {
+    let bytes = fs_err::read(layout.join(blob(&record.manifest_digest)))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
 fn output(command: &mut Command) -> Result<String, ImageError> {

@@ -6,7 +6,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{Containerd, FileServer, Node, TestDist, failed, require, succeeded};
+use support::{Containerd, Docker, FileServer, Node, TestDist, failed, require, succeeded};
 
 #[test]
 fn the_examples_install_with_images_run_by_ctr_and_a_kustomization_kubectl_accepts() {
@@ -66,6 +66,38 @@ fn the_examples_install_with_images_run_by_ctr_and_a_kustomization_kubectl_accep
         again.contains("banner 1.0.0: 1 image(s) already present"),
         "{again}"
     );
+}
+
+#[test]
+fn images_load_into_docker_where_docker_is_the_runtime() {
+    let docker = Docker::start();
+    let mut dist = TestDist::new();
+    // The example image, as a local archive of this add-on repository.
+    let archive =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../addons/banner/image/banner.tar");
+    fs_err::copy(&archive, dist.addons.root().join("banner.tar")).unwrap();
+    let folder = dist.addon(
+        "docked",
+        "1.0.0",
+        "function docked() { docker run --rm docker.io/berth/banner:1.0.0; }\n",
+    );
+    fs_err::write(folder.join("Manifest"), "image banner banner.tar\n").unwrap();
+    dist.package(&folder);
+    let spec = dist.spec("spec.yaml", &[("docked", "version: latest")]);
+    let node = Node::new()
+        .env("DOCKER_HOST", &docker.host)
+        .env("BERTH_CONTAINER_RUNTIME", "docker");
+    let output = succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert!(
+        output.contains("docked 1.0.0: 1 image(s) imported"),
+        "{output}"
+    );
+    assert!(
+        output.contains("banner: hello from a packaged image"),
+        "the hook ran the image with docker: {output}"
+    );
+    let again = succeeded(&node.install(&spec, &dist.url(), &["--force-reapply"]));
+    assert!(again.contains("1 image(s) already present"), "{again}");
 }
 
 #[test]

@@ -210,6 +210,54 @@ impl Containerd {
     }
 }
 
+/// A private docker daemon (Debian's docker.io) with its own data, exec root and socket; no
+/// iptables or bridge, so it can run beside anything else.
+pub struct Docker {
+    pub host: String,
+    _server: Server,
+    _dir: tempfile::TempDir,
+}
+
+impl Docker {
+    pub fn start() -> Docker {
+        let binary = require("dockerd", "docker.io");
+        let dir = tempfile::Builder::new()
+            .prefix("dkr")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let host = format!("unix://{}/docker.sock", dir.path().display());
+        let server = Server::spawn(
+            Command::new(binary)
+                .arg("--data-root")
+                .arg(dir.path().join("data"))
+                .arg("--exec-root")
+                .arg(dir.path().join("exec"))
+                .arg("--pidfile")
+                .arg(dir.path().join("docker.pid"))
+                .args(["-H", &host])
+                .args(["--iptables=false", "--ip6tables=false", "--bridge=none"]),
+            &dir.path().join("dockerd.log"),
+        );
+        let docker = Docker {
+            host,
+            _server: server,
+            _dir: dir,
+        };
+        wait_until("dockerd to answer", Duration::from_secs(60), || {
+            docker.docker(&["info"]).status.success()
+        });
+        docker
+    }
+
+    pub fn docker(&self, arguments: &[&str]) -> Output {
+        Command::new("docker")
+            .env("DOCKER_HOST", &self.host)
+            .args(arguments)
+            .output()
+            .unwrap()
+    }
+}
+
 /// A scratch add-ons repository: `<root>/addons/<name>/<version>/…`.
 pub struct AddonRepository {
     pub dir: tempfile::TempDir,
