@@ -17,6 +17,7 @@ pub mod cache;
 pub mod check;
 pub mod dockerout;
 pub mod download;
+pub mod host_packages;
 pub mod image;
 pub mod inspect;
 pub mod package;
