@@ -29,6 +29,30 @@ enum Command {
     Check(CheckArgs),
     /// Show what a package holds: images, files, host packages.
     Inspect(InspectArgs),
+    /// Resolve the closure of apt packages on one target distro and print it.
+    Resolve(ResolveArgs),
+}
+
+#[derive(Args)]
+struct ResolveArgs {
+    /// The target distro (a name from the distros file, e.g. `debian-12`).
+    #[arg(long)]
+    distro: String,
+    /// Packages to resolve.
+    #[arg(required = true)]
+    packages: Vec<String>,
+    /// Target distros file [default: the built-in builder/distros.yaml].
+    #[arg(long, value_name = "FILE")]
+    distros: Option<PathBuf>,
+    /// Replace a target's mirrors for this run: `NAME=URL`.
+    #[arg(long = "mirror", value_name = "NAME=URL")]
+    mirrors: Vec<String>,
+    /// Blob cache shared across builds [default: ~/.cache/berth].
+    #[arg(long, value_name = "DIR", env = "BERTH_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Also print, after a `--` line, the packages taken as present on every host.
+    #[arg(long)]
+    show_base: bool,
 }
 
 /// Settings shared by the commands that fetch and write packages.
@@ -119,6 +143,7 @@ fn main() -> ExitCode {
         Command::Build(args) => commands::build::run(args),
         Command::Check(args) => commands::check::run(args),
         Command::Inspect(args) => commands::inspect::run(args),
+        Command::Resolve(args) => commands::resolve::run(args),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,7 @@ pub mod build;
 pub mod check;
 pub mod inspect;
 pub mod package;
+pub mod resolve;
 
 use std::sync::Arc;
 

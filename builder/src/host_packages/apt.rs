@@ -237,14 +237,25 @@ impl AptIndex {
         self.packages.is_empty()
     }
 
-    /// Names of the packages every host has: `Essential: yes` or `Priority: required`.
+    /// Names of the packages every host of the distro has: those marked `Essential: yes` or
+    /// `Priority: required`, and everything they depend on (what a minimal install holds).
     pub fn base(&self) -> BTreeSet<String> {
-        self.packages
+        let roots: Vec<String> = self
+            .packages
             .values()
             .filter_map(|versions| versions.first())
             .filter(|package| package.essential || package.priority == "required")
             .map(|package| package.name.clone())
-            .collect()
+            .collect();
+        let mut base = BTreeSet::new();
+        // One at a time, so a root whose dependencies the index cannot meet costs only itself.
+        for root in roots {
+            if let Ok(closure) = self.resolve("base", std::slice::from_ref(&root), &base) {
+                base.extend(closure.into_iter().map(|package| package.name.clone()));
+            }
+            base.insert(root);
+        }
+        base
     }
 
     /// The closure of `requested` on `distro`, leaving out (and taking as met) `base`.

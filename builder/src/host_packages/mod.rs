@@ -7,4 +7,5 @@
 
 pub mod apt;
 pub mod control;
+pub mod distros;
 pub mod fetch;

@@ -1,0 +1,57 @@
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use berth_build::cache::BlobCache;
+use berth_build::download::RetryPolicy;
+use berth_build::host_packages::distros::DistrosFile;
+use berth_build::host_packages::fetch::Fetcher;
+
+use crate::ResolveArgs;
+
+/// Prints `name version` of each package of the closure on stdout, timings on stderr.
+pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
+    let origin = args.distros.as_ref().map_or_else(
+        || "builder/distros.yaml (built in)".to_string(),
+        |path| path.display().to_string(),
+    );
+    let file = DistrosFile::load(args.distros.as_deref())?;
+    let distro = file
+        .select(&origin, std::slice::from_ref(&args.distro), &args.mirrors)?
+        .remove(0);
+    let source = distro.apt_source()?;
+    let cache_root = args.cache_dir.unwrap_or_else(BlobCache::default_root);
+    let cache = BlobCache::open(&cache_root)
+        .with_context(|| format!("failed to open the blob cache at {}", cache_root.display()))?;
+    let http = reqwest::Client::new();
+    let fetcher = Fetcher {
+        http: &http,
+        cache: &cache,
+        retry: RetryPolicy::default(),
+    };
+    let started = Instant::now();
+    let index = super::runtime()?.block_on(fetcher.index(&distro.name, &source))?;
+    let read = started.elapsed();
+    let started = Instant::now();
+    let base = index.base();
+    let closure = index.resolve(&distro.name, &args.packages, &base)?;
+    let resolved = started.elapsed();
+    for package in &closure {
+        println!("{} {}", package.name, package.version);
+    }
+    if args.show_base {
+        println!("--");
+        for name in &base {
+            println!("{name}");
+        }
+    }
+    eprintln!(
+        "{}: {} packages indexed in {:.2}s, closure of {} resolved in {:.3}s",
+        distro.name,
+        index.len(),
+        read.as_secs_f64(),
+        closure.len(),
+        resolved.as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
