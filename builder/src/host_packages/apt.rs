@@ -31,7 +31,7 @@ pub struct AptPackage {
     pub size: u64,
     pub sha256: String,
     /// The paragraph as the index has it, for the package's own index.
-    pub paragraph: Paragraph,
+    pub paragraph: String,
 }
 
 /// `a (>= 1) | b`: any one will do.
@@ -463,7 +463,7 @@ fn conflict(candidate: &AptPackage, chosen: &BTreeMap<String, &AptPackage>) -> O
         .map(|other| format!("{} {}", other.name, other.version))
 }
 
-fn read_package(origin: &str, paragraph: Paragraph) -> Result<AptPackage, AptError> {
+fn read_package(origin: &str, paragraph: Paragraph<'_>) -> Result<AptPackage, AptError> {
     let name = paragraph.get("Package").unwrap_or_default().to_string();
     let bad = |problem: String| AptError::BadPackage {
         origin: origin.to_string(),
@@ -501,7 +501,7 @@ fn read_package(origin: &str, paragraph: Paragraph) -> Result<AptPackage, AptErr
         size: field("Size").parse().unwrap_or(0),
         sha256: field("SHA256").to_string(),
         name: name.clone(),
-        paragraph,
+        paragraph: paragraph.text.to_string(),
     })
 }
 

@@ -1,34 +1,22 @@
 //! Debian control files (deb822): paragraphs of `Field: value` lines separated by blank lines,
 //! a value continued on lines that start with a space or tab.
 
-/// One paragraph: fields in order, names as written.
+/// One paragraph, borrowed from the text it was read from: fields in order, names as written,
+/// a continued value with its line breaks and leading spaces as in the file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Paragraph {
-    pub fields: Vec<(String, String)>,
+pub struct Paragraph<'a> {
+    pub fields: Vec<(&'a str, &'a str)>,
+    /// The paragraph's text, as written.
+    pub text: &'a str,
 }
 
-impl Paragraph {
+impl<'a> Paragraph<'a> {
     /// A field's value; field names are case-insensitive.
-    pub fn get(&self, name: &str) -> Option<&str> {
+    pub fn get(&self, name: &str) -> Option<&'a str> {
         self.fields
             .iter()
             .find(|(field, _)| field.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-
-    /// The paragraph as text, with a final newline.
-    pub fn to_text(&self) -> String {
-        let mut text = String::new();
-        for (name, value) in &self.fields {
-            text.push_str(name);
-            text.push(':');
-            if !value.starts_with('\n') {
-                text.push(' ');
-            }
-            text.push_str(value);
-            text.push('\n');
-        }
-        text
+            .map(|(_, value)| *value)
     }
 }
 
@@ -40,47 +28,57 @@ pub struct ControlError {
     pub text: String,
 }
 
-/// Every paragraph of `text`. A PGP-signed file (InRelease) is read through its signature.
-pub fn parse(text: &str) -> Result<Vec<Paragraph>, ControlError> {
+/// Every paragraph of `text`, borrowing from it. A PGP-signed file (InRelease) is read
+/// through its signature.
+pub fn parse(text: &str) -> Result<Vec<Paragraph<'_>>, ControlError> {
     let text = strip_signature(text);
     let mut paragraphs = Vec::new();
     let mut current = Paragraph::default();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            if !current.fields.is_empty() {
+    // Where the current paragraph and the current field's value start, as byte offsets.
+    let mut paragraph_start = None;
+    let mut value_start = 0;
+    let mut offset = 0;
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        let line_start = offset;
+        offset += line.len();
+        let content = line.trim_end_matches(['\n', '\r']);
+        if content.trim().is_empty() {
+            if let Some(start) = paragraph_start.take() {
+                current.text = &text[start..line_start];
                 paragraphs.push(std::mem::take(&mut current));
             }
             continue;
         }
-        if line.starts_with(' ') || line.starts_with('\t') {
+        if content.starts_with(' ') || content.starts_with('\t') {
             match current.fields.last_mut() {
                 Some((_, value)) => {
-                    value.push('\n');
-                    value.push_str(line);
+                    *value = text[value_start..line_start + content.len()].trim_end();
                 }
                 None => {
                     return Err(ControlError {
                         line: index + 1,
-                        text: line.to_string(),
+                        text: content.to_string(),
                     });
                 }
             }
             continue;
         }
-        if line.starts_with('#') {
+        if content.starts_with('#') {
             continue;
         }
-        let Some((name, value)) = line.split_once(':') else {
+        let Some(colon) = content.find(':') else {
             return Err(ControlError {
                 line: index + 1,
-                text: line.to_string(),
+                text: content.to_string(),
             });
         };
-        current
-            .fields
-            .push((name.trim().to_string(), value.trim().to_string()));
+        paragraph_start.get_or_insert(line_start);
+        let value = content[colon + 1..].trim();
+        value_start = line_start + content.len() - content[colon + 1..].trim_start().len();
+        current.fields.push((content[..colon].trim(), value));
     }
-    if !current.fields.is_empty() {
+    if let Some(start) = paragraph_start {
+        current.text = &text[start..];
         paragraphs.push(current);
     }
     Ok(paragraphs)
@@ -122,6 +120,7 @@ mod tests {
         assert_eq!(paragraphs.len(), 1);
         assert_eq!(paragraphs[0].get("Origin"), Some("Debian"));
         assert_eq!(paragraphs[0].get("SHA256"), Some("\n abc 12 main/Packages"));
+        assert!(paragraphs[0].text.starts_with("Origin: Debian\n"));
     }
 
     #[test]
