@@ -5,8 +5,10 @@
 # apt: `apt-get install --simulate --no-install-recommends` in an empty root whose sources
 # point at the Debian 12 mirror and whose dpkg status lists, as installed, the packages Berth
 # takes as present on every host (Essential, Priority: required, and their dependencies), so
-# both leave out the same base. Both parse the indices on every run (apt's binary cache is
-# turned off). Prints each closure, whether they agree, and the time ratio.
+# both leave out the same base; an `Inst` line for a package apt counts as installed (it shows
+# the installed version in brackets: a reinstall) is not part of apt's closure. Both parse the
+# indices on every run (apt's binary cache is turned off). Prints each closure, whether they
+# agree, and the time ratio. KEEP=1 keeps the work folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v apt-get >/dev/null || { echo "apt-get is needed" >&2; exit 1; }
@@ -16,7 +18,7 @@ runs=${RUNS:-3}
 cargo build --release --quiet -p berth-build
 berth_build="$PWD/target/release/berth-build"
 work=$(mktemp -d /tmp/berth-bench-resolve.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 # Berth: fetch the indices once into its cache, then time resolutions.
 export BERTH_CACHE_DIR="$work/cache"
@@ -48,7 +50,7 @@ for paragraph in sys.stdin.read().split("\n\n"):
         print("\n".join(keep[:1] + ["Status: install ok installed"] + keep[1:]) + "\n")
 ' "$work/base" >"$root/var/lib/dpkg/status"
 apt-get "${apt_options[@]}" install --simulate --no-install-recommends $packages 2>/dev/null |
-    awk '/^Inst /{print $2}' | sort >"$work/apt.closure"
+    awk '/^Inst / && $3 !~ /^\[/ {print $2}' | sort >"$work/apt.closure"
 
 now() { date +%s.%N; }
 berth_times=(); apt_times=()
