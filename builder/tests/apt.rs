@@ -209,3 +209,38 @@ fn a_deb_that_does_not_match_its_index_is_refused() {
         "names both digests: {message}"
     );
 }
+
+#[test]
+fn an_index_not_signed_by_the_distro_keyring_is_refused() {
+    let keyring = Path::new("/usr/share/keyrings/debian-archive-keyring.gpg");
+    require("gpgv", "gpgv");
+    assert!(
+        keyring.exists(),
+        "debian-archive-keyring is not installed: run scripts/test.sh"
+    );
+    let repo = repository();
+    let server = FileServer::serve(repo.path(), None);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = BlobCache::open(cache_dir.path()).unwrap();
+    let http = reqwest::Client::new();
+    let fetcher = Fetcher {
+        http: &http,
+        cache: &cache,
+        retry: RetryPolicy::default(),
+    };
+    // The test repository's InRelease carries no signature at all.
+    let source = AptSource {
+        keyring: Some(keyring.to_path_buf()),
+        ..source(&server)
+    };
+    let error = runtime()
+        .block_on(fetcher.index("test-distro", &source))
+        .unwrap_err();
+    assert!(matches!(error, FetchError::Signature { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("does not check against /usr/share/keyrings/debian-archive-keyring.gpg"),
+        "{error}"
+    );
+}
