@@ -117,6 +117,32 @@ fn source(server: &FileServer) -> AptSource {
     }
 }
 
+/// What a Fetcher borrows: an HTTP client and a blob cache of its own.
+struct Client {
+    http: reqwest::Client,
+    cache: BlobCache,
+    _cache_dir: tempfile::TempDir,
+}
+
+impl Client {
+    fn new() -> Self {
+        let cache_dir = tempfile::tempdir().unwrap();
+        Self {
+            http: reqwest::Client::new(),
+            cache: BlobCache::open(cache_dir.path()).unwrap(),
+            _cache_dir: cache_dir,
+        }
+    }
+
+    fn fetcher(&self) -> Fetcher<'_> {
+        Fetcher {
+            http: &self.http,
+            cache: &self.cache,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -128,14 +154,8 @@ fn runtime() -> tokio::runtime::Runtime {
 fn the_closure_of_a_test_repository_is_exactly_what_apt_would_install() {
     let repo = repository();
     let server = FileServer::serve(repo.path(), None);
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = BlobCache::open(cache_dir.path()).unwrap();
-    let http = reqwest::Client::new();
-    let fetcher = Fetcher {
-        http: &http,
-        cache: &cache,
-        retry: RetryPolicy::default(),
-    };
+    let client = Client::new();
+    let fetcher = client.fetcher();
     let source = source(&server);
     let runtime = runtime();
     let index = runtime
@@ -180,14 +200,8 @@ fn a_deb_that_does_not_match_its_index_is_refused() {
     bytes[last] ^= 0x01;
     fs_err::write(&deb, &bytes).unwrap();
     let server = FileServer::serve(repo.path(), None);
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = BlobCache::open(cache_dir.path()).unwrap();
-    let http = reqwest::Client::new();
-    let fetcher = Fetcher {
-        http: &http,
-        cache: &cache,
-        retry: RetryPolicy::default(),
-    };
+    let client = Client::new();
+    let fetcher = client.fetcher();
     let source = source(&server);
     let runtime = runtime();
     let index = runtime
@@ -220,14 +234,8 @@ fn an_index_not_signed_by_the_distro_keyring_is_refused() {
     );
     let repo = repository();
     let server = FileServer::serve(repo.path(), None);
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = BlobCache::open(cache_dir.path()).unwrap();
-    let http = reqwest::Client::new();
-    let fetcher = Fetcher {
-        http: &http,
-        cache: &cache,
-        retry: RetryPolicy::default(),
-    };
+    let client = Client::new();
+    let fetcher = client.fetcher();
     // The test repository's InRelease carries no signature at all.
     let source = AptSource {
         keyring: Some(keyring.to_path_buf()),
