@@ -281,14 +281,8 @@ fn a_packaged_image_imports_into_containerd_and_runs() {
         unpacked.path(),
     )
     .unwrap();
-    let layout = unpacked.path().join("addons/runme/1.0.0/images");
     let archive = unpacked.path().join("images.tar");
-    run(Command::new("tar")
-        .arg("-C")
-        .arg(&layout)
-        .arg("-cf")
-        .arg(&archive)
-        .arg("."));
+    images::tar_folder(&unpacked.path().join("addons/runme/1.0.0/images"), &archive);
 
     let containerd = Containerd::start();
     let import = containerd.ctr(&["images", "import", archive.to_str().unwrap()]);
@@ -350,21 +344,14 @@ fn a_local_image_archive_and_a_dockerout_build_are_packaged() {
     .unwrap();
 
     let repository = AddonRepository::new();
-    let layout = scratch.path().join("layout");
-    images::write_layout(
-        &layout,
+    images::write_oci_archive(
+        &repository.root().join("tool.tar"),
         "local/tool:3",
         &[PlatformImage {
             arch: "amd64",
             layers: vec![hello_layer("tool\n")],
         }],
     );
-    run(Command::new("tar")
-        .arg("-C")
-        .arg(&layout)
-        .arg("-cf")
-        .arg(repository.root().join("tool.tar"))
-        .arg("."));
     repository.write(
         "build/Dockerfile",
         format!(
@@ -644,21 +631,14 @@ fn inspect_shows_images_and_files_as_a_table_and_json() {
 #[test]
 fn an_addon_file_in_the_way_of_the_image_folder_is_refused() {
     let repository = AddonRepository::new();
-    let layout = repository.root().join("layout");
-    images::write_layout(
-        &layout,
+    images::write_oci_archive(
+        &repository.root().join("tool.tar"),
         "local/tool:1",
         &[PlatformImage {
             arch: "amd64",
             layers: vec![hello_layer("tool\n")],
         }],
     );
-    run(Command::new("tar")
-        .arg("-C")
-        .arg(&layout)
-        .arg("-cf")
-        .arg(repository.root().join("tool.tar"))
-        .arg("."));
     let addon = repository.addon("clash", "1.0.0", "image tool tool.tar\n");
     fs_err::write(addon.join("images"), "not a folder\n").unwrap();
     let out = tempfile::tempdir().unwrap();

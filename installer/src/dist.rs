@@ -11,11 +11,11 @@ use std::time::Duration;
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::parse_checksum_file;
 
-/// A dist: a folder, or a base URL.
+/// A dist: a folder, or a base URL with the one HTTP client every request to it shares.
 #[derive(Debug, Clone)]
 pub enum Dist {
     Local(PathBuf),
-    Http(url::Url),
+    Http(url::Url, reqwest::blocking::Client),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,9 +50,18 @@ impl Dist {
             } else {
                 format!("{text}/")
             };
-            url::Url::parse(&with_slash)
-                .map(Dist::Http)
-                .map_err(|_| FetchError::BadDist { text: text.into() })
+            let base = url::Url::parse(&with_slash)
+                .map_err(|_| FetchError::BadDist { text: text.into() })?;
+            let client = reqwest::blocking::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(None)
+                .build()
+                .map_err(|error| FetchError::Http {
+                    location: text.to_string(),
+                    attempts: 0,
+                    message: error.to_string(),
+                })?;
+            Ok(Dist::Http(base, client))
         } else if text.contains("://") {
             Err(FetchError::BadDist { text: text.into() })
         } else {
@@ -63,7 +72,7 @@ impl Dist {
     pub fn location(&self, file: &str) -> String {
         match self {
             Dist::Local(dir) => dir.join(file).display().to_string(),
-            Dist::Http(base) => base.join(file).map_or_else(|_| file.into(), String::from),
+            Dist::Http(base, _) => base.join(file).map_or_else(|_| file.into(), String::from),
         }
     }
 
@@ -78,7 +87,7 @@ impl Dist {
                     FetchError::Io { location, source }
                 }
             }),
-            Dist::Http(_) => with_retries(&location, |client| {
+            Dist::Http(_, client) => with_retries(&location, || {
                 let response = client
                     .get(&location)
                     .send()
@@ -120,8 +129,8 @@ impl Dist {
                     fs_err::copy(&source, &partial).map_err(io(&source))?;
                 }
             }
-            Dist::Http(_) => {
-                with_retries(&location, |client| download(client, &location, &partial))?
+            Dist::Http(_, client) => {
+                with_retries(&location, || download(client, &location, &partial))?
             }
         }
         fs_err::rename(&partial, destination).map_err(io(destination))
@@ -147,21 +156,12 @@ fn check_status(location: &str, status: reqwest::StatusCode) -> Result<(), Attem
 
 fn with_retries<T>(
     location: &str,
-    mut attempt: impl FnMut(&reqwest::blocking::Client) -> Result<T, Attempt>,
+    mut attempt: impl FnMut() -> Result<T, Attempt>,
 ) -> Result<T, FetchError> {
-    let client = reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(None)
-        .build()
-        .map_err(|error| FetchError::Http {
-            location: location.to_string(),
-            attempts: 0,
-            message: error.to_string(),
-        })?;
     let mut delay = Duration::from_millis(250);
     let mut last = String::new();
     for number in 1..=ATTEMPTS {
-        match attempt(&client) {
+        match attempt() {
             Ok(value) => return Ok(value),
             Err(Attempt::Stop(error)) => return Err(error),
             Err(Attempt::Retry(message)) => last = message,

@@ -358,10 +358,11 @@ pub fn apply(
     if let Err(error) = &result {
         run.fail_unfinished(error)?;
     }
-    reporter.step(&format!(
-        "log: {}",
-        layout.log_dir().join(format!("{run_id}.log")).display()
-    ));
+    // A run that stopped before any hook ran has no log.
+    let log = layout.log_dir().join(format!("{run_id}.log"));
+    if log.exists() {
+        reporter.step(&format!("log: {}", log.display()));
+    }
     result
 }
 

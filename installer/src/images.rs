@@ -58,13 +58,8 @@ impl Runtime {
             if !Path::new(&socket).exists() {
                 return None;
             }
-            let answers = Command::new(&ctr)
-                .args(["--connect-timeout", "3s", "version"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success());
-            answers.then_some(Runtime::Containerd { ctr })
+            answers(&ctr, &["--connect-timeout", "3s", "version"])
+                .then_some(Runtime::Containerd { ctr })
         };
         let docker = || {
             let docker = which::which("docker").ok()?;
@@ -73,13 +68,7 @@ impl Runtime {
             {
                 return None;
             }
-            let answers = Command::new(&docker)
-                .args(["info", "--format", "{{.ID}}"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success());
-            answers.then_some(Runtime::Docker { docker })
+            answers(&docker, &["info", "--format", "{{.ID}}"]).then_some(Runtime::Docker { docker })
         };
         match choice.as_str() {
             "containerd" => containerd(),
@@ -245,6 +234,16 @@ fn docker_archive_manifest(layout: &Path, records: &[ImageRecord]) -> std::io::R
         }));
     }
     Ok(serde_json::to_vec(&entries).expect("JSON"))
+}
+
+/// Whether `program arguments` succeeds (its daemon answers).
+fn answers(program: &Path, arguments: &[&str]) -> bool {
+    Command::new(program)
+        .args(arguments)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// Where a blob is in an OCI layout, relative to it.

@@ -99,13 +99,7 @@ fn a_failing_hook_fails_its_addon_and_a_rerun_resumes_there() {
 
     let output = failed(
         &node
-            .command(&[
-                "install",
-                "--spec",
-                spec.to_str().unwrap(),
-                "--dist",
-                &dist.url(),
-            ])
+            .install_command(&spec, &dist.url())
             .env("FAIL_B", "1")
             .output()
             .unwrap(),
@@ -198,13 +192,7 @@ fn addons_that_finished_before_a_failure_are_not_run_again() {
     let node = Node::new().env("TRACE", &trace_file);
     failed(
         &node
-            .command(&[
-                "install",
-                "--spec",
-                spec.to_str().unwrap(),
-                "--dist",
-                &dist.url(),
-            ])
+            .install_command(&spec, &dist.url())
             .env("FAIL_B", "1")
             .output()
             .unwrap(),
@@ -435,13 +423,7 @@ impl SlowRun {
             .env("STARTED", scratch.join("started"))
             .env("RELEASE", scratch.join("release"));
         let first = node
-            .command(&[
-                "install",
-                "--spec",
-                spec.to_str().unwrap(),
-                "--dist",
-                &dist.url(),
-            ])
+            .install_command(&spec, &dist.url())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -505,13 +487,7 @@ fn a_run_killed_mid_hook_is_completed_by_the_next_run() {
     // hook starts; only then is the hook released, so an orphan left alive would trace too.
     fs_err::remove_file(scratch.join("started")).unwrap();
     let rerun = node
-        .command(&[
-            "install",
-            "--spec",
-            spec.to_str().unwrap(),
-            "--dist",
-            &dist.url(),
-        ])
+        .install_command(spec, &dist.url())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -106,6 +106,29 @@ fn write_blob(layout: &Path, bytes: &[u8]) -> Descriptor {
     }
 }
 
+/// Tars the contents of `folder` into `archive` (as `ctr images import` and an `image … x.tar`
+/// Manifest line take an OCI layout).
+pub fn tar_folder(folder: &Path, archive: &Path) {
+    run(Command::new("tar")
+        .arg("-C")
+        .arg(folder)
+        .arg("-cf")
+        .arg(archive)
+        .arg("."));
+}
+
+/// Writes an oci-archive at `archive`: the layout `write_layout` would write, tarred.
+pub fn write_oci_archive(
+    archive: &Path,
+    tag: &str,
+    platforms: &[PlatformImage],
+) -> Vec<Sha256Digest> {
+    let layout = tempfile::tempdir().unwrap();
+    let digests = write_layout(layout.path(), tag, platforms);
+    tar_folder(layout.path(), archive);
+    digests
+}
+
 /// Writes an OCI layout at `layout` whose `tag` names one image (one platform) or an index
 /// (several). Returns the manifest digest of each platform, in order.
 pub fn write_layout(layout: &Path, tag: &str, platforms: &[PlatformImage]) -> Vec<Sha256Digest> {

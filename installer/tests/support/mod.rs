@@ -48,11 +48,17 @@ impl Node {
         self.command(arguments).output().unwrap()
     }
 
-    /// `berth install` with the spec and dist, plus `extra` arguments.
+    /// The `berth install` command for the spec and dist, to run as the test needs.
+    pub fn install_command(&self, spec: &Path, dist: &str) -> Command {
+        self.command(&["install", "--spec", spec.to_str().unwrap(), "--dist", dist])
+    }
+
+    /// Runs `berth install` with the spec and dist, plus `extra` arguments.
     pub fn install(&self, spec: &Path, dist: &str, extra: &[&str]) -> Output {
-        let mut arguments = vec!["install", "--spec", spec.to_str().unwrap(), "--dist", dist];
-        arguments.extend(extra);
-        self.berth(&arguments)
+        self.install_command(spec, dist)
+            .args(extra)
+            .output()
+            .unwrap()
     }
 
     /// `berth plan --json`: each add-on's decision, by name.
