@@ -81,6 +81,15 @@ struct FetchArgs {
     /// gzip level of the package, 0-9.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     compression: u32,
+    /// Build host packages for this target distro only (repeatable) [default: every target].
+    #[arg(long = "distro", value_name = "NAME")]
+    distros: Vec<String>,
+    /// Target distros file [default: the built-in builder/distros.yaml].
+    #[arg(long = "distros", value_name = "FILE")]
+    distros_file: Option<PathBuf>,
+    /// Replace a target's mirrors for this run: `NAME=URL`.
+    #[arg(long = "mirror", value_name = "NAME=URL")]
+    mirrors: Vec<String>,
 }
 
 #[derive(Args)]

@@ -24,6 +24,9 @@ use crate::asset::{self, AssetError};
 use crate::cache::BlobCache;
 use crate::dockerout::{DockerOutError, Engine};
 use crate::download::RetryPolicy;
+use crate::host_packages::distros::Distro;
+use crate::host_packages::fetch::Fetcher;
+use crate::host_packages::{self, HostPackageError};
 use crate::image::{ImageError, ImageFetcher, ImageOrigin, ImageRequest, PackagedImage};
 use crate::registry::RegistryClient;
 use crate::reporter::Reporter;
@@ -51,6 +54,8 @@ pub struct PackageSettings {
     pub mtime: u64,
     /// Keep an existing package whose inputs digest matches instead of rebuilding it.
     pub skip_unchanged: bool,
+    /// Target distros of the Manifest's host package directives.
+    pub distros: Vec<Distro>,
 }
 
 /// What happened to one add-on.
@@ -84,6 +89,8 @@ pub enum PackageError {
         #[source]
         source: DockerOutError,
     },
+    #[error(transparent)]
+    HostPackages(#[from] HostPackageError),
     #[error("{path} comes from two places (the add-on folder and the Manifest); rename one")]
     Collision { path: String },
     #[error("failed to write the package")]
@@ -142,6 +149,13 @@ pub async fn package(
             );
         }
     }
+    let fetcher = Fetcher {
+        http: &context.http,
+        cache: &context.cache,
+        retry: context.retry,
+    };
+    let host_archives =
+        host_packages::gather(&fetcher, &source.manifest, &settings.distros).await?;
     let work = context
         .cache
         .temp_dir()
@@ -235,6 +249,40 @@ pub async fn package(
             )?;
         }
     }
+    let mut host_package_files = BTreeMap::new();
+    for archives in host_archives {
+        let folder = format!("{}/archives", archives.distro);
+        for (file_name, path, digest, size) in &archives.debs {
+            add(
+                format!("{folder}/{file_name}"),
+                Source::File {
+                    path: path.clone(),
+                    executable: false,
+                    expected: Some(*digest),
+                },
+                *digest,
+                *size,
+                false,
+            )?;
+        }
+        let data = archives.index.into_bytes();
+        let digest = Sha256Digest::of(&data);
+        let size = data.len() as u64;
+        add(
+            format!("{folder}/Packages"),
+            Source::Bytes {
+                data,
+                executable: false,
+            },
+            digest,
+            size,
+            false,
+        )?;
+        host_package_files.insert(
+            archives.distro,
+            archives.debs.into_iter().map(|(name, ..)| name).collect(),
+        );
+    }
     files.sort_by(|a, b| a.path.cmp(&b.path));
 
     let total: u64 = files.iter().map(|file| file.size).sum();
@@ -257,7 +305,7 @@ pub async fn package(
                 no_remote_load: image.no_remote_load,
             })
             .collect(),
-        host_packages: BTreeMap::new(),
+        host_packages: host_package_files,
     };
     archive
         .insert_lead(

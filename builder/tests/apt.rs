@@ -4,72 +4,18 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use berth_build::cache::BlobCache;
 use berth_build::download::RetryPolicy;
 use berth_build::host_packages::apt::AptSource;
 use berth_build::host_packages::fetch::{FetchError, Fetcher};
 use berth_formats::Sha256Digest;
-use support::{FileServer, require, run};
-
-/// Builds `<repo>/pool/<name>_<version>_<arch>.deb` with these control fields.
-fn deb(repo: &Path, name: &str, version: &str, arch: &str, fields: &[(&str, &str)]) {
-    let root = tempfile::tempdir().unwrap();
-    fs_err::create_dir_all(root.path().join("DEBIAN")).unwrap();
-    let mut control = format!(
-        "Package: {name}\nVersion: {version}\nArchitecture: {arch}\nMaintainer: Berth tests <tests@berth.invalid>\nDescription: a test package\n"
-    );
-    for (field, value) in fields {
-        control.push_str(&format!("{field}: {value}\n"));
-    }
-    fs_err::write(root.path().join("DEBIAN/control"), control).unwrap();
-    fs_err::create_dir_all(root.path().join("usr/share/doc").join(name)).unwrap();
-    fs_err::write(
-        root.path().join("usr/share/doc").join(name).join("README"),
-        name,
-    )
-    .unwrap();
-    fs_err::create_dir_all(repo.join("pool")).unwrap();
-    run(Command::new("dpkg-deb")
-        .args(["--build", "--root-owner-group"])
-        .arg(root.path())
-        .arg(repo.join(format!("pool/{name}_{version}_{arch}.deb"))));
-}
-
-/// Writes the suite `test`'s Packages, Packages.gz and an unsigned InRelease listing them.
-fn index(repo: &Path) {
-    require("dpkg-scanpackages", "dpkg-dev");
-    let output = run(Command::new("dpkg-scanpackages")
-        .args(["--multiversion", "pool", "/dev/null"])
-        .current_dir(repo));
-    let dir = repo.join("dists/test/main/binary-amd64");
-    fs_err::create_dir_all(&dir).unwrap();
-    fs_err::write(dir.join("Packages"), &output.stdout).unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &output.stdout).unwrap();
-    let gzipped = gz.finish().unwrap();
-    fs_err::write(dir.join("Packages.gz"), &gzipped).unwrap();
-    let mut release = String::from(
-        "Origin: test\nSuite: test\nArchitectures: amd64\nComponents: main\nSHA256:\n",
-    );
-    for (path, bytes) in [
-        ("main/binary-amd64/Packages", output.stdout.as_slice()),
-        ("main/binary-amd64/Packages.gz", gzipped.as_slice()),
-    ] {
-        release.push_str(&format!(
-            " {} {} {path}\n",
-            Sha256Digest::of(bytes).hex(),
-            bytes.len()
-        ));
-    }
-    fs_err::write(repo.join("dists/test/InRelease"), release).unwrap();
-}
+use support::apt::{deb, index};
+use support::{FileServer, require};
 
 /// A repository with a dependency chain, alternatives, a virtual package, versioned
 /// constraints, a conflict, and a required package every host has.
 fn repository() -> tempfile::TempDir {
-    require("dpkg-deb", "dpkg");
     let repo = tempfile::tempdir().unwrap();
     let r = repo.path();
     deb(r, "base-lib", "1.0", "amd64", &[("Priority", "required")]);
@@ -103,7 +49,7 @@ fn repository() -> tempfile::TempDir {
     deb(r, "helper", "3.1", "amd64", &[]);
     deb(r, "helper", "2.9", "amd64", &[]);
     deb(r, "unrelated", "1.0", "amd64", &[("Depends", "lib-b")]);
-    index(r);
+    index(r, "test");
     repo
 }
 
@@ -250,5 +196,112 @@ fn an_index_not_signed_by_the_distro_keyring_is_refused() {
             .to_string()
             .contains("does not check against /usr/share/keyrings/debian-archive-keyring.gpg"),
         "{error}"
+    );
+}
+
+/// A distros file with one deb target, `test-distro`, whose mirror is `mirror`.
+fn distros_file(dir: &Path, mirror: &str) -> std::path::PathBuf {
+    let path = dir.join("distros.yaml");
+    fs_err::write(
+        &path,
+        format!(
+            "distros:\n  - name: test-distro\n    format: deb\n    mirrors: [{mirror}]\n    suite: test\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n  - name: other-distro\n    format: rpm\n    mirrors: [{mirror}]\n    architecture: x86_64\n    directives: [yum]\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_package_ships_the_closure_as_a_local_apt_repository() {
+    let repo = repository();
+    let server = FileServer::serve(repo.path(), None);
+    let addons = support::AddonRepository::new();
+    let addon = addons.addon("tools", "1.0.0", "apt app\n");
+    let distros = distros_file(addons.root(), &server.url);
+    let out = tempfile::tempdir().unwrap();
+    let build = support::BerthBuild::new();
+    let (ok, _, stderr) = build.run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--distros",
+        distros.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let package = out.path().join("tools-1.0.0.tar.gz");
+    let (_, stdout, _) = build.run(&["inspect", "--json", package.to_str().unwrap()]);
+    let index: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        index["hostPackages"]["test-distro"],
+        serde_json::json!([
+            "app_2.0_amd64.deb",
+            "helper_2.9_amd64.deb",
+            "lib-a_1.3_amd64.deb",
+            "lib-b_0.9_all.deb",
+            "mailer_3.7_amd64.deb",
+            "runtime-impl_5.1_amd64.deb"
+        ])
+    );
+    let (_, packages) =
+        berth_formats::archive::read_entry(fs_err::File::open(&package).unwrap(), |path| {
+            path == "addons/tools/1.0.0/test-distro/archives/Packages"
+        })
+        .unwrap()
+        .expect("the repository has its index");
+    let packages = String::from_utf8(packages).unwrap();
+    assert!(packages.contains("Package: app\n"), "{packages}");
+    assert!(
+        packages.contains("Filename: ./app_2.0_amd64.deb\n"),
+        "{packages}"
+    );
+    assert!(!packages.contains("Filename: pool/"), "{packages}");
+}
+
+#[test]
+fn a_target_whose_mirror_cannot_be_reached_fails_with_the_url_tried() {
+    let addons = support::AddonRepository::new();
+    let addon = addons.addon("tools", "1.0.0", "apt app\n");
+    let closed = format!("http://127.0.0.1:{}/debian", support::free_port());
+    let distros = distros_file(addons.root(), &closed);
+    let out = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = support::BerthBuild::new().run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--distros",
+        distros.to_str().unwrap(),
+        "--distro",
+        "test-distro",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "test-distro: failed to fetch {closed}/dists/test/InRelease"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn rpm_targets_are_refused_until_berth_resolves_them() {
+    let addons = support::AddonRepository::new();
+    let addon = addons.addon("tools", "1.0.0", "yum containerd\n");
+    let distros = distros_file(addons.root(), "http://127.0.0.1:1");
+    let out = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = support::BerthBuild::new().run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--distros",
+        distros.to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("other-distro: `yum` packages need rpm resolution"),
+        "{stderr}"
     );
 }

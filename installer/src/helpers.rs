@@ -4,13 +4,17 @@
 
 use std::path::{Path, PathBuf};
 
-const FILES: [(&str, &str); 3] = [
+const FILES: [(&str, &str); 4] = [
     (
         "logging.sh",
         include_str!("../../scripts/common/logging.sh"),
     ),
     ("common.sh", include_str!("../../scripts/common/common.sh")),
     ("yaml.sh", include_str!("../../scripts/common/yaml.sh")),
+    (
+        "host-packages.sh",
+        include_str!("../../scripts/common/host-packages.sh"),
+    ),
 ];
 
 const ENTRY_POINT: &str = "berth.sh";

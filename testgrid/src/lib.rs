@@ -1,6 +1,7 @@
 //! The test harness shared by every crate's tests: real servers and tools on loopback, each
 //! started per test with its own ports and folders, and stopped when dropped.
 
+pub mod apt;
 pub mod images;
 
 use std::net::TcpListener;

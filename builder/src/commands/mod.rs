@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use berth_build::cache::BlobCache;
 use berth_build::download::RetryPolicy;
+use berth_build::host_packages::distros::{Distro, DistrosFile};
 use berth_build::package::{BuildContext, PackageSettings};
 use berth_build::registry::{RegistryClient, RegistrySettings};
 
@@ -44,6 +45,7 @@ pub fn prepare(
         retry,
         reporter: Arc::new(Bars::new()),
     };
+    let distros = target_distros(args.distros_file.as_deref(), &args.distros, &args.mirrors)?;
     let settings = PackageSettings {
         out_dir: args.out.clone(),
         arch: args.arch.clone(),
@@ -51,8 +53,22 @@ pub fn prepare(
         compression: args.compression,
         mtime: berth_formats::archive::source_date_epoch(),
         skip_unchanged,
+        distros,
     };
     Ok((context, settings))
+}
+
+/// The target distros selected from the distros file (or the built-in one).
+pub fn target_distros(
+    file: Option<&std::path::Path>,
+    names: &[String],
+    mirrors: &[String],
+) -> anyhow::Result<Vec<Distro>> {
+    let origin = file.map_or_else(
+        || "builder/distros.yaml (built in)".to_string(),
+        |path| path.display().to_string(),
+    );
+    Ok(DistrosFile::load(file)?.select(&origin, names, mirrors)?)
 }
 
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

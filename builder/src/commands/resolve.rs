@@ -4,21 +4,18 @@ use std::time::Instant;
 use anyhow::Context as _;
 use berth_build::cache::BlobCache;
 use berth_build::download::RetryPolicy;
-use berth_build::host_packages::distros::DistrosFile;
 use berth_build::host_packages::fetch::Fetcher;
 
 use crate::ResolveArgs;
 
 /// Prints `name version` of each package of the closure on stdout, timings on stderr.
 pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
-    let origin = args.distros.as_ref().map_or_else(
-        || "builder/distros.yaml (built in)".to_string(),
-        |path| path.display().to_string(),
-    );
-    let file = DistrosFile::load(args.distros.as_deref())?;
-    let distro = file
-        .select(&origin, std::slice::from_ref(&args.distro), &args.mirrors)?
-        .remove(0);
+    let distro = super::target_distros(
+        args.distros.as_deref(),
+        std::slice::from_ref(&args.distro),
+        &args.mirrors,
+    )?
+    .remove(0);
     let source = distro.apt_source()?;
     let cache_root = args.cache_dir.unwrap_or_else(BlobCache::default_root);
     let cache = BlobCache::open(&cache_root)

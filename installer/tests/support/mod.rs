@@ -129,6 +129,8 @@ pub fn failed(output: &Output) -> String {
 pub struct TestDist {
     pub addons: AddonRepository,
     pub dist: tempfile::TempDir,
+    /// Target distros for the Manifests' host package directives.
+    pub distros: Vec<berth_build::host_packages::distros::Distro>,
     cache: tempfile::TempDir,
     /// Install order.
     names: Vec<String>,
@@ -152,6 +154,7 @@ impl TestDist {
         Self {
             addons: AddonRepository::new(),
             dist: tempfile::tempdir().unwrap(),
+            distros: Vec::new(),
             cache: tempfile::tempdir().unwrap(),
             names: Vec::new(),
         }
@@ -186,9 +189,20 @@ impl TestDist {
 
     /// Writes add-on `name` `version` with this install.sh (and an empty Manifest) and packages it.
     pub fn addon(&mut self, name: &str, version: &str, install_sh: &str) -> PathBuf {
+        self.addon_with_manifest(name, version, "# no images or assets\n", install_sh)
+    }
+
+    /// Writes add-on `name` `version` with this Manifest and install.sh, and packages it.
+    pub fn addon_with_manifest(
+        &mut self,
+        name: &str,
+        version: &str,
+        manifest: &str,
+        install_sh: &str,
+    ) -> PathBuf {
         let folder = self.addons.root().join("addons").join(name).join(version);
         fs_err::create_dir_all(&folder).unwrap();
-        fs_err::write(folder.join("Manifest"), "# no images or assets\n").unwrap();
+        fs_err::write(folder.join("Manifest"), manifest).unwrap();
         fs_err::write(folder.join("install.sh"), install_sh).unwrap();
         self.package(&folder);
         if !self.names.iter().any(|known| known == name) {
@@ -224,6 +238,7 @@ impl TestDist {
             compression: 1,
             mtime: 0,
             skip_unchanged: false,
+            distros: self.distros.clone(),
         };
         runtime
             .block_on(berth_build::package::package(&context, folder, &settings))
