@@ -251,6 +251,24 @@ pub async fn package(
     }
     let mut host_package_files = BTreeMap::new();
     for archives in host_archives {
+        if !archives.deps.is_empty() {
+            let data = format!("{}\n", archives.deps.join("\n")).into_bytes();
+            let digest = Sha256Digest::of(&data);
+            let size = data.len() as u64;
+            add(
+                format!("{}/Deps", archives.distro),
+                Source::Bytes {
+                    data,
+                    executable: false,
+                },
+                digest,
+                size,
+                false,
+            )?;
+        }
+        if archives.debs.is_empty() {
+            continue;
+        }
         let folder = format!("{}/archives", archives.distro);
         for (file_name, path, digest, size) in &archives.debs {
             add(

@@ -205,7 +205,7 @@ fn distros_file(dir: &Path, mirror: &str) -> std::path::PathBuf {
     fs_err::write(
         &path,
         format!(
-            "distros:\n  - name: test-distro\n    format: deb\n    mirrors: [{mirror}]\n    suite: test\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n  - name: other-distro\n    format: rpm\n    mirrors: [{mirror}]\n    architecture: x86_64\n    directives: [yum]\n"
+            "distros:\n  - name: test-distro\n    format: deb\n    mirrors: [{mirror}]\n    suite: test\n    components: [main]\n    architecture: amd64\n    directives: [apt, apt24]\n  - name: other-distro\n    format: rpm\n    mirrors: [{mirror}]\n    architecture: x86_64\n    directives: [yum]\n"
         ),
     )
     .unwrap();
@@ -217,7 +217,7 @@ fn a_package_ships_the_closure_as_a_local_apt_repository() {
     let repo = repository();
     let server = FileServer::serve(repo.path(), None);
     let addons = support::AddonRepository::new();
-    let addon = addons.addon("tools", "1.0.0", "apt app\n");
+    let addon = addons.addon("tools", "1.0.0", "apt app\napt24 curl\n");
     let distros = distros_file(addons.root(), &server.url);
     let out = tempfile::tempdir().unwrap();
     let build = support::BerthBuild::new();
@@ -257,6 +257,13 @@ fn a_package_ships_the_closure_as_a_local_apt_repository() {
         "{packages}"
     );
     assert!(!packages.contains("Filename: pool/"), "{packages}");
+    let (_, deps) =
+        berth_formats::archive::read_entry(fs_err::File::open(&package).unwrap(), |path| {
+            path == "addons/tools/1.0.0/test-distro/Deps"
+        })
+        .unwrap()
+        .expect("apt24 packages are listed");
+    assert_eq!(deps, b"curl\n");
 }
 
 #[test]

@@ -27,6 +27,9 @@ pub struct DistroArchives {
     pub debs: Vec<(String, PathBuf, Sha256Digest, u64)>,
     /// The `Packages` index of `archives/`, naming each .deb as `./<file name>`.
     pub index: String,
+    /// Packages the node's own repositories provide (`apt24`, `apt26`): names only, for
+    /// `<distro>/Deps`.
+    pub deps: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,31 +53,41 @@ pub async fn gather(
     let mut gathered = Vec::new();
     for distro in distros {
         let mut wanted = Vec::new();
+        let mut deps = Vec::new();
         for entry in &manifest.entries {
-            if let Directive::HostPackage(directive) = &entry.directive
-                && directive.kind.ships_package()
-                && distro.takes(directive.kind.as_str())
-            {
-                if distro.format == Format::Rpm {
-                    return Err(HostPackageError::RpmNotSupported {
-                        distro: distro.name.clone(),
-                        directive: directive.kind.to_string(),
-                    });
-                }
+            let Directive::HostPackage(directive) = &entry.directive else {
+                continue;
+            };
+            if !distro.takes(directive.kind.as_str()) {
+                continue;
+            }
+            if !directive.kind.ships_package() {
+                deps.push(directive.package.clone());
+            } else if distro.format == Format::Rpm {
+                return Err(HostPackageError::RpmNotSupported {
+                    distro: distro.name.clone(),
+                    directive: directive.kind.to_string(),
+                });
+            } else {
                 wanted.push(directive.package.clone());
             }
         }
+        if wanted.is_empty() && deps.is_empty() {
+            continue;
+        }
+        let mut archives = DistroArchives {
+            distro: distro.name.clone(),
+            debs: Vec::new(),
+            index: String::new(),
+            deps,
+        };
         if wanted.is_empty() {
+            gathered.push(archives);
             continue;
         }
         let source = distro.apt_source().expect("deb targets have an apt source");
         let index = fetcher.index(&distro.name, &source).await?;
         let closure = index.resolve(&distro.name, &wanted, &index.base())?;
-        let mut archives = DistroArchives {
-            distro: distro.name.clone(),
-            debs: Vec::new(),
-            index: String::new(),
-        };
         for package in closure {
             let path = fetcher.deb(&distro.name, &source, package).await?;
             let file_name = package
