@@ -312,3 +312,74 @@ fn rpm_targets_are_refused_until_berth_resolves_them() {
         "{stderr}"
     );
 }
+
+/// The real Debian 12 mirror: `apt curl` resolves, downloads, and installs offline (in a
+/// network namespace with nothing in it) into a clean Debian 12 root made by debootstrap,
+/// through the helper library's `install_host_archives`. scripts/test.sh runs it when the
+/// mirror answers and says so when it does not.
+#[test]
+#[ignore = "reaches the Debian 12 mirror; scripts/test.sh runs it when the mirror answers"]
+fn debian_12_curl_installs_offline_into_a_debootstrap_root() {
+    let mirror = std::env::var("BERTH_DEBIAN_MIRROR")
+        .unwrap_or_else(|_| "http://deb.debian.org/debian".to_string());
+    let debootstrap = require("debootstrap", "debootstrap");
+    require("unshare", "util-linux");
+    let addons = support::AddonRepository::new();
+    let addon = addons.addon("curl", "1.0.0", "apt curl\n");
+    let out = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = support::BerthBuild::new().run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--distro",
+        "debian-12",
+        "--mirror",
+        &format!("debian-12={mirror}"),
+    ]);
+    assert!(ok, "{stderr}");
+
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    support::run(std::process::Command::new(debootstrap).args([
+        "--variant=minbase",
+        "bookworm",
+        root.to_str().unwrap(),
+        &mirror,
+    ]));
+    let inside = root.join("tmp/berth");
+    berth_formats::archive::extract(
+        fs_err::File::open(out.path().join("curl-1.0.0.tar.gz")).unwrap(),
+        &inside,
+    )
+    .unwrap();
+    let helpers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/common");
+    fs_err::create_dir_all(inside.join("helpers")).unwrap();
+    for entry in fs_err::read_dir(&helpers).unwrap() {
+        let entry = entry.unwrap();
+        fs_err::copy(entry.path(), inside.join("helpers").join(entry.file_name())).unwrap();
+    }
+    assert!(
+        !root.join("usr/bin/curl").exists(),
+        "curl is not part of a minimal Debian"
+    );
+    // `unshare -n`: a network namespace with only a loopback that is down.
+    let installed = std::process::Command::new("unshare")
+        .arg("-n")
+        .arg("chroot")
+        .arg(root)
+        .args([
+            "/bin/bash",
+            "-c",
+            "set -e; for h in /tmp/berth/helpers/*.sh; do . \"$h\"; done; install_host_archives /tmp/berth/addons/curl/1.0.0 curl && curl --version",
+        ])
+        .output()
+        .unwrap();
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&installed.stdout),
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    assert!(installed.status.success(), "{output}");
+    assert!(output.contains("curl 7.88"), "{output}");
+}
