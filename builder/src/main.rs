@@ -29,7 +29,7 @@ enum Command {
     Check(CheckArgs),
     /// Show what a package holds: images, files, host packages.
     Inspect(InspectArgs),
-    /// Resolve the closure of apt packages on one target distro and print it.
+    /// Resolve the closure of host packages (apt or rpm) on one target distro and print it.
     Resolve(ResolveArgs),
 }
 
@@ -44,7 +44,8 @@ struct ResolveArgs {
     /// Target distros file [default: the built-in builder/distros.yaml].
     #[arg(long, value_name = "FILE")]
     distros: Option<PathBuf>,
-    /// Replace a target's mirrors for this run: `NAME=URL`.
+    /// Replace a target's mirrors for this run: `NAME=URL` (repeat for an rpm target's
+    /// several repositories).
     #[arg(long = "mirror", value_name = "NAME=URL")]
     mirrors: Vec<String>,
     /// Blob cache shared across builds [default: ~/.cache/berth].
@@ -87,7 +88,8 @@ struct FetchArgs {
     /// Target distros file [default: the built-in builder/distros.yaml].
     #[arg(long = "distros", value_name = "FILE")]
     distros_file: Option<PathBuf>,
-    /// Replace a target's mirrors for this run: `NAME=URL`.
+    /// Replace a target's mirrors for this run: `NAME=URL` (repeat for an rpm target's
+    /// several repositories).
     #[arg(long = "mirror", value_name = "NAME=URL")]
     mirrors: Vec<String>,
 }

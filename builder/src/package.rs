@@ -154,8 +154,13 @@ pub async fn package(
         cache: &context.cache,
         retry: context.retry,
     };
-    let host_archives =
-        host_packages::gather(&fetcher, &source.manifest, &settings.distros).await?;
+    let host_archives = host_packages::gather(
+        &fetcher,
+        &source.manifest,
+        &settings.distros,
+        settings.mtime,
+    )
+    .await?;
     let work = context
         .cache
         .temp_dir()
@@ -266,39 +271,44 @@ pub async fn package(
                 false,
             )?;
         }
-        if archives.debs.is_empty() {
+        if archives.files.is_empty() {
             continue;
         }
         let folder = format!("{}/archives", archives.distro);
-        for (file_name, path, digest, size) in &archives.debs {
+        for file in &archives.files {
             add(
-                format!("{folder}/{file_name}"),
+                format!("{folder}/{}", file.file_name),
                 Source::File {
-                    path: path.clone(),
+                    path: file.path.clone(),
                     executable: false,
-                    expected: Some(*digest),
+                    expected: Some(file.digest),
                 },
-                *digest,
-                *size,
+                file.digest,
+                file.size,
                 false,
             )?;
         }
-        let data = archives.index.into_bytes();
-        let digest = Sha256Digest::of(&data);
-        let size = data.len() as u64;
-        add(
-            format!("{folder}/Packages"),
-            Source::Bytes {
-                data,
-                executable: false,
-            },
-            digest,
-            size,
-            false,
-        )?;
+        for (relative, data) in archives.metadata {
+            let digest = Sha256Digest::of(&data);
+            let size = data.len() as u64;
+            add(
+                format!("{folder}/{relative}"),
+                Source::Bytes {
+                    data,
+                    executable: false,
+                },
+                digest,
+                size,
+                false,
+            )?;
+        }
         host_package_files.insert(
             archives.distro,
-            archives.debs.into_iter().map(|(name, ..)| name).collect(),
+            archives
+                .files
+                .into_iter()
+                .map(|file| file.file_name)
+                .collect(),
         );
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));

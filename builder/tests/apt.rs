@@ -5,13 +5,11 @@ mod support;
 
 use std::path::Path;
 
-use berth_build::cache::BlobCache;
-use berth_build::download::RetryPolicy;
 use berth_build::host_packages::apt::AptSource;
-use berth_build::host_packages::fetch::{FetchError, Fetcher};
+use berth_build::host_packages::fetch::FetchError;
 use berth_formats::Sha256Digest;
 use support::apt::{deb, index};
-use support::{FileServer, require};
+use support::{Client, FileServer, require, runtime};
 
 /// A repository with a dependency chain, alternatives, a virtual package, versioned
 /// constraints, a conflict, and a required package every host has.
@@ -63,39 +61,6 @@ fn source(server: &FileServer) -> AptSource {
     }
 }
 
-/// What a Fetcher borrows: an HTTP client and a blob cache of its own.
-struct Client {
-    http: reqwest::Client,
-    cache: BlobCache,
-    _cache_dir: tempfile::TempDir,
-}
-
-impl Client {
-    fn new() -> Self {
-        let cache_dir = tempfile::tempdir().unwrap();
-        Self {
-            http: reqwest::Client::new(),
-            cache: BlobCache::open(cache_dir.path()).unwrap(),
-            _cache_dir: cache_dir,
-        }
-    }
-
-    fn fetcher(&self) -> Fetcher<'_> {
-        Fetcher {
-            http: &self.http,
-            cache: &self.cache,
-            retry: RetryPolicy::default(),
-        }
-    }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn the_closure_of_a_test_repository_is_exactly_what_apt_would_install() {
     let repo = repository();
@@ -108,7 +73,7 @@ fn the_closure_of_a_test_repository_is_exactly_what_apt_would_install() {
         .block_on(fetcher.index("test-distro", &source))
         .unwrap();
     let closure = index
-        .resolve("test-distro", &["app".into()], &index.base())
+        .resolve("test-distro", &["app".into()], &index.base(&[]))
         .unwrap();
     let names: Vec<String> = closure
         .iter()
@@ -154,7 +119,7 @@ fn a_deb_that_does_not_match_its_index_is_refused() {
         .block_on(fetcher.index("test-distro", &source))
         .unwrap();
     let closure = index
-        .resolve("test-distro", &["lib-b".into()], &index.base())
+        .resolve("test-distro", &["lib-b".into()], &index.base(&[]))
         .unwrap();
     let error = runtime
         .block_on(fetcher.deb("test-distro", &source, closure[0]))
@@ -288,27 +253,6 @@ fn a_target_whose_mirror_cannot_be_reached_fails_with_the_url_tried() {
         stderr.contains(&format!(
             "test-distro: failed to fetch {closed}/dists/test/InRelease"
         )),
-        "{stderr}"
-    );
-}
-
-#[test]
-fn rpm_targets_are_refused_until_berth_resolves_them() {
-    let addons = support::AddonRepository::new();
-    let addon = addons.addon("tools", "1.0.0", "yum containerd\n");
-    let distros = distros_file(addons.root(), "http://127.0.0.1:1");
-    let out = tempfile::tempdir().unwrap();
-    let (ok, _, stderr) = support::BerthBuild::new().run(&[
-        "package",
-        addon.to_str().unwrap(),
-        "--out",
-        out.path().to_str().unwrap(),
-        "--distros",
-        distros.to_str().unwrap(),
-    ]);
-    assert!(!ok);
-    assert!(
-        stderr.contains("other-distro: `yum` packages need rpm resolution"),
         "{stderr}"
     );
 }

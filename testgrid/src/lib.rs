@@ -3,6 +3,7 @@
 
 pub mod apt;
 pub mod images;
+pub mod rpm;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

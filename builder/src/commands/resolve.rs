@@ -4,11 +4,13 @@ use std::time::Instant;
 use anyhow::Context as _;
 use berth_build::cache::BlobCache;
 use berth_build::download::RetryPolicy;
+use berth_build::host_packages::distros::Format;
 use berth_build::host_packages::fetch::Fetcher;
 
 use crate::ResolveArgs;
 
-/// Prints `name version` of each package of the closure on stdout, timings on stderr.
+/// Prints `name version` of each package of the closure (apt or rpm, by the target's format)
+/// on stdout, timings on stderr.
 pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
     let distro = super::target_distros(
         args.distros.as_deref(),
@@ -16,7 +18,6 @@ pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
         &args.mirrors,
     )?
     .remove(0);
-    let source = distro.apt_source()?;
     let cache_root = args.cache_dir.unwrap_or_else(BlobCache::default_root);
     let cache = BlobCache::open(&cache_root)
         .with_context(|| format!("failed to open the blob cache at {}", cache_root.display()))?;
@@ -26,15 +27,35 @@ pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
         cache: &cache,
         retry: RetryPolicy::default(),
     };
+    let runtime = super::runtime()?;
     let started = Instant::now();
-    let index = super::runtime()?.block_on(fetcher.index(&distro.name, &source))?;
-    let read = started.elapsed();
-    let started = Instant::now();
-    let base = index.base();
-    let closure = index.resolve(&distro.name, &args.packages, &base)?;
-    let resolved = started.elapsed();
-    for package in &closure {
-        println!("{} {}", package.name, package.version);
+    let (indexed, read, closure, base) = match distro.format {
+        Format::Deb => {
+            let index = runtime.block_on(fetcher.index(&distro.name, &distro.apt_source()?))?;
+            let read = started.elapsed();
+            let base = index.base(&distro.base);
+            let closure = index.resolve(&distro.name, &args.packages, &base)?;
+            let closure: Vec<(String, String)> = closure
+                .iter()
+                .map(|package| (package.name.clone(), package.version.to_string()))
+                .collect();
+            (index.len(), read, closure, base)
+        }
+        Format::Rpm => {
+            let index = runtime.block_on(fetcher.rpm_index(&distro.name, &distro.rpm_source()?))?;
+            let read = started.elapsed();
+            let base = index.base(&distro.base);
+            let closure = index.resolve(&distro.name, &args.packages, &base)?;
+            let closure: Vec<(String, String)> = closure
+                .iter()
+                .map(|package| (package.name.clone(), package.evr.to_string()))
+                .collect();
+            (index.len(), read, closure, base)
+        }
+    };
+    let resolved = started.elapsed() - read;
+    for (name, version) in &closure {
+        println!("{name} {version}");
     }
     if args.show_base {
         println!("--");
@@ -45,7 +66,7 @@ pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "{}: {} packages indexed in {:.2}s, closure of {} resolved in {:.3}s",
         distro.name,
-        index.len(),
+        indexed,
         read.as_secs_f64(),
         closure.len(),
         resolved.as_secs_f64()

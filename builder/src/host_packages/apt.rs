@@ -7,12 +7,12 @@
 //! `Breaks`. Packages every host of the distro already has (`Essential: yes`, `Priority:
 //! required`) are left out; a dependency on them is taken as met.
 
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::str::FromStr;
 
 use debversion::Version;
 
+use super::Op;
 use super::control::{self, ControlError, Paragraph};
 
 /// One binary package of an index.
@@ -44,41 +44,21 @@ pub struct Relation {
     pub constraint: Option<(Op, Version)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Less,
-    LessOrEqual,
-    Equal,
-    GreaterOrEqual,
-    Greater,
-}
-
-impl Op {
-    fn admits(self, ordering: Ordering) -> bool {
-        match self {
-            Op::Less => ordering == Ordering::Less,
-            Op::LessOrEqual => ordering != Ordering::Greater,
-            Op::Equal => ordering == Ordering::Equal,
-            Op::GreaterOrEqual => ordering != Ordering::Less,
-            Op::Greater => ordering == Ordering::Greater,
-        }
-    }
-
-    fn text(self) -> &'static str {
-        match self {
-            Op::Less => "<<",
-            Op::LessOrEqual => "<=",
-            Op::Equal => "=",
-            Op::GreaterOrEqual => ">=",
-            Op::Greater => ">>",
-        }
+/// How Debian writes an operator.
+fn debian_operator(op: Op) -> &'static str {
+    match op {
+        Op::Less => "<<",
+        Op::LessOrEqual => "<=",
+        Op::Equal => "=",
+        Op::GreaterOrEqual => ">=",
+        Op::Greater => ">>",
     }
 }
 
 impl std::fmt::Display for Relation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.constraint {
-            Some((op, version)) => write!(f, "{} ({} {version})", self.name, op.text()),
+            Some((op, version)) => write!(f, "{} ({} {version})", self.name, debian_operator(*op)),
             None => write!(f, "{}", self.name),
         }
     }
@@ -107,7 +87,7 @@ pub enum AptError {
         package: String,
         problem: String,
     },
-    #[error("{distro} has no package `{name}`{}", near_names(near))]
+    #[error("{distro} has no package `{name}`{}", super::did_you_mean(near))]
     Unknown {
         distro: String,
         name: String,
@@ -119,14 +99,6 @@ pub enum AptError {
         chain: Vec<String>,
         why: String,
     },
-}
-
-fn near_names(near: &[String]) -> String {
-    if near.is_empty() {
-        String::new()
-    } else {
-        format!("; did you mean {}?", near.join(", "))
-    }
 }
 
 /// Parses a relation field: `a (>= 1.0) | b, c:any`.
@@ -238,15 +210,23 @@ impl AptIndex {
     }
 
     /// Names of the packages every host of the distro has: those marked `Essential: yes` or
-    /// `Priority: required`, and everything they depend on (what a minimal install holds).
-    pub fn base(&self) -> BTreeSet<String> {
-        let roots: Vec<String> = self
+    /// `Priority: required`, the `extra` names the target adds, and everything they depend on
+    /// (what a minimal install holds).
+    pub fn base(&self, extra: &[String]) -> BTreeSet<String> {
+        let mut roots: Vec<String> = self
             .packages
             .values()
             .filter_map(|versions| versions.first())
             .filter(|package| package.essential || package.priority == "required")
             .map(|package| package.name.clone())
             .collect();
+        roots.sort();
+        roots.extend(
+            extra
+                .iter()
+                .filter(|name| self.packages.contains_key(*name))
+                .cloned(),
+        );
         let mut base = BTreeSet::new();
         // One at a time, so a root whose dependencies the index cannot meet costs only itself.
         for root in roots {
@@ -417,18 +397,7 @@ impl AptIndex {
 
     /// Names close to `name`, for a typo.
     fn near(&self, name: &str) -> Vec<String> {
-        let mut scored: Vec<(f64, &String)> = self
-            .packages
-            .keys()
-            .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
-            .filter(|(score, _)| *score > 0.85)
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-        scored
-            .into_iter()
-            .take(3)
-            .map(|(_, name)| name.clone())
-            .collect()
+        super::similar_names(name, self.packages.keys())
     }
 }
 

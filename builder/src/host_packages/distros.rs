@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::apt::AptSource;
+use super::rpm::RpmSource;
 
 /// The default targets.
 pub const DEFAULT: &str = include_str!("../../distros.yaml");
@@ -43,6 +44,11 @@ pub struct Distro {
     pub keyring: Option<PathBuf>,
     /// The Manifest directives whose packages this target ships.
     pub directives: Vec<String>,
+    /// Packages every host of the target has: they and all they depend on are left out of
+    /// closures, and a dependency on them is taken as met. deb targets also leave out every
+    /// `Essential` and `Priority: required` package.
+    #[serde(default)]
+    pub base: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,8 +67,12 @@ pub enum DistrosError {
     },
     #[error("--mirror {text}: expected NAME=URL")]
     BadMirror { text: String },
-    #[error("{name} is an {format} target, not an apt one")]
-    NotApt { name: String, format: String },
+    #[error("{name} is a target for {format} packages, not {wanted} packages")]
+    WrongFormat {
+        name: String,
+        format: &'static str,
+        wanted: &'static str,
+    },
 }
 
 impl DistrosFile {
@@ -89,7 +99,8 @@ impl DistrosFile {
         })
     }
 
-    /// The targets named (all when `names` is empty), with `mirrors` (`NAME=URL`) applied.
+    /// The targets named (all when `names` is empty), with `mirrors` (`NAME=URL`) applied:
+    /// a target's first replaces its mirrors, the next add to them.
     pub fn select(
         &self,
         origin: &str,
@@ -115,6 +126,8 @@ impl DistrosFile {
                 })
                 .collect::<Result<_, _>>()?
         };
+        // The first `--mirror` of a target replaces its mirrors; more add to them.
+        let mut replaced = std::collections::BTreeSet::new();
         for text in mirrors {
             let (name, url) = text
                 .split_once('=')
@@ -127,7 +140,10 @@ impl DistrosFile {
                     origin: origin.to_string(),
                     known: known(),
                 })?;
-            distro.mirrors = vec![url.to_string()];
+            if replaced.insert(name) {
+                distro.mirrors.clear();
+            }
+            distro.mirrors.push(url.to_string());
         }
         Ok(selected)
     }
@@ -142,15 +158,32 @@ impl Distro {
     /// The apt source of a deb target (its first mirror).
     pub fn apt_source(&self) -> Result<AptSource, DistrosError> {
         if self.format != Format::Deb {
-            return Err(DistrosError::NotApt {
+            return Err(DistrosError::WrongFormat {
                 name: self.name.clone(),
-                format: "rpm".into(),
+                format: "rpm",
+                wanted: "deb",
             });
         }
         Ok(AptSource {
             mirror: self.mirrors.first().cloned().unwrap_or_default(),
             suite: self.suite.clone().unwrap_or_default(),
             components: self.components.clone(),
+            architecture: self.architecture.clone(),
+            keyring: self.keyring.clone(),
+        })
+    }
+
+    /// The repositories of an rpm target (each of its mirrors is one repository).
+    pub fn rpm_source(&self) -> Result<RpmSource, DistrosError> {
+        if self.format != Format::Rpm {
+            return Err(DistrosError::WrongFormat {
+                name: self.name.clone(),
+                format: "deb",
+                wanted: "rpm",
+            });
+        }
+        Ok(RpmSource {
+            repositories: self.mirrors.clone(),
             architecture: self.architecture.clone(),
             keyring: self.keyring.clone(),
         })
@@ -184,6 +217,12 @@ mod tests {
         assert_eq!(debian.apt_source().unwrap().suite, "bookworm");
         let rhel9 = &file.select("default", &["rhel-9".into()], &[]).unwrap()[0];
         assert!(rhel9.takes("yum") && rhel9.takes("yum9") && !rhel9.takes("yum8"));
+        assert_eq!(rhel9.rpm_source().unwrap().repositories.len(), 2);
+        assert!(rhel9.base.contains(&"dnf".to_string()));
+        assert_eq!(
+            debian.rpm_source().unwrap_err().to_string(),
+            "debian-12 is a target for deb packages, not rpm packages"
+        );
     }
 
     #[test]

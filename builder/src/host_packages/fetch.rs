@@ -1,13 +1,18 @@
-//! Fetching a distro's apt indices and packages into the blob cache, each checked on the way:
-//! `InRelease` against the distro's keyring where the build host has it, every `Packages`
-//! index against the digest and size `InRelease` gives it, every `.deb` against its index.
+//! Fetching a distro's package indices and packages into the blob cache, each checked on the
+//! way. apt: `InRelease` against the distro's keyring where the build host has it, every
+//! `Packages` index against the digest and size `InRelease` gives it, every `.deb` against
+//! its index. rpm: `repomd.xml` against its detached signature where the target names a
+//! keyring the build host has, the primary metadata against the checksum `repomd.xml` gives
+//! it, every rpm against its metadata.
 
 use std::io::Read as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use berth_formats::Sha256Digest;
 
 use super::apt::{AptError, AptIndex, AptPackage, AptSource, release_digests};
+use super::repodata;
+use super::rpm::{RpmError, RpmIndex, RpmPackage, RpmSource};
 use crate::cache::BlobCache;
 use crate::download::{self, DownloadError, Expected, RetryPolicy};
 use crate::reporter::Progress;
@@ -37,6 +42,8 @@ pub enum FetchError {
     },
     #[error(transparent)]
     Apt(#[from] AptError),
+    #[error(transparent)]
+    Rpm(#[from] RpmError),
     #[error("{distro}: failed to read {path}")]
     Read {
         distro: String,
@@ -79,6 +86,39 @@ impl Fetcher<'_> {
         })
     }
 
+    /// Checks a signed file with `gpgv` against `keyring` (`files`: the signed file, or a
+    /// detached signature and the file it signs); a keyring the build host lacks is skipped.
+    fn check_signature(
+        &self,
+        distro: &str,
+        url: &str,
+        keyring: &Path,
+        files: &[&Path],
+    ) -> Result<(), FetchError> {
+        if !keyring.exists() {
+            return Ok(());
+        }
+        let output = std::process::Command::new("gpgv")
+            .arg("--keyring")
+            .arg(keyring)
+            .args(files)
+            .output()
+            .map_err(|source| FetchError::Read {
+                distro: distro.to_string(),
+                path: PathBuf::from("gpgv"),
+                source,
+            })?;
+        if !output.status.success() {
+            return Err(FetchError::Signature {
+                distro: distro.to_string(),
+                url: url.to_string(),
+                keyring: keyring.to_path_buf(),
+                message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Reads the suite's indices for `source` into one index.
     pub async fn index(&self, distro: &str, source: &AptSource) -> Result<AptIndex, FetchError> {
         let base = format!(
@@ -97,21 +137,8 @@ impl Fetcher<'_> {
                 source,
             }
         };
-        if let Some(keyring) = source.keyring.as_ref().filter(|keyring| keyring.exists()) {
-            let output = std::process::Command::new("gpgv")
-                .arg("--keyring")
-                .arg(keyring)
-                .arg(&release_path)
-                .output()
-                .map_err(read_error(&release_path))?;
-            if !output.status.success() {
-                return Err(FetchError::Signature {
-                    distro: distro.to_string(),
-                    url: release_url,
-                    keyring: keyring.clone(),
-                    message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-                });
-            }
+        if let Some(keyring) = &source.keyring {
+            self.check_signature(distro, &release_url, keyring, &[&release_path])?;
         }
         let release_text =
             fs_err::read_to_string(&release_path).map_err(read_error(&release_path))?;
@@ -177,5 +204,114 @@ impl Fetcher<'_> {
             size: Some(package.size),
         };
         self.get(distro, &url, expected).await
+    }
+}
+
+impl Fetcher<'_> {
+    /// Reads the primary metadata of every repository of `source` into one index.
+    pub async fn rpm_index(
+        &self,
+        distro: &str,
+        source: &RpmSource,
+    ) -> Result<RpmIndex, FetchError> {
+        let mut index = RpmIndex::default();
+        for repository in &source.repositories {
+            let root = self.repository_root(distro, repository).await?;
+            let repomd_url = format!("{root}/repodata/repomd.xml");
+            let repomd_path = self.get(distro, &repomd_url, Expected::default()).await?;
+            if let Some(keyring) = &source.keyring {
+                let signature_url = format!("{repomd_url}.asc");
+                let signature = self
+                    .get(distro, &signature_url, Expected::default())
+                    .await?;
+                self.check_signature(distro, &repomd_url, keyring, &[&signature, &repomd_path])?;
+            }
+            let read = |path: &Path| {
+                let path = path.to_path_buf();
+                let distro = distro.to_string();
+                move |source| FetchError::Read {
+                    distro,
+                    path,
+                    source,
+                }
+            };
+            let repomd = fs_err::read_to_string(&repomd_path).map_err(read(&repomd_path))?;
+            let primary = repodata::read_repomd(&repomd_url, &repomd)?
+                .into_iter()
+                .find(|file| file.kind == "primary")
+                .ok_or_else(|| RpmError::Metadata {
+                    origin: repomd_url.clone(),
+                    problem: "lists no primary metadata".into(),
+                })?;
+            if primary.checksum_type != "sha256" {
+                return Err(RpmError::Metadata {
+                    origin: repomd_url.clone(),
+                    problem: format!(
+                        "the primary metadata's checksum is {}; Berth checks metadata by sha256 only",
+                        primary.checksum_type
+                    ),
+                }
+                .into());
+            }
+            let url = format!("{root}/{}", primary.href);
+            let expected = Expected {
+                digest: Sha256Digest::from_hex(&primary.checksum).ok(),
+                size: primary.size,
+            };
+            let path = self.get(distro, &url, expected).await?;
+            let text = repodata::decompress(
+                &primary.href,
+                fs_err::File::open(&path).map_err(read(&path))?,
+            )
+            .map_err(read(&path))?;
+            index.add(
+                repodata::read_primary(&url, &root, &text)?,
+                &source.architecture,
+            );
+        }
+        Ok(index)
+    }
+
+    /// A repository's root: the URL itself, or for a `mirror.list` URL the first mirror it
+    /// names.
+    async fn repository_root(&self, distro: &str, repository: &str) -> Result<String, FetchError> {
+        let repository = repository.trim_end_matches('/');
+        if !repository.ends_with("/mirror.list") {
+            return Ok(repository.to_string());
+        }
+        let path = self.get(distro, repository, Expected::default()).await?;
+        let list = fs_err::read_to_string(&path).map_err(|source| FetchError::Read {
+            distro: distro.to_string(),
+            path: path.clone(),
+            source,
+        })?;
+        list.lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(|line| line.trim_end_matches('/').to_string())
+            .ok_or_else(|| {
+                RpmError::Metadata {
+                    origin: repository.to_string(),
+                    problem: "names no mirror".into(),
+                }
+                .into()
+            })
+    }
+
+    /// Downloads a package's rpm, checked against the sha256 and size its metadata gives.
+    pub async fn rpm(&self, distro: &str, package: &RpmPackage) -> Result<PathBuf, FetchError> {
+        let expected = Expected {
+            digest: Some(Sha256Digest::from_hex(&package.sha256).map_err(|_| {
+                RpmError::Metadata {
+                    origin: package.url.clone(),
+                    problem: format!(
+                        "package `{}`: checksum `{}` is not a sha256 digest",
+                        package.name, package.sha256
+                    ),
+                }
+            })?),
+            size: Some(package.size),
+        };
+        self.get(distro, &package.url, expected).await
     }
 }

@@ -1,15 +1,19 @@
-//! Host packages for the Manifest's `apt` directives: dependency closures resolved natively
-//! from a distro's repository indices, on any build host, with no container per distro, and
-//! shipped as a local apt repository per target distro (`<distro>/archives/` holding the
-//! `.deb` files and their `Packages` index), so the node installs them through apt itself.
+//! Host packages for the Manifest's `apt` and `yum` directives: dependency closures resolved
+//! natively from a distro's repository indices, on any build host, with no container per
+//! distro, and shipped as a local repository per target distro (`<distro>/archives/` holding
+//! the `.deb` files and their `Packages` index, or the `.rpm` files and their `repodata/`), so
+//! the node installs them through apt, dnf or yum itself.
 //!
 //! [`distros`] names the targets; [`fetch`] brings indices and packages into the cache, each
-//! checked; [`control`] reads deb822; [`apt`] computes the closure.
+//! checked; [`control`] reads deb822 and [`apt`] computes apt closures; [`repodata`] reads and
+//! writes rpm metadata and [`rpm`] computes rpm closures.
 
 pub mod apt;
 pub mod control;
 pub mod distros;
 pub mod fetch;
+pub mod repodata;
+pub mod rpm;
 
 use std::path::PathBuf;
 
@@ -19,14 +23,72 @@ use berth_formats::manifest::{Directive, Manifest};
 use distros::{Distro, Format};
 use fetch::{FetchError, Fetcher};
 
-/// One target distro's part of a package.
+/// A version constraint's operator, as both package formats use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Less,
+    LessOrEqual,
+    Equal,
+    GreaterOrEqual,
+    Greater,
+}
+
+impl Op {
+    /// Whether a version ordered `ordering` against the wanted one satisfies the constraint.
+    pub fn admits(self, ordering: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering;
+        match self {
+            Op::Less => ordering == Ordering::Less,
+            Op::LessOrEqual => ordering != Ordering::Greater,
+            Op::Equal => ordering == Ordering::Equal,
+            Op::GreaterOrEqual => ordering != Ordering::Less,
+            Op::Greater => ordering == Ordering::Greater,
+        }
+    }
+}
+
+/// Names among `candidates` close to `name`, for a typo: the three closest.
+fn similar_names<'a>(name: &str, candidates: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut scored: Vec<(f64, &String)> = candidates
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
+        .filter(|(score, _)| *score > 0.85)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, name)| name.clone())
+        .collect()
+}
+
+/// `; did you mean a, b?`, or nothing when there is no near name.
+fn did_you_mean(near: &[String]) -> String {
+    if near.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", near.join(", "))
+    }
+}
+
+/// One package file (`.deb` or `.rpm`) of a target's local repository.
+#[derive(Debug, Clone)]
+pub struct ArchiveFile {
+    pub file_name: String,
+    /// Where it is in the cache.
+    pub path: PathBuf,
+    pub digest: Sha256Digest,
+    pub size: u64,
+}
+
+/// One target distro's part of a package: a local repository in `<distro>/archives/`.
 #[derive(Debug, Clone)]
 pub struct DistroArchives {
     pub distro: String,
-    /// `(file name, path in the cache, sha256, size)` of each .deb.
-    pub debs: Vec<(String, PathBuf, Sha256Digest, u64)>,
-    /// The `Packages` index of `archives/`, naming each .deb as `./<file name>`.
-    pub index: String,
+    /// The package files.
+    pub files: Vec<ArchiveFile>,
+    /// The repository's metadata beside them, by path relative to `archives/`: apt's
+    /// `Packages` (naming each .deb as `./<file name>`), or rpm's `repodata/`.
+    pub metadata: Vec<(String, Vec<u8>)>,
     /// Packages the node's own repositories provide (`apt24`, `apt26`): names only, for
     /// `<distro>/Deps`.
     pub deps: Vec<String>,
@@ -38,17 +100,17 @@ pub enum HostPackageError {
     Fetch(#[from] FetchError),
     #[error(transparent)]
     Apt(#[from] apt::AptError),
-    #[error(
-        "{distro}: `{directive}` packages need rpm resolution, which Berth does not do yet\nhint: limit the build with --distro to the deb targets"
-    )]
-    RpmNotSupported { distro: String, directive: String },
+    #[error(transparent)]
+    Rpm(#[from] rpm::RpmError),
 }
 
 /// The archives each target distro needs for the Manifest's host package directives.
+/// `timestamp` is recorded in generated rpm metadata, so equal inputs give equal bytes.
 pub async fn gather(
     fetcher: &Fetcher<'_>,
     manifest: &Manifest,
     distros: &[Distro],
+    timestamp: u64,
 ) -> Result<Vec<DistroArchives>, HostPackageError> {
     let mut gathered = Vec::new();
     for distro in distros {
@@ -61,15 +123,10 @@ pub async fn gather(
             if !distro.takes(directive.kind.as_str()) {
                 continue;
             }
-            if !directive.kind.ships_package() {
-                deps.push(directive.package.clone());
-            } else if distro.format == Format::Rpm {
-                return Err(HostPackageError::RpmNotSupported {
-                    distro: distro.name.clone(),
-                    directive: directive.kind.to_string(),
-                });
-            } else {
+            if directive.kind.ships_package() {
                 wanted.push(directive.package.clone());
+            } else {
+                deps.push(directive.package.clone());
             }
         }
         if wanted.is_empty() && deps.is_empty() {
@@ -77,35 +134,78 @@ pub async fn gather(
         }
         let mut archives = DistroArchives {
             distro: distro.name.clone(),
-            debs: Vec::new(),
-            index: String::new(),
+            files: Vec::new(),
+            metadata: Vec::new(),
             deps,
         };
-        if wanted.is_empty() {
-            gathered.push(archives);
-            continue;
-        }
-        let source = distro.apt_source().expect("deb targets have an apt source");
-        let index = fetcher.index(&distro.name, &source).await?;
-        let closure = index.resolve(&distro.name, &wanted, &index.base())?;
-        for package in closure {
-            let path = fetcher.deb(&distro.name, &source, package).await?;
-            let file_name = package
-                .filename
-                .rsplit('/')
-                .next()
-                .unwrap_or(&package.filename)
-                .to_string();
-            let digest = Sha256Digest::from_hex(&package.sha256).expect("fetch checked the digest");
-            archives
-                .index
-                .push_str(&local_paragraph(&package.paragraph, &file_name));
-            archives.index.push('\n');
-            archives.debs.push((file_name, path, digest, package.size));
+        if !wanted.is_empty() {
+            match distro.format {
+                Format::Deb => gather_debs(fetcher, distro, &wanted, &mut archives).await?,
+                Format::Rpm => {
+                    gather_rpms(fetcher, distro, &wanted, timestamp, &mut archives).await?;
+                }
+            }
         }
         gathered.push(archives);
     }
     Ok(gathered)
+}
+
+async fn gather_debs(
+    fetcher: &Fetcher<'_>,
+    distro: &Distro,
+    wanted: &[String],
+    archives: &mut DistroArchives,
+) -> Result<(), HostPackageError> {
+    let source = distro.apt_source().expect("deb targets have an apt source");
+    let index = fetcher.index(&distro.name, &source).await?;
+    let closure = index.resolve(&distro.name, wanted, &index.base(&distro.base))?;
+    let mut packages_index = String::new();
+    for package in closure {
+        let path = fetcher.deb(&distro.name, &source, package).await?;
+        let file_name = package
+            .filename
+            .rsplit('/')
+            .next()
+            .unwrap_or(&package.filename)
+            .to_string();
+        let digest = Sha256Digest::from_hex(&package.sha256).expect("fetch checked the digest");
+        packages_index.push_str(&local_paragraph(&package.paragraph, &file_name));
+        packages_index.push('\n');
+        archives.files.push(ArchiveFile {
+            file_name,
+            path,
+            digest,
+            size: package.size,
+        });
+    }
+    archives
+        .metadata
+        .push(("Packages".to_string(), packages_index.into_bytes()));
+    Ok(())
+}
+
+async fn gather_rpms(
+    fetcher: &Fetcher<'_>,
+    distro: &Distro,
+    wanted: &[String],
+    timestamp: u64,
+    archives: &mut DistroArchives,
+) -> Result<(), HostPackageError> {
+    let source = distro.rpm_source().expect("rpm targets have an rpm source");
+    let index = fetcher.rpm_index(&distro.name, &source).await?;
+    let closure = index.resolve(&distro.name, wanted, &index.base(&distro.base))?;
+    for package in &closure {
+        let path = fetcher.rpm(&distro.name, package).await?;
+        archives.files.push(ArchiveFile {
+            file_name: package.file_name().to_string(),
+            path,
+            digest: Sha256Digest::from_hex(&package.sha256).expect("fetch checked the digest"),
+            size: package.size,
+        });
+    }
+    archives.metadata = repodata::write(&closure, timestamp);
+    Ok(())
 }
 
 /// The index paragraph with `Filename` pointing into the folder itself.

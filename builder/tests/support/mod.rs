@@ -83,3 +83,37 @@ impl BerthBuild {
         stdout.split_whitespace().next().unwrap().to_string()
     }
 }
+
+/// What a host package `Fetcher` borrows: an HTTP client and a blob cache of its own.
+pub struct Client {
+    http: reqwest::Client,
+    cache: berth_build::cache::BlobCache,
+    _cache_dir: tempfile::TempDir,
+}
+
+impl Client {
+    pub fn new() -> Self {
+        let cache_dir = tempfile::tempdir().unwrap();
+        Self {
+            http: reqwest::Client::new(),
+            cache: berth_build::cache::BlobCache::open(cache_dir.path()).unwrap(),
+            _cache_dir: cache_dir,
+        }
+    }
+
+    pub fn fetcher(&self) -> berth_build::host_packages::fetch::Fetcher<'_> {
+        berth_build::host_packages::fetch::Fetcher {
+            http: &self.http,
+            cache: &self.cache,
+            retry: berth_build::download::RetryPolicy::default(),
+        }
+    }
+}
+
+/// A runtime for the async parts of the library.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}

@@ -88,7 +88,7 @@ fn names(packages: &[&AptPackage]) -> Vec<String> {
 #[test]
 fn the_closure_follows_versions_alternatives_virtuals_and_conflicts() {
     let index = index();
-    let base = index.base();
+    let base = index.base(&[]);
     assert_eq!(base, BTreeSet::from(["libc6".to_string()]));
     let closure = index.resolve("test", &["app".into()], &base).unwrap();
     assert_eq!(
@@ -123,7 +123,7 @@ fn a_conflict_moves_the_choice_to_the_next_alternative() {
         )
         .unwrap();
     let closure = index
-        .resolve("test", &["wants-both".into()], &index.base())
+        .resolve("test", &["wants-both".into()], &index.base(&[]))
         .unwrap();
     // postfix conflicts with mta, so the alternative exim is taken.
     assert_eq!(names(&closure), ["exim 4", "postfix 3.7", "wants-both 1"]);
@@ -151,7 +151,7 @@ fn an_unsatisfiable_dependency_shows_its_chain() {
         )
         .unwrap();
     let error = index
-        .resolve("debian-12", &["top".into()], &index.base())
+        .resolve("debian-12", &["top".into()], &index.base(&[]))
         .unwrap_err();
     assert_eq!(
         error.to_string(),
