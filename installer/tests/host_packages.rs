@@ -1,6 +1,8 @@
 //! Host packages end to end on this host: a package built from a test apt repository, its
-//! `.deb` files installed by `install_host_archives` through apt, with no source but the
-//! package's own and the host's apt sources left as they were.
+//! `.deb` files installed by `install_host_archives` through apt, and one built from a test
+//! yum repository, its `.rpm` files installed through dnf (Debian's dnf and rpm stand in for a
+//! RHEL host's), each with no source but the package's own and the host's sources left as
+//! they were.
 
 mod support;
 
@@ -9,6 +11,7 @@ use std::process::Command;
 
 use berth_build::host_packages::distros::DistrosFile;
 use support::apt::{deb, index};
+use support::rpm::{createrepo, rpm};
 use support::{FileServer, Node, TestDist, failed, require, succeeded, text};
 
 fn helpers() -> PathBuf {
@@ -123,6 +126,124 @@ fn install_host_archives_installs_through_apt_from_the_package_alone() {
             "Packages",
             "berth-test-lib_2.1_all.deb",
             "berth-test-tool_1.0_amd64.deb"
+        ]
+    );
+}
+
+/// Every file below the folders, with its bytes.
+fn files_with_bytes(folders: &[&str]) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = folders
+        .iter()
+        .flat_map(|folder| {
+            walkdir::WalkDir::new(folder)
+                .into_iter()
+                .filter_map(Result::ok)
+        })
+        .filter(|entry| entry.file_type().is_file())
+        .map(|entry| {
+            let bytes = fs_err::read(entry.path()).unwrap_or_default();
+            (entry.path().to_path_buf(), bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn rpm_installed(package: &str) -> Option<String> {
+    let output = Command::new("rpm")
+        .args(["-q", "--qf", "%{VERSION}-%{RELEASE}", package])
+        .output()
+        .ok()?;
+    output.status.success().then(|| text(&output.stdout))
+}
+
+/// Removes the test's rpm packages from the host, whatever the test's outcome.
+struct RpmRemoval(&'static [&'static str]);
+
+impl Drop for RpmRemoval {
+    fn drop(&mut self) {
+        let _ = Command::new("rpm").arg("-e").args(self.0).output();
+    }
+}
+
+#[test]
+fn install_host_archives_installs_through_dnf_from_the_package_alone() {
+    require("dnf", "dnf");
+    require("rpm", "rpm");
+    let packages: &[&str] = &["berth-test-tool", "berth-test-lib"];
+    let _removal = RpmRemoval(packages);
+    assert!(
+        !packages
+            .iter()
+            .any(|package| rpm_installed(package).is_some()),
+        "a test package is already on this host"
+    );
+    let repo = tempfile::tempdir().unwrap();
+    rpm(
+        repo.path(),
+        "berth-test-tool",
+        "1.0-1",
+        "x86_64",
+        &[("Requires", "berth-test-lib >= 2")],
+    );
+    rpm(repo.path(), "berth-test-lib", "1.5-1", "noarch", &[]);
+    rpm(repo.path(), "berth-test-lib", "2.1-1", "noarch", &[]);
+    createrepo(repo.path(), "gz");
+    let server = FileServer::serve(repo.path(), None);
+
+    // The node says it is Rocky Linux 9; its package manager is this host's dnf.
+    let scratch = tempfile::tempdir().unwrap();
+    let os_release = scratch.path().join("os-release");
+    fs_err::write(&os_release, "ID=\"rocky\"\nVERSION_ID=\"9.4\"\n").unwrap();
+    let targets = format!(
+        "distros:\n  - name: rhel-9\n    format: rpm\n    mirrors: [{}]\n    architecture: x86_64\n    directives: [yum, yum9]\n",
+        server.url
+    );
+    let mut dist = TestDist::new();
+    dist.distros = DistrosFile::parse("test distros", &targets)
+        .unwrap()
+        .distros;
+    dist.addon_with_manifest(
+        "tools",
+        "1.0.0",
+        "yum9 berth-test-tool\n",
+        "function tools() {\n    install_host_archives \"$DIR/addons/tools/1.0.0\" berth-test-tool\n}\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("tools", "version: latest")]);
+    let sources = files_with_bytes(&["/etc/yum.repos.d", "/etc/dnf", "/etc/yum.conf"]);
+
+    let node = Node::new().env("BERTH_OS_RELEASE", &os_release);
+    let output = succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(
+        rpm_installed("berth-test-tool").as_deref(),
+        Some("1.0-1"),
+        "{output}"
+    );
+    // The closure brought the dependency, at the version its constraint allows.
+    assert_eq!(
+        rpm_installed("berth-test-lib").as_deref(),
+        Some("2.1-1"),
+        "{output}"
+    );
+    assert_eq!(
+        files_with_bytes(&["/etc/yum.repos.d", "/etc/dnf", "/etc/yum.conf"]),
+        sources,
+        "the host's dnf configuration changed"
+    );
+    let archives = node
+        .install_dir()
+        .join("addons/tools/1.0.0/rhel-9/archives");
+    let mut shipped: Vec<String> = fs_err::read_dir(&archives)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    shipped.sort();
+    assert_eq!(
+        shipped,
+        [
+            "berth-test-lib-2.1-1.noarch.rpm",
+            "berth-test-tool-1.0-1.x86_64.rpm",
+            "repodata"
         ]
     );
 }
