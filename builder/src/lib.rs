@@ -24,3 +24,5 @@ pub mod package;
 pub mod process;
 pub mod registry;
 pub mod reporter;
+pub mod store;
+pub mod upload;

@@ -31,6 +31,8 @@ enum Command {
     Inspect(InspectArgs),
     /// Resolve the closure of host packages (apt or rpm) on one target distro and print it.
     Resolve(ResolveArgs),
+    /// Publish a built dist folder to a store (a folder or S3) under `dist/<release>/`.
+    Upload(commands::upload::UploadArgs),
 }
 
 #[derive(Args)]
@@ -155,6 +157,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(args),
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Resolve(args) => commands::resolve::run(args),
+        Command::Upload(args) => commands::upload::run(args),
     };
     match result {
         Ok(code) => code,

@@ -4,10 +4,12 @@
 //! the add-on [`manifest`], the [`package_index`] (`package.json`) inside every package, the
 //! [`digest`] type used for every content check, the [`oci`] layout names, and the [`archive`]
 //! writer (reproducible) and reader (refuses to write outside its destination). The node side
-//! reads the Installer [`spec`] and resolves its add-on [`versions`] against `versions.json`.
+//! reads the Installer [`spec`] and resolves its add-on [`versions`] against `versions.json`, or
+//! takes them from the installer's [`lock`].
 
 pub mod archive;
 pub mod digest;
+pub mod lock;
 pub mod manifest;
 pub mod oci;
 pub mod package_index;

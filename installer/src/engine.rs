@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
+use berth_formats::lock::Lock;
 use berth_formats::package_index::{PackageIndex, package_file_name};
 use berth_formats::spec::{InstallerSpec, SpecError, config_environment, upper_snake};
 use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile};
@@ -75,6 +76,9 @@ pub struct InstallSettings {
     pub layout: Layout,
     pub spec_path: PathBuf,
     pub dist: Dist,
+    /// The installer's lock: versions and package digests pinned when its scripts were
+    /// rendered.
+    pub lock: Option<Lock>,
     /// `--set addon.field=value`, in order.
     pub overrides: Vec<(String, String, Value)>,
     pub permissions: Permissions,
@@ -132,6 +136,12 @@ pub enum EngineError {
     VersionsFetch(#[source] FetchError),
     #[error("--set {text}: {problem}")]
     BadOverride { text: String, problem: String },
+    #[error(
+        "the lock is for installer {lock}, the spec is installer {spec}\nhint: use the spec and lock the scripts were rendered with"
+    )]
+    LockMismatch { lock: String, spec: String },
+    #[error("the lock of installer {id} has no add-on `{name}`")]
+    NotLocked { name: String, id: String },
     #[error("{path}: {problem}")]
     NodeConfig { path: PathBuf, problem: String },
     #[error("failed to fetch {name} {version}")]
@@ -237,6 +247,14 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
     let mut ordered: Vec<(usize, PlannedAddon)> = Vec::new();
     let store = StateStore::new(settings.layout.state_dir());
     let id = spec.id();
+    if let Some(lock) = &settings.lock
+        && lock.id != id
+    {
+        return Err(EngineError::LockMismatch {
+            lock: lock.id.clone(),
+            spec: id,
+        });
+    }
     for (name, (version, config)) in requested {
         let position = versions.position(&name).ok_or_else(|| {
             versions_error(VersionsError::UnknownAddon {
@@ -244,19 +262,34 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
                 offered: versions.addons.iter().map(|a| a.name.clone()).collect(),
             })
         })?;
-        let version = versions
-            .resolve(&name, &version, kubernetes.as_deref())
-            .map_err(versions_error)?;
-        let file = package_file_name(&name, &version);
-        let package_digest =
-            settings
-                .dist
-                .checksum(&file)
-                .map_err(|source| EngineError::Fetch {
+        // A lock pins each add-on's version and package digest as they were when the
+        // installer's scripts were rendered; without one, versions.json and the dist's
+        // `.sha256` files decide.
+        let (version, package_digest) = match &settings.lock {
+            Some(lock) => {
+                let locked = lock.addon(&name).ok_or_else(|| EngineError::NotLocked {
                     name: name.clone(),
-                    version: version.clone(),
-                    source,
+                    id: lock.id.clone(),
                 })?;
+                (locked.version.clone(), locked.sha256)
+            }
+            None => {
+                let version = versions
+                    .resolve(&name, &version, kubernetes.as_deref())
+                    .map_err(versions_error)?;
+                let file = package_file_name(&name, &version);
+                let digest =
+                    settings
+                        .dist
+                        .checksum(&file)
+                        .map_err(|source| EngineError::Fetch {
+                            name: name.clone(),
+                            version: version.clone(),
+                            source,
+                        })?;
+                (version, digest)
+            }
+        };
         let config_hash =
             Sha256Digest::of(&serde_json::to_vec(&Value::Object(config.clone())).expect("JSON"));
         let target = Target {

@@ -4,6 +4,7 @@
 pub mod apt;
 pub mod images;
 pub mod rpm;
+pub mod s3;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,17 @@ pub fn require(program: &str, package: &str) -> PathBuf {
     which::which(program).unwrap_or_else(|_| {
         panic!("`{program}` is not installed: run scripts/test.sh, or apt-get install {package}")
     })
+}
+
+/// The bytes of every file below `dir` (0 when it does not exist).
+pub fn size_below(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.metadata().ok())
+        .filter(|metadata| metadata.is_file())
+        .map(|metadata| metadata.len())
+        .sum()
 }
 
 /// A process killed when dropped.

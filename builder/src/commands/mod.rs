@@ -5,6 +5,7 @@ pub mod check;
 pub mod inspect;
 pub mod package;
 pub mod resolve;
+pub mod upload;
 
 use std::sync::Arc;
 

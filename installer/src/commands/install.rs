@@ -8,6 +8,7 @@ use berth::engine::{self, InstallSettings, Plan, Reporter};
 use berth::layout::Layout;
 use berth::plan::Permissions;
 use berth::state::NodeLock;
+use berth_formats::lock::Lock;
 use berth_formats::spec::parse_scalar;
 
 use crate::RootArgs;
@@ -20,6 +21,10 @@ pub struct InstallArgs {
     /// Where packages and versions.json are: a folder or an http(s):// URL.
     #[arg(long, env = "BERTH_DIST")]
     dist: String,
+    /// The installer's lock (lock.json): each add-on's version and package digest, pinned
+    /// when its scripts were rendered; a package with another digest is refused.
+    #[arg(long, env = "BERTH_LOCK")]
+    lock: Option<PathBuf>,
     /// Override an add-on field for this node: `addon.field=value` (repeatable).
     #[arg(long = "set", value_name = "ADDON.FIELD=VALUE")]
     set: Vec<String>,
@@ -92,6 +97,14 @@ fn settings(args: &InstallArgs) -> anyhow::Result<InstallSettings> {
         layout: Layout::new(&args.root.root),
         spec_path: args.spec.clone(),
         dist: Dist::parse(&args.dist)?,
+        lock: args
+            .lock
+            .as_ref()
+            .map(|path| {
+                let bytes = fs_err::read(path)?;
+                anyhow::Ok(Lock::parse(&path.display().to_string(), &bytes)?)
+            })
+            .transpose()?,
         overrides,
         permissions: Permissions {
             allow_downgrade: args.allow_downgrade,
