@@ -56,8 +56,46 @@ pub fn write_versions(
     Ok(path)
 }
 
+/// The repository's `versions.json` (its path, and what it holds now, if it exists) and the
+/// one its add-on folders call for: every `<name>/<version>/` with a Manifest, newest first,
+/// in the install order and with the `kubernetesVersion` ranges the file already gives.
+pub fn repository_versions(
+    addons: &Path,
+) -> Result<(PathBuf, Option<VersionsFile>, VersionsFile), WriteVersionsError> {
+    let root = addons_root(addons);
+    let path = root.parent().map_or_else(
+        || PathBuf::from(VERSIONS_FILE),
+        |repository| repository.join(VERSIONS_FILE),
+    );
+    let existing = if path.is_file() {
+        Some(VersionsFile::load(&path)?)
+    } else {
+        None
+    };
+    let folders = discover(addons).map_err(|source| WriteVersionsError::Discover {
+        path: root.clone(),
+        source,
+    })?;
+    let found: Vec<(String, String)> = folders
+        .iter()
+        .filter_map(|folder| {
+            let version = folder.file_name()?.to_string_lossy().into_owned();
+            let name = folder.parent()?.file_name()?.to_string_lossy().into_owned();
+            Some((name, version))
+        })
+        .collect();
+    let generated = VersionsFile::generate(existing.as_ref(), &found);
+    Ok((path, existing, generated))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum WriteVersionsError {
+    #[error("failed to list the add-ons in {path}")]
+    Discover {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the repository's versions.json is refused")]
     Read(#[from] VersionsError),
     #[error("failed to write {path}")]

@@ -33,6 +33,8 @@ enum Command {
     Resolve(ResolveArgs),
     /// Publish a built dist folder to a store (a folder or S3) under `dist/<release>/`.
     Upload(commands::upload::UploadArgs),
+    /// Write the repository's versions.json from its add-on folders, or check it is current.
+    Versions(commands::versions::VersionsArgs),
 }
 
 #[derive(Args)]
@@ -158,6 +160,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Resolve(args) => commands::resolve::run(args),
         Command::Upload(args) => commands::upload::run(args),
+        Command::Versions(args) => commands::versions::run(args),
     };
     match result {
         Ok(code) => code,

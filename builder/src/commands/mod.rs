@@ -6,6 +6,7 @@ pub mod inspect;
 pub mod package;
 pub mod resolve;
 pub mod upload;
+pub mod versions;
 
 use std::sync::Arc;
 
