@@ -35,6 +35,12 @@ enum Command {
     Upload(commands::upload::UploadArgs),
     /// Write the repository's versions.json from its add-on folders, or check it is current.
     Versions(commands::versions::VersionsArgs),
+    /// Render an installer's install, join, upgrade and tasks scripts, with its lock.
+    Script(commands::script::ScriptArgs),
+    /// Write an installer's airgap bundle: scripts, berth, spec, lock and packages.
+    Bundle(commands::bundle::BundleArgs),
+    /// Serve installers over HTTP, as kurl.sh does: scripts, bundles and the release's files.
+    Serve(commands::serve::ServeArgs),
 }
 
 #[derive(Args)]
@@ -161,6 +167,9 @@ fn main() -> ExitCode {
         Command::Resolve(args) => commands::resolve::run(args),
         Command::Upload(args) => commands::upload::run(args),
         Command::Versions(args) => commands::versions::run(args),
+        Command::Script(args) => commands::script::run(args),
+        Command::Bundle(args) => commands::bundle::run(args),
+        Command::Serve(args) => commands::serve::run(args),
     };
     match result {
         Ok(code) => code,

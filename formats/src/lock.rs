@@ -29,6 +29,11 @@ pub struct LockedAddon {
     pub version: String,
     /// sha256 of `<name>-<version>.tar.gz`.
     pub sha256: Sha256Digest,
+    /// sha256 of the package's `package.json`, which lists every file's sha256: an airgap
+    /// bundle carries packages unpacked (image blobs shared between add-ons once), and is
+    /// checked through it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_sha256: Option<Sha256Digest>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +87,7 @@ mod tests {
                 name: "hello".into(),
                 version: "1.0.0".into(),
                 sha256: Sha256Digest::of(b"package"),
+                index_sha256: None,
             }],
         };
         let bytes = lock.to_bytes();

@@ -81,6 +81,9 @@ pub struct InstallSettings {
     pub lock: Option<Lock>,
     /// `--set addon.field=value`, in order.
     pub overrides: Vec<(String, String, Value)>,
+    /// kURL's `key=value` script arguments (`--param`): each reaches the hooks as an
+    /// environment variable, `public-address` as `PUBLIC_ADDRESS`.
+    pub params: Vec<(String, String)>,
     pub permissions: Permissions,
     pub hook_timeout: Duration,
 }
@@ -611,6 +614,9 @@ impl<'a> Run<'a> {
         }
         if self.plan.airgap {
             environment.push(("AIRGAP".to_string(), "1".to_string()));
+        }
+        for (key, value) in &self.settings.params {
+            environment.push((upper_snake(key), value.clone()));
         }
         for member in &self.members {
             let prefix = upper_snake(&member.planned.name);

@@ -1,10 +1,14 @@
 //! One module per verb: turn parsed arguments into settings, call the library, report.
 
 pub mod build;
+pub mod bundle;
 pub mod check;
 pub mod inspect;
 pub mod package;
+pub mod release;
 pub mod resolve;
+pub mod script;
+pub mod serve;
 pub mod upload;
 pub mod versions;
 

@@ -28,6 +28,10 @@ pub struct InstallArgs {
     /// Override an add-on field for this node: `addon.field=value` (repeatable).
     #[arg(long = "set", value_name = "ADDON.FIELD=VALUE")]
     set: Vec<String>,
+    /// A kURL script argument `key=value` (repeatable): hooks see it as an environment
+    /// variable (`public-address=10.0.0.1` as `PUBLIC_ADDRESS=10.0.0.1`).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
     /// Reapply every add-on, even those already applied as asked.
     #[arg(long)]
     force_reapply: bool,
@@ -106,6 +110,16 @@ fn settings(args: &InstallArgs) -> anyhow::Result<InstallSettings> {
             })
             .transpose()?,
         overrides,
+        params: args
+            .params
+            .iter()
+            .map(|text| {
+                text.split_once('=')
+                    .filter(|(key, _)| !key.is_empty())
+                    .map(|(key, value)| (key.to_string(), value.to_string()))
+                    .with_context(|| format!("--param {text}: expected KEY=VALUE"))
+            })
+            .collect::<anyhow::Result<_>>()?,
         permissions: Permissions {
             allow_downgrade: args.allow_downgrade,
             force_reapply: args.force_reapply,

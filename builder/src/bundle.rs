@@ -1,0 +1,346 @@
+//! Airgap bundles: one `.tar.gz` holding everything a node needs with no network, written as
+//! a stream (memory stays flat however large the bundle):
+//!
+//! ```text
+//! install.sh join.sh upgrade.sh tasks.sh    the scripts, rendered for the installer
+//! berth                                     the node binary
+//! installer.yaml  lock.json  versions.json  the spec, its lock, the versions it pins
+//! packages/<name>-<version>/…               each package's files, unpacked
+//! blobs/sha256/<hex>                        every image blob, once for all add-ons
+//! ```
+//!
+//! A package's `images/blobs/sha256/` entries go to the shared `blobs/` folder, so a layer
+//! several add-ons share is stored once. Every package read from the store is checked against
+//! the lock as it streams; the bundle's lock adds each package's `package.json` digest, through
+//! which the node checks the unpacked files.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use berth_formats::Sha256Digest;
+use berth_formats::digest::HashingReader;
+use berth_formats::lock::{LOCK_FILE, Lock};
+use berth_formats::oci::{BLOBS_DIR, IMAGES_DIR};
+use berth_formats::package_index::{PACKAGE_INDEX_FILE, package_file_name, package_root};
+use berth_formats::spec::InstallerSpec;
+use berth_formats::versions::{AddonVersions, VERSIONS_FILE, VersionEntry, VersionsFile};
+use tokio_util::io::SyncIoBridge;
+
+use crate::release::{Release, ReleaseError};
+use crate::scripts::{self, SCRIPTS, ScriptContext, ScriptError};
+use crate::upload::berth_binary_file;
+
+/// The spec's file name in a bundle.
+pub const SPEC_FILE: &str = "installer.yaml";
+/// The shared image blobs' folder in a bundle.
+pub const BUNDLE_BLOBS_DIR: &str = "blobs/sha256";
+/// The unpacked packages' folder in a bundle.
+pub const BUNDLE_PACKAGES_DIR: &str = "packages";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error(transparent)]
+    Release(#[from] ReleaseError),
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    #[error("the release has no berth binary for {arch}; it has: {}", offered.join(", "))]
+    NoBinary { arch: String, offered: Vec<String> },
+    #[error(
+        "{name} {version}: the store's package has sha256 {actual}, the lock {expected}\nhint: the store changed while the bundle was made; make it again"
+    )]
+    Mismatch {
+        name: String,
+        version: String,
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+    },
+    #[error("{name} {version}: `{path}` is not inside the package's folder")]
+    Stray {
+        name: String,
+        version: String,
+        path: String,
+    },
+    #[error("{name} {version}: the package has no {PACKAGE_INDEX_FILE}")]
+    NoIndex { name: String, version: String },
+    #[error("failed to write the bundle")]
+    Write(#[source] std::io::Error),
+    #[error("failed to read {what}")]
+    Read {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What a bundle holds, resolved before a byte is written.
+#[derive(Debug, Clone)]
+pub struct BundlePlan {
+    pub lock: Lock,
+    pub spec: String,
+    /// The rendered scripts, by file name.
+    pub scripts: Vec<(String, String)>,
+    pub versions: VersionsFile,
+    /// Where the node binary comes from: a key of the store, or the local file.
+    pub berth: BerthSource,
+}
+
+#[derive(Debug, Clone)]
+pub enum BerthSource {
+    Store(String),
+    Local(PathBuf),
+}
+
+/// Resolves the spec's lock against the release and renders its scripts for a node of `arch`.
+pub async fn prepare(
+    release: &Release,
+    spec: &InstallerSpec,
+    spec_text: &str,
+    arch: &str,
+    dist_url: &str,
+    scripts_url: &str,
+) -> Result<BundlePlan, BundleError> {
+    let lock = release.lock(spec).await?;
+    let digests = release.berth_digests().await?;
+    let Some(digest) = digests.get(arch).copied() else {
+        return Err(BundleError::NoBinary {
+            arch: arch.to_string(),
+            offered: digests.keys().cloned().collect(),
+        });
+    };
+    // The release's own binary where it has one for this arch; else the local one.
+    let binary = berth_binary_file(arch);
+    let in_store = release
+        .store
+        .read(&release.key(&format!("{binary}.sha256")))
+        .await
+        .map_err(ReleaseError::from)?
+        .is_some();
+    let berth = match &release.local_berth {
+        Some((local_arch, path)) if local_arch == arch && !in_store => {
+            BerthSource::Local(path.clone())
+        }
+        _ => BerthSource::Store(release.key(&binary)),
+    };
+    let context = ScriptContext {
+        id: lock.id.clone(),
+        dist_url: dist_url.to_string(),
+        scripts_url: scripts_url.to_string(),
+        spec: spec_text.to_string(),
+        lock: lock.clone(),
+        berth_digests: BTreeMap::from([(arch.to_string(), digest)]),
+    };
+    let scripts = SCRIPTS
+        .iter()
+        .map(|script| Ok((script.to_string(), scripts::render(script, &context)?)))
+        .collect::<Result<_, ScriptError>>()?;
+    // The versions the lock pins, in its (install) order: the bundle is a dist of its own.
+    let versions = VersionsFile {
+        addons: lock
+            .addons
+            .iter()
+            .map(|addon| AddonVersions {
+                name: addon.name.clone(),
+                versions: vec![VersionEntry {
+                    version: addon.version.clone(),
+                    kubernetes_version: None,
+                }],
+            })
+            .collect(),
+    };
+    Ok(BundlePlan {
+        lock,
+        spec: spec_text.to_string(),
+        scripts,
+        versions,
+        berth,
+    })
+}
+
+/// A tar header as reproducible packages write them: owner 0, mtime 0, mode 0644 or 0755.
+fn header(size: u64, executable: bool) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(size);
+    header.set_mode(if executable { 0o755 } else { 0o644 });
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_mtime(0);
+    header.set_entry_type(tar::EntryType::Regular);
+    header
+}
+
+fn append<W: Write>(
+    builder: &mut tar::Builder<W>,
+    path: &str,
+    size: u64,
+    executable: bool,
+    data: impl Read,
+) -> Result<(), BundleError> {
+    let mut header = header(size, executable);
+    builder
+        .append_data(&mut header, path, data)
+        .map_err(BundleError::Write)
+}
+
+/// Writes the bundle of `plan` to `out`, reading packages from the release as it goes.
+pub async fn write<W>(release: Arc<Release>, plan: &BundlePlan, out: W) -> Result<(), BundleError>
+where
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let plan = plan.clone();
+    let handle = tokio::runtime::Handle::current();
+    let writer = SyncIoBridge::new(out);
+    tokio::task::spawn_blocking(move || write_blocking(&handle, &release, plan, writer))
+        .await
+        .expect("writing a bundle does not panic")
+}
+
+fn write_blocking<W: Write>(
+    handle: &tokio::runtime::Handle,
+    release: &Release,
+    mut plan: BundlePlan,
+    out: W,
+) -> Result<(), BundleError> {
+    let gzip = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
+    let mut builder = tar::Builder::new(gzip);
+    for (name, text) in &plan.scripts {
+        append(&mut builder, name, text.len() as u64, true, text.as_bytes())?;
+    }
+    let berth: Box<dyn Read> = match &plan.berth {
+        BerthSource::Local(path) => {
+            Box::new(
+                fs_err::File::open(path).map_err(|source| BundleError::Read {
+                    what: path.display().to_string(),
+                    source,
+                })?,
+            )
+        }
+        BerthSource::Store(key) => Box::new(SyncIoBridge::new_with_handle(
+            handle
+                .block_on(release.store.reader(key))
+                .map_err(ReleaseError::from)?,
+            handle.clone(),
+        )),
+    };
+    // The binary's size is needed before its bytes: spool it (a few MiB) to a temporary file.
+    let mut spooled = tempfile::tempfile().map_err(BundleError::Write)?;
+    let size = std::io::copy(&mut { berth }, &mut spooled).map_err(|source| BundleError::Read {
+        what: "the berth binary".into(),
+        source,
+    })?;
+    std::io::Seek::rewind(&mut spooled).map_err(BundleError::Write)?;
+    append(&mut builder, "berth", size, true, spooled)?;
+    append(
+        &mut builder,
+        SPEC_FILE,
+        plan.spec.len() as u64,
+        false,
+        plan.spec.as_bytes(),
+    )?;
+    let versions = plan.versions.to_bytes();
+    append(
+        &mut builder,
+        VERSIONS_FILE,
+        versions.len() as u64,
+        false,
+        versions.as_slice(),
+    )?;
+
+    let mut blobs_written: HashSet<String> = HashSet::new();
+    for addon in &mut plan.lock.addons {
+        let file = package_file_name(&addon.name, &addon.version);
+        let reader = handle
+            .block_on(release.store.reader(&release.key(&file)))
+            .map_err(ReleaseError::from)?;
+        let mut hashing = HashingReader::new(SyncIoBridge::new_with_handle(reader, handle.clone()));
+        let root = format!("{}/", package_root(&addon.name, &addon.version));
+        let blobs_prefix = format!("{IMAGES_DIR}/{BLOBS_DIR}/");
+        let target = format!("{BUNDLE_PACKAGES_DIR}/{}-{}", addon.name, addon.version);
+        let read_error = |source| BundleError::Read {
+            what: file.clone(),
+            source,
+        };
+        {
+            let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&mut hashing));
+            for entry in archive.entries().map_err(read_error)? {
+                let mut entry = entry.map_err(read_error)?;
+                if entry.header().entry_type() != tar::EntryType::Regular {
+                    continue;
+                }
+                let path = entry
+                    .path()
+                    .map_err(read_error)?
+                    .to_string_lossy()
+                    .into_owned();
+                let Some(relative) = path.strip_prefix(&root) else {
+                    return Err(BundleError::Stray {
+                        name: addon.name.clone(),
+                        version: addon.version.clone(),
+                        path,
+                    });
+                };
+                let size = entry.size();
+                let executable = entry.header().mode().unwrap_or(0o644) & 0o111 != 0;
+                if relative == PACKAGE_INDEX_FILE {
+                    let mut index = Vec::new();
+                    entry.read_to_end(&mut index).map_err(read_error)?;
+                    addon.index_sha256 = Some(Sha256Digest::of(&index));
+                    append(
+                        &mut builder,
+                        &format!("{target}/{relative}"),
+                        size,
+                        false,
+                        index.as_slice(),
+                    )?;
+                } else if let Some(hex) = relative.strip_prefix(&blobs_prefix) {
+                    if blobs_written.insert(hex.to_string()) {
+                        append(
+                            &mut builder,
+                            &format!("{BUNDLE_BLOBS_DIR}/{hex}"),
+                            size,
+                            false,
+                            &mut entry,
+                        )?;
+                    }
+                } else {
+                    append(
+                        &mut builder,
+                        &format!("{target}/{relative}"),
+                        size,
+                        executable,
+                        &mut entry,
+                    )?;
+                }
+            }
+        }
+        // Whatever follows the archive (tar and gzip padding) counts toward the digest too.
+        let (actual, _) = hashing.finish().map_err(read_error)?;
+        if actual != addon.sha256 {
+            return Err(BundleError::Mismatch {
+                name: addon.name.clone(),
+                version: addon.version.clone(),
+                expected: addon.sha256,
+                actual,
+            });
+        }
+        if addon.index_sha256.is_none() {
+            return Err(BundleError::NoIndex {
+                name: addon.name.clone(),
+                version: addon.version.clone(),
+            });
+        }
+    }
+    let lock = plan.lock.to_bytes();
+    append(
+        &mut builder,
+        LOCK_FILE,
+        lock.len() as u64,
+        false,
+        lock.as_slice(),
+    )?;
+    let gzip = builder.into_inner().map_err(BundleError::Write)?;
+    let mut out = gzip.finish().map_err(BundleError::Write)?;
+    out.flush().map_err(BundleError::Write)?;
+    Ok(())
+}

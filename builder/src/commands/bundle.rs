@@ -1,0 +1,64 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use berth_build::bundle;
+use berth_formats::spec::InstallerSpec;
+
+use super::release::ReleaseArgs;
+use super::upload::default_arch;
+
+#[derive(clap::Args)]
+pub struct BundleArgs {
+    /// The Installer spec.
+    #[arg(long)]
+    spec: PathBuf,
+    /// The bundle to write (`.tar.gz`).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+    /// The node architecture the bundle is for.
+    #[arg(long, default_value = default_arch())]
+    arch: String,
+    #[command(flatten)]
+    release: ReleaseArgs,
+}
+
+pub fn run(args: BundleArgs) -> anyhow::Result<ExitCode> {
+    let spec = InstallerSpec::load(&args.spec)?;
+    let spec_text = fs_err::read_to_string(&args.spec)?;
+    let started = Instant::now();
+    let directory = match args.out.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs_err::create_dir_all(&directory)?;
+    // Written beside its destination and renamed into place only when whole.
+    let temporary = tempfile::NamedTempFile::new_in(&directory)
+        .with_context(|| format!("failed to write in {}", directory.display()))?;
+    let lock = super::runtime()?.block_on(async {
+        let release = Arc::new(args.release.open().await?);
+        let plan = bundle::prepare(&release, &spec, &spec_text, &args.arch, "", "").await?;
+        let file = tokio::fs::File::from_std(temporary.reopen()?);
+        bundle::write(release, &plan, file)
+            .await
+            .with_context(|| format!("failed to write {}", args.out.display()))?;
+        anyhow::Ok(plan.lock)
+    })?;
+    temporary
+        .persist(&args.out)
+        .with_context(|| format!("failed to write {}", args.out.display()))?;
+    let size = fs_err::metadata(&args.out)?.len();
+    for addon in &lock.addons {
+        eprintln!("{} {}", addon.name, addon.version);
+    }
+    println!("{}", args.out.display());
+    eprintln!(
+        "{} ({}) in {:.1}s",
+        args.out.display(),
+        super::human_size(size),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

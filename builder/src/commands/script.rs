@@ -1,0 +1,55 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use berth_build::scripts::{self, SCRIPTS, ScriptContext};
+use berth_formats::spec::InstallerSpec;
+
+use super::release::ReleaseArgs;
+
+#[derive(clap::Args)]
+pub struct ScriptArgs {
+    /// The Installer spec.
+    #[arg(long)]
+    spec: PathBuf,
+    /// The URL nodes download packages and the berth binary from (the release's folder).
+    #[arg(long)]
+    dist_url: String,
+    /// Where the scripts are written.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+    #[command(flatten)]
+    release: ReleaseArgs,
+}
+
+pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
+    let spec = InstallerSpec::load(&args.spec)?;
+    let spec_text = fs_err::read_to_string(&args.spec)?;
+    let runtime = super::runtime()?;
+    let (lock, berth_digests) = runtime.block_on(async {
+        let release = args.release.open().await?;
+        let lock = release.lock(&spec).await?;
+        anyhow::Ok((lock, release.berth_digests().await?))
+    })?;
+    let id = spec.id();
+    let context = ScriptContext {
+        scripts_url: format!("<server>/{id}"),
+        id,
+        dist_url: args.dist_url.clone(),
+        spec: spec_text,
+        lock,
+        berth_digests,
+    };
+    fs_err::create_dir_all(&args.out)?;
+    for script in SCRIPTS {
+        let text = scripts::render(script, &context)?;
+        let path = args.out.join(script);
+        fs_err::write(&path, text)
+            .with_context(|| format!("failed to write {}", path.display()))?;
+        println!("{}", path.display());
+    }
+    for addon in &context.lock.addons {
+        eprintln!("{} {}  {}", addon.name, addon.version, addon.sha256);
+    }
+    Ok(ExitCode::SUCCESS)
+}

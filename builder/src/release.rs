@@ -1,0 +1,154 @@
+//! A release in a store: its `versions.json`, its packages with their `.sha256`, and the node
+//! binaries (`bin/berth-linux-<arch>`). Resolving an Installer spec against it gives the
+//! installer's lock: each add-on's exact version and package digest, in install order.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use berth_formats::Sha256Digest;
+use berth_formats::lock::{LOCK_SCHEMA_VERSION, Lock, LockedAddon};
+use berth_formats::package_index::{package_file_name, parse_checksum_file};
+use berth_formats::spec::InstallerSpec;
+use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile};
+
+use crate::store::{Store, StoreError};
+use crate::upload::berth_binary_file;
+
+/// Architectures a release may carry a node binary for.
+pub const ARCHES: [&str; 2] = ["amd64", "arm64"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{location} does not exist: the release has no {what}")]
+    Missing { location: String, what: String },
+    #[error(transparent)]
+    Versions(#[from] VersionsError),
+    #[error("{location} is not a sha256sum line")]
+    BadChecksum { location: String },
+    #[error(
+        "the release has no berth binary (bin/berth-linux-<arch>)\nhint: publish one with `berth-build upload --berth FILE`, or give --berth FILE"
+    )]
+    NoBinary,
+    #[error("{path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One release of a store: every key is `<prefix><file>`.
+pub struct Release {
+    pub store: Store,
+    /// `dist/<release>/`, `staging/<release>/`, or empty for a store that is a dist folder.
+    pub prefix: String,
+    /// A node binary for this machine's arch, used where the release has none.
+    pub local_berth: Option<(String, PathBuf)>,
+}
+
+impl Release {
+    pub fn key(&self, file: &str) -> String {
+        format!("{}{file}", self.prefix)
+    }
+
+    async fn read(&self, file: &str, what: &str) -> Result<Vec<u8>, ReleaseError> {
+        let key = self.key(file);
+        self.store
+            .read(&key)
+            .await?
+            .ok_or_else(|| ReleaseError::Missing {
+                location: self.store.describe(&key),
+                what: what.to_string(),
+            })
+    }
+
+    async fn checksum(&self, file: &str, what: &str) -> Result<Sha256Digest, ReleaseError> {
+        let checksum_file = format!("{file}.sha256");
+        let text = self.read(&checksum_file, what).await?;
+        parse_checksum_file(&String::from_utf8_lossy(&text)).map_err(|_| {
+            ReleaseError::BadChecksum {
+                location: self.store.describe(&self.key(&checksum_file)),
+            }
+        })
+    }
+
+    pub async fn versions(&self) -> Result<VersionsFile, ReleaseError> {
+        let bytes = self.read(VERSIONS_FILE, VERSIONS_FILE).await?;
+        Ok(VersionsFile::parse(
+            &self.store.describe(&self.key(VERSIONS_FILE)),
+            &bytes,
+        )?)
+    }
+
+    /// The lock of `spec`: versions resolved as the installer resolves them (`latest`,
+    /// `X.Y.x`, exact; `kubernetesVersion` ranges against the spec's Kubernetes), digests
+    /// from the packages' `.sha256`.
+    pub async fn lock(&self, spec: &InstallerSpec) -> Result<Lock, ReleaseError> {
+        let versions = self.versions().await?;
+        let kubernetes = match spec.addons.get("kubernetes") {
+            Some(addon) => Some(versions.resolve("kubernetes", &addon.version, None)?),
+            None => None,
+        };
+        let mut addons = Vec::new();
+        for (name, addon) in &spec.addons {
+            let position = versions
+                .position(name)
+                .ok_or_else(|| VersionsError::UnknownAddon {
+                    name: name.clone(),
+                    offered: versions.addons.iter().map(|a| a.name.clone()).collect(),
+                })?;
+            let version = versions.resolve(name, &addon.version, kubernetes.as_deref())?;
+            let file = package_file_name(name, &version);
+            let sha256 = self
+                .checksum(&file, &format!("package {name} {version}"))
+                .await?;
+            addons.push((
+                position,
+                LockedAddon {
+                    name: name.clone(),
+                    version,
+                    sha256,
+                    index_sha256: None,
+                },
+            ));
+        }
+        addons.sort_by_key(|(position, _)| *position);
+        Ok(Lock {
+            schema_version: LOCK_SCHEMA_VERSION,
+            id: spec.id(),
+            addons: addons.into_iter().map(|(_, addon)| addon).collect(),
+        })
+    }
+
+    /// The sha256 of the node binary for each arch the release has one for (or the local
+    /// binary's, for its arch, where the release has none).
+    pub async fn berth_digests(&self) -> Result<BTreeMap<String, Sha256Digest>, ReleaseError> {
+        let mut digests = BTreeMap::new();
+        for arch in ARCHES {
+            let file = berth_binary_file(arch);
+            match self.checksum(&file, "berth binary").await {
+                Ok(digest) => {
+                    digests.insert(arch.to_string(), digest);
+                }
+                Err(ReleaseError::Missing { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        if let Some((arch, path)) = &self.local_berth
+            && !digests.contains_key(arch)
+        {
+            let io = |source| ReleaseError::Io {
+                path: path.clone(),
+                source,
+            };
+            let file = fs_err::File::open(path).map_err(io)?;
+            digests.insert(arch.clone(), Sha256Digest::of_reader(file).map_err(io)?);
+        }
+        if digests.is_empty() {
+            return Err(ReleaseError::NoBinary);
+        }
+        Ok(digests)
+    }
+}

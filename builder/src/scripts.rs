@@ -1,0 +1,88 @@
+//! The scripts users run (`templates/*.sh`, minijinja), rendered for one installer: its id,
+//! its spec, its lock, the dist URL packages come from, and the sha256 of each node binary,
+//! so the script checks the binary it downloads and the binary checks every package.
+
+use std::collections::BTreeMap;
+
+use berth_formats::Sha256Digest;
+use berth_formats::lock::Lock;
+use minijinja::{Environment, UndefinedBehavior, context};
+
+/// The scripts an installer has, by file name.
+pub const SCRIPTS: [&str; 4] = ["install.sh", "join.sh", "upgrade.sh", "tasks.sh"];
+
+const TEMPLATES: [(&str, &str); 5] = [
+    ("common.sh", include_str!("../../templates/common.sh")),
+    ("install.sh", include_str!("../../templates/install.sh")),
+    ("join.sh", include_str!("../../templates/join.sh")),
+    ("upgrade.sh", include_str!("../../templates/upgrade.sh")),
+    ("tasks.sh", include_str!("../../templates/tasks.sh")),
+];
+
+/// What every script of one installer is rendered with.
+#[derive(Debug, Clone)]
+pub struct ScriptContext {
+    pub id: String,
+    /// Where packages, versions.json and `bin/berth-linux-<arch>` are.
+    pub dist_url: String,
+    /// Where the scripts themselves are served (`<server>/<id>`), for their usage line.
+    pub scripts_url: String,
+    /// The spec as the user wrote it.
+    pub spec: String,
+    pub lock: Lock,
+    pub berth_digests: BTreeMap<String, Sha256Digest>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    #[error("failed to render {script}: {message}")]
+    Render { script: String, message: String },
+    #[error("the spec has a line `{line}`, which would end the script's copy of it")]
+    Terminator { line: String },
+}
+
+/// Renders `script` (one of [`SCRIPTS`]).
+pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptError> {
+    for line in ["BERTH_SPEC_END", "BERTH_LOCK_END"] {
+        if context.spec.lines().any(|text| text.trim() == line) {
+            return Err(ScriptError::Terminator { line: line.into() });
+        }
+    }
+    let mut environment = Environment::new();
+    environment.set_undefined_behavior(UndefinedBehavior::Strict);
+    environment.set_keep_trailing_newline(true);
+    for (name, source) in TEMPLATES {
+        environment
+            .add_template(name, source)
+            .expect("the built-in templates parse");
+    }
+    let render_error = |error: minijinja::Error| ScriptError::Render {
+        script: script.to_string(),
+        message: error.to_string(),
+    };
+    let template = environment.get_template(script).map_err(render_error)?;
+    let digests: BTreeMap<&str, String> = context
+        .berth_digests
+        .iter()
+        .map(|(arch, digest)| (arch.as_str(), digest.hex()))
+        .collect();
+    let arches = digests.keys().copied().collect::<Vec<_>>().join(" ");
+    let lock = String::from_utf8(context.lock.to_bytes()).expect("JSON is UTF-8");
+    let script_url = if script == "install.sh" {
+        context.scripts_url.clone()
+    } else {
+        format!("{}/{script}", context.scripts_url)
+    };
+    template
+        .render(context! {
+            script,
+            script_url,
+            id => context.id,
+            dist_url => context.dist_url.trim_end_matches('/'),
+            spec => context.spec.trim_end(),
+            lock => lock.trim_end(),
+            berth_sha256 => digests,
+            arches,
+        })
+        .map_err(render_error)
+}

@@ -1,0 +1,408 @@
+//! `berth-build serve`, `script` and `bundle`: installers posted and served as kurl.sh does,
+//! their scripts run with real bash and curl against the node binary, bundles read back.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use berth_formats::Sha256Digest;
+use support::images::{self, PlatformImage};
+use support::{AddonRepository, BerthBuild, Server, free_port, require, ureq_status, wait_until};
+
+/// The node binary, built beside berth-build when the workspace is built.
+fn berth_binary() -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_berth-build")).with_file_name("berth");
+    assert!(
+        path.exists(),
+        "{} is missing: build the whole workspace (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A repository with one add-on, `hello`, and a dist built from it.
+struct Dist {
+    addons: AddonRepository,
+    dist: PathBuf,
+    build: BerthBuild,
+}
+
+impl Dist {
+    fn new() -> Self {
+        let addons = AddonRepository::new();
+        addons.addon("hello", "1.0.0", "");
+        let dist = addons.root().join("dist");
+        let dist = Dist {
+            addons,
+            dist,
+            build: BerthBuild::new(),
+        };
+        dist.rebuild();
+        dist
+    }
+
+    fn rebuild(&self) {
+        let (ok, _, stderr) = self.build.run(&[
+            "build",
+            self.addons.root().to_str().unwrap(),
+            "--out",
+            self.dist.to_str().unwrap(),
+        ]);
+        assert!(ok, "{stderr}");
+    }
+
+    fn spec(&self, text: &str) -> PathBuf {
+        self.addons.write("installer.yaml", text)
+    }
+}
+
+const SPEC: &str = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: demo\nspec:\n  hello:\n    version: latest\n";
+
+/// `berth-build serve` on a free port, until dropped.
+struct Serving {
+    url: String,
+    _server: Server,
+    _log: tempfile::TempDir,
+}
+
+fn serve(dist: &Path, extra: &[&str]) -> Serving {
+    let port = free_port();
+    let log = tempfile::tempdir().unwrap();
+    let server = Server::spawn(
+        Command::new(env!("CARGO_BIN_EXE_berth-build"))
+            .args(["serve", "--from"])
+            .arg(dist)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(extra),
+        &log.path().join("serve.log"),
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    wait_until(
+        "berth-build serve to answer",
+        Duration::from_secs(20),
+        || ureq_status(&format!("{url}/versions.json")) == Some(200),
+    );
+    Serving {
+        url,
+        _server: server,
+        _log: log,
+    }
+}
+
+fn curl(arguments: &[&str]) -> Output {
+    require("curl", "curl");
+    Command::new("curl").args(arguments).output().unwrap()
+}
+
+/// Posts a spec; returns the status code and body.
+fn post(url: &str, spec: &Path) -> (String, String) {
+    let output = curl(&[
+        "-sS",
+        "-w",
+        "\n%{http_code}",
+        "-X",
+        "POST",
+        "--data-binary",
+        &format!("@{}", spec.display()),
+        &format!("{url}/installer"),
+    ]);
+    let all = text(&output.stdout);
+    let (body, status) = all.rsplit_once('\n').unwrap();
+    (status.to_string(), body.trim().to_string())
+}
+
+/// `bash -s -- ARGUMENTS` with `script` on its input, as a node under `root` runs it.
+fn run_script(script: &[u8], root: &Path, arguments: &[&str]) -> Output {
+    let mut child = Command::new("bash")
+        .args(["-s", "--"])
+        .args(arguments)
+        .env("BERTH_ROOT", root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), script).unwrap();
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn curl_piped_to_bash_fetches_and_checks_berth_then_prints_the_plan() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let (status, url) = post(&serving.url, &dist.spec(SPEC));
+    assert_eq!(status, "201", "{url}");
+    assert!(url.starts_with(&format!("{}/", serving.url)), "{url}");
+
+    // `curl -fsSL <url> | bash -s -- plan`, as a user types it.
+    let root = tempfile::tempdir().unwrap();
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!("curl -fsSL {url} | bash -s -- plan"))
+        .env("BERTH_ROOT", root.path())
+        .output()
+        .unwrap();
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{all}");
+    assert!(all.contains("hello") && all.contains("Install"), "{all}");
+    let downloaded = root.path().join("var/lib/berth/bin/berth");
+    assert_eq!(
+        Sha256Digest::of(&fs_err::read(&downloaded).unwrap()),
+        Sha256Digest::of(&fs_err::read(berth_binary()).unwrap()),
+        "the script downloaded the node binary the server offers"
+    );
+    // Nothing was installed: plan changes nothing.
+    assert!(!root.path().join("var/lib/berth/state/hello.json").exists());
+
+    // Every script of the installer is served; an unknown id or script is not.
+    for script in ["install.sh", "join.sh", "upgrade.sh", "tasks.sh"] {
+        let output = curl(&["-fsS", &format!("{url}/{script}")]);
+        assert!(
+            output.status.success(),
+            "{script}: {}",
+            text(&output.stderr)
+        );
+        assert!(text(&output.stdout).starts_with("#!/usr/bin/env bash\n"));
+    }
+    let missing = curl(&[
+        "-sS",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        &format!("{}/0000000", serving.url),
+    ]);
+    assert_eq!(text(&missing.stdout), "404");
+    let missing = curl(&[
+        "-sS",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        &format!("{url}/other.sh"),
+    ]);
+    assert_eq!(text(&missing.stdout), "404");
+}
+
+#[test]
+fn a_package_changed_after_the_script_was_served_is_refused() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let (_, url) = post(&serving.url, &dist.spec(SPEC));
+    let script = curl(&["-fsSL", &url]).stdout;
+    let served = Sha256Digest::of(&fs_err::read(dist.dist.join("hello-1.0.0.tar.gz")).unwrap());
+
+    // The package is rebuilt with other content, its .sha256 with it: only the lock knows.
+    dist.addons.write(
+        "addons/hello/1.0.0/install.sh",
+        "function hello() {\n    echo something else\n}\n",
+    );
+    dist.rebuild();
+    let changed = Sha256Digest::of(&fs_err::read(dist.dist.join("hello-1.0.0.tar.gz")).unwrap());
+    assert_ne!(served, changed);
+
+    let root = tempfile::tempdir().unwrap();
+    let output = run_script(&script, root.path(), &[]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(!output.status.success(), "{all}");
+    assert!(all.contains("hello 1.0.0"), "names the package: {all}");
+    assert!(
+        all.contains(&served.hex()) && all.contains(&changed.hex()),
+        "names both digests: {all}"
+    );
+    assert!(
+        !all.contains("something else"),
+        "no hook of the changed package ran: {all}"
+    );
+}
+
+#[test]
+fn a_berth_binary_other_than_the_script_expects_is_refused() {
+    let dist = Dist::new();
+    let spec = dist.spec(SPEC);
+    let serving = serve(&dist.dist, &[]);
+    let (_, url) = post(&serving.url, &spec);
+    let script = curl(&["-fsSL", &url]).stdout;
+    let port = serving.url.rsplit(':').next().unwrap().to_string();
+    drop(serving);
+
+    // The same address now offers another binary.
+    let other = tempfile::NamedTempFile::new().unwrap();
+    fs_err::write(other.path(), "#!/bin/sh\necho not berth\n").unwrap();
+    let log = tempfile::tempdir().unwrap();
+    let _server = Server::spawn(
+        Command::new(env!("CARGO_BIN_EXE_berth-build"))
+            .args(["serve", "--from"])
+            .arg(&dist.dist)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--berth"])
+            .arg(other.path()),
+        &log.path().join("serve.log"),
+    );
+    wait_until(
+        "berth-build serve to answer",
+        Duration::from_secs(20),
+        || ureq_status(&format!("http://127.0.0.1:{port}/versions.json")) == Some(200),
+    );
+    let root = tempfile::tempdir().unwrap();
+    let output = run_script(&script, root.path(), &["plan"]);
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let expected = Sha256Digest::of(&fs_err::read(berth_binary()).unwrap());
+    assert!(
+        stderr.contains(&format!("this script expects {}", expected.hex())),
+        "{stderr}"
+    );
+    assert!(!root.path().join("var/lib/berth/bin/berth").exists());
+}
+
+#[test]
+fn bad_posts_are_answered_with_the_reason() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let (status, body) = post(
+        &serving.url,
+        &dist.spec("apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  hello: [\n"),
+    );
+    assert_eq!(status, "400", "{body}");
+    assert!(
+        body.starts_with("installer.yaml:"),
+        "the parse error, with its place: {body}"
+    );
+    let (status, body) = post(
+        &serving.url,
+        &dist.spec("apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  nothere:\n    version: latest\n"),
+    );
+    assert_eq!(status, "400", "{body}");
+    assert!(body.contains("unknown add-on `nothere`"), "{body}");
+}
+
+#[test]
+fn every_rendered_script_passes_shellcheck() {
+    let shellcheck = require("shellcheck", "shellcheck");
+    let dist = Dist::new();
+    let out = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = dist.build.run(&[
+        "script",
+        "--spec",
+        dist.spec(SPEC).to_str().unwrap(),
+        "--from",
+        dist.dist.to_str().unwrap(),
+        "--dist-url",
+        "http://127.0.0.1:1/dist",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let scripts: Vec<PathBuf> = ["install.sh", "join.sh", "upgrade.sh", "tasks.sh"]
+        .iter()
+        .map(|script| out.path().join(script))
+        .collect();
+    let output = Command::new(shellcheck).args(&scripts).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn a_bundle_stores_a_blob_that_three_add_ons_share_once() {
+    let addons = AddonRepository::new();
+    let base = images::unique_layer("base.bin", "shared base", 256 * 1024);
+    let mut own = BTreeMap::new();
+    for name in ["one", "two", "three"] {
+        let layer = images::unique_layer("app.bin", name, 64 * 1024);
+        own.insert(name, Sha256Digest::of(&layer.gz));
+        images::write_oci_archive(
+            &addons.root().join(format!("{name}.tar")),
+            &format!("local/{name}:1"),
+            &[PlatformImage {
+                arch: "amd64",
+                layers: vec![base.clone(), layer],
+            }],
+        );
+        addons.addon(name, "1.0.0", &format!("image {name} {name}.tar\n"));
+    }
+    let dist = addons.root().join("dist");
+    let build = BerthBuild::new();
+    let (ok, _, stderr) = build.run(&[
+        "build",
+        addons.root().to_str().unwrap(),
+        "--out",
+        dist.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let spec = addons.write(
+        "installer.yaml",
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  one: {version: latest}\n  two: {version: latest}\n  three: {version: latest}\n",
+    );
+    let bundle = addons.root().join("bundle.tar.gz");
+    let (ok, _, stderr) = build.run(&[
+        "bundle",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--from",
+        dist.to_str().unwrap(),
+        "-o",
+        bundle.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+
+    let mut entries: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
+        fs_err::File::open(&bundle).unwrap(),
+    ));
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path().unwrap().to_string_lossy().into_owned();
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut data).unwrap();
+        assert!(
+            entries.insert(path.clone(), data).is_none(),
+            "{path} is in the bundle twice"
+        );
+    }
+    let base_digest = Sha256Digest::of(&base.gz);
+    let base_path = format!("blobs/sha256/{}", base_digest.hex());
+    assert!(entries.contains_key(&base_path), "{:?}", entries.keys());
+    let blobs_with_base = entries
+        .keys()
+        .filter(|path| path.ends_with(&base_digest.hex()))
+        .count();
+    assert_eq!(blobs_with_base, 1, "the shared layer is stored once");
+    for digest in own.values() {
+        assert!(entries.contains_key(&format!("blobs/sha256/{}", digest.hex())));
+    }
+    for file in [
+        "install.sh",
+        "join.sh",
+        "upgrade.sh",
+        "tasks.sh",
+        "berth",
+        "installer.yaml",
+        "lock.json",
+        "versions.json",
+    ] {
+        assert!(entries.contains_key(file), "{file} is in the bundle");
+    }
+    // The lock pins each package and its index; the index in the bundle matches it.
+    let lock = berth_formats::lock::Lock::parse("lock.json", &entries["lock.json"]).unwrap();
+    assert_eq!(lock.addons.len(), 3);
+    for addon in &lock.addons {
+        let index = &entries[&format!("packages/{}-{}/package.json", addon.name, addon.version)];
+        assert_eq!(Some(Sha256Digest::of(index)), addon.index_sha256);
+        let package =
+            fs_err::read(dist.join(format!("{}-{}.tar.gz", addon.name, addon.version))).unwrap();
+        assert_eq!(Sha256Digest::of(&package), addon.sha256);
+    }
+    assert_eq!(entries["berth"], fs_err::read(berth_binary()).unwrap());
+}

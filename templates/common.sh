@@ -1,0 +1,113 @@
+# Berth {{ script }} for installer {{ id }}, rendered by berth-build.
+#
+# Online:  curl -fsSL {{ script_url }} | sudo bash [-s ARGUMENT…]
+# Airgap:  tar xzf <bundle>.tar.gz && sudo bash {{ script }} airgap [ARGUMENT…]
+#
+# Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
+# nothing); `key=value` pairs (`public-address=10.0.0.1`), which hooks see as environment
+# variables (PUBLIC_ADDRESS).
+set -euo pipefail
+
+BERTH_INSTALLER_ID="{{ id }}"
+BERTH_DIST_URL="{{ dist_url }}"
+
+berth_fail() {
+    echo "berth: $*" >&2
+    exit 1
+}
+
+# berth_reject_words USAGE WORD…: fails on the first bare word a script does not take.
+berth_reject_words() {
+    if [ "$#" -gt 1 ]; then
+        berth_fail "unknown argument '$2'; $1"
+    fi
+}
+
+berth_airgap=0
+berth_plan_only=0
+berth_params=()
+berth_words=()
+for berth_argument in "$@"; do
+    case "$berth_argument" in
+        airgap) berth_airgap=1 ;;
+        plan | dry-run | --dry-run) berth_plan_only=1 ;;
+        *=*) berth_params+=("$berth_argument") ;;
+        *) berth_words+=("$berth_argument") ;;
+    esac
+done
+
+[ "$(uname -s)" = Linux ] || berth_fail "Berth installs on Linux; this is $(uname -s)"
+case "$(uname -m)" in
+    x86_64 | amd64) berth_arch=amd64 ;;
+    aarch64 | arm64) berth_arch=arm64 ;;
+    *) berth_fail "no berth binary for $(uname -m); this release has: {{ arches }}" ;;
+esac
+# shellcheck disable=SC1090 # os-release is the host's
+berth_os="$(. "${BERTH_OS_RELEASE:-/etc/os-release}" 2>/dev/null && echo "${PRETTY_NAME:-$ID $VERSION_ID}")" ||
+    berth_os="an unknown Linux"
+echo "berth: installer $BERTH_INSTALLER_ID on $berth_os ($berth_arch)" >&2
+
+case "$berth_arch" in
+{%- for arch, digest in berth_sha256 | items %}
+    {{ arch }}) berth_expected_sha256="{{ digest }}" ;;
+{%- endfor %}
+    *) berth_fail "this release has no berth binary for $berth_arch; it has: {{ arches }}" ;;
+esac
+
+berth_state="${BERTH_ROOT:-}/var/lib/berth"
+berth_installer_dir="$berth_state/installers/$BERTH_INSTALLER_ID"
+mkdir -p "$berth_installer_dir"
+
+# The spec and the lock this script was rendered with: the lock pins every package's digest.
+cat >"$berth_installer_dir/installer.yaml" <<'BERTH_SPEC_END'
+{{ spec }}
+BERTH_SPEC_END
+cat >"$berth_installer_dir/lock.json" <<'BERTH_LOCK_END'
+{{ lock }}
+BERTH_LOCK_END
+
+berth_sha256_of() {
+    sha256sum "$1" | cut -d' ' -f1
+}
+
+# The berth binary: from the bundle beside this script (airgap), or downloaded once and kept
+# while its digest is the one this script expects.
+if [ "$berth_airgap" = 1 ]; then
+    berth_bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+    berth_binary="$berth_bundle_dir/berth"
+    berth_dist="$berth_bundle_dir"
+    [ -f "$berth_binary" ] || berth_fail "airgap: no berth binary beside this script in $berth_bundle_dir"
+else
+    berth_binary="$berth_state/bin/berth"
+    berth_dist="$BERTH_DIST_URL"
+    if [ ! -x "$berth_binary" ] || [ "$(berth_sha256_of "$berth_binary")" != "$berth_expected_sha256" ]; then
+        command -v curl >/dev/null 2>&1 || berth_fail "downloading berth needs curl"
+        mkdir -p "$berth_state/bin"
+        echo "berth: downloading $BERTH_DIST_URL/bin/berth-linux-$berth_arch" >&2
+        curl -fsSL --retry 5 --retry-delay 2 --retry-connrefused \
+            -o "$berth_binary.partial" "$BERTH_DIST_URL/bin/berth-linux-$berth_arch" ||
+            berth_fail "failed to download $BERTH_DIST_URL/bin/berth-linux-$berth_arch"
+        chmod 0755 "$berth_binary.partial"
+        mv -f "$berth_binary.partial" "$berth_binary"
+    fi
+fi
+berth_actual_sha256="$(berth_sha256_of "$berth_binary")"
+if [ "$berth_actual_sha256" != "$berth_expected_sha256" ]; then
+    rm -f "$berth_binary"
+    berth_fail "$berth_binary has sha256 $berth_actual_sha256, this script expects $berth_expected_sha256"
+fi
+if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_airgap" = 0 ]; then
+    ln -sf "$berth_binary" /usr/local/bin/berth
+fi
+
+berth_install_arguments=(
+    --spec "$berth_installer_dir/installer.yaml"
+    --lock "$berth_installer_dir/lock.json"
+    --dist "$berth_dist"
+)
+for berth_param in "${berth_params[@]+"${berth_params[@]}"}"; do
+    berth_install_arguments+=(--param "$berth_param")
+done
+if [ "$berth_airgap" = 1 ]; then
+    berth_install_arguments+=(--param airgap=1)
+fi

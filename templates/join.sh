@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+{% include "common.sh" %}
+berth_reject_words "give airgap or the key=value pairs of the join command" "${berth_words[@]+"${berth_words[@]}"}"
+
+# The key=value pairs are the join parameters the first node printed.
+berth_join_arguments=(
+    --spec "$berth_installer_dir/installer.yaml"
+    --lock "$berth_installer_dir/lock.json"
+    --dist "$berth_dist"
+)
+if [ "$berth_plan_only" = 1 ]; then
+    berth_join_arguments+=(--dry-run)
+fi
+exec "$berth_binary" join "${berth_join_arguments[@]}" "${berth_params[@]+"${berth_params[@]}"}"

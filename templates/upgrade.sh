@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+{% include "common.sh" %}
+berth_reject_words "give airgap, plan or key=value" "${berth_words[@]+"${berth_words[@]}"}"
+
+# An upgrade is an install of the spec's newer versions: each add-on whose version moved goes
+# through Upgrading, the others stay as they are.
+if [ "$berth_plan_only" = 1 ]; then
+    exec "$berth_binary" plan "${berth_install_arguments[@]}"
+fi
+exec "$berth_binary" install "${berth_install_arguments[@]}"
