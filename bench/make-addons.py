@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Writes an add-ons repository for the install benchmark: COUNT add-ons, each with one image
-(a local OCI archive) of a 16 MiB base layer shared by all and a unique layer of UNIQUE_MB,
-all random (incompressible), plus an install hook that only logs.
+"""Writes an add-ons repository for the install and bundle benchmarks: COUNT add-ons, each
+with one image (a local OCI archive) of a base layer of BASE_MB shared by all and a unique
+layer of UNIQUE_MB, all random (incompressible), plus an install hook that only logs.
 
-Usage: make-addons.py OUT_DIR [COUNT] [UNIQUE_MB]. Also writes OUT_DIR/versions.json and
-OUT_DIR/installer.yaml asking for every add-on.
+Usage: make-addons.py OUT_DIR [COUNT] [UNIQUE_MB] [BASE_MB]. Also writes OUT_DIR/versions.json
+and OUT_DIR/installer.yaml asking for every add-on.
 """
 import gzip, hashlib, io, json, os, random, sys, tarfile
 
 out = sys.argv[1]
 count = int(sys.argv[2]) if len(sys.argv) > 2 else 10
 unique_mb = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+base_mb = int(sys.argv[4]) if len(sys.argv) > 4 else 16
 rng = random.Random(7)
 MB = 1024 * 1024
 
@@ -52,7 +53,7 @@ def oci_archive(path, reference, layers):
         f.write(tar_bytes(files))
 
 
-base = layer("base.bin", 16 * MB)
+base = layer("base.bin", base_mb * MB)
 os.makedirs(f"{out}/images", exist_ok=True)
 names = [f"bench-{number:02d}" for number in range(1, count + 1)]
 for name in names:

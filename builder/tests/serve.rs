@@ -406,3 +406,57 @@ fn a_bundle_stores_a_blob_that_three_add_ons_share_once() {
     }
     assert_eq!(entries["berth"], fs_err::read(berth_binary()).unwrap());
 }
+
+#[test]
+fn an_s3_store_is_served_as_a_folder_is() {
+    let s3 = support::s3::S3Server::start();
+    s3.create_bucket("berth");
+    let dist = Dist::new();
+    let mut build = BerthBuild::new();
+    build.envs = s3
+        .env()
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value))
+        .collect();
+    let (ok, _, stderr) = build.run(&[
+        "upload",
+        dist.dist.to_str().unwrap(),
+        "--to",
+        "s3://berth/channel",
+        "--release",
+        "r1",
+        "--endpoint",
+        &s3.endpoint,
+        "--path-style",
+    ]);
+    assert!(ok, "{stderr}");
+
+    let port = free_port();
+    let log = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_berth-build"));
+    command
+        .args(["serve", "--from", "s3://berth/channel", "--release", "r1"])
+        .args(["--endpoint", &s3.endpoint, "--path-style"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .envs(s3.env());
+    let _server = Server::spawn(&mut command, &log.path().join("serve.log"));
+    let url = format!("http://127.0.0.1:{port}");
+    wait_until(
+        "berth-build serve to answer",
+        Duration::from_secs(20),
+        || ureq_status(&format!("{url}/versions.json")) == Some(200),
+    );
+    let package = curl(&["-fsS", &format!("{url}/dist/hello-1.0.0.tar.gz")]);
+    assert_eq!(
+        Sha256Digest::of(&package.stdout),
+        Sha256Digest::of(&fs_err::read(dist.dist.join("hello-1.0.0.tar.gz")).unwrap())
+    );
+    let (status, installer) = post(&url, &dist.spec(SPEC));
+    assert_eq!(status, "201", "{installer}");
+    let root = tempfile::tempdir().unwrap();
+    let script = curl(&["-fsSL", &installer]).stdout;
+    let output = run_script(&script, root.path(), &["plan"]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{all}");
+    assert!(all.contains("hello") && all.contains("Install"), "{all}");
+}
