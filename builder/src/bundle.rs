@@ -11,8 +11,8 @@
 //!
 //! A package's `images/blobs/sha256/` entries go to the shared `blobs/` folder, so a layer
 //! several add-ons share is stored once. Every package read from the store is checked against
-//! the lock as it streams; the bundle's lock adds each package's `package.json` digest, through
-//! which the node checks the unpacked files.
+//! the lock as it streams. The bundle's lock, the one its scripts carry too, adds each
+//! package's `package.json` digest, through which the node checks the unpacked files.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{Read, Write};
@@ -101,7 +101,11 @@ pub async fn prepare(
     dist_url: &str,
     scripts_url: &str,
 ) -> Result<BundlePlan, BundleError> {
-    let lock = release.lock(spec).await?;
+    let mut lock = release.lock(spec).await?;
+    // package.json leads every package: its digest costs the first few KiB of each.
+    for addon in &mut lock.addons {
+        addon.index_sha256 = Some(index_digest(release, &addon.name, &addon.version).await?);
+    }
     let digests = release.berth_digests().await?;
     let Some(digest) = digests.get(arch).copied() else {
         return Err(BundleError::NoBinary {
@@ -158,6 +162,40 @@ pub async fn prepare(
     })
 }
 
+/// The sha256 of a package's `package.json`, read from the head of the package in the store.
+async fn index_digest(
+    release: &Release,
+    name: &str,
+    version: &str,
+) -> Result<Sha256Digest, BundleError> {
+    let file = package_file_name(name, version);
+    let reader = release
+        .store
+        .reader(&release.key(&file))
+        .await
+        .map_err(ReleaseError::from)?;
+    let wanted = format!("{}/{PACKAGE_INDEX_FILE}", package_root(name, version));
+    let handle = tokio::runtime::Handle::current();
+    let found = tokio::task::spawn_blocking(move || {
+        berth_formats::archive::read_entry(SyncIoBridge::new_with_handle(reader, handle), |path| {
+            path == wanted
+        })
+    })
+    .await
+    .expect("reading an index does not panic")
+    .map_err(|source| BundleError::Read {
+        what: file.clone(),
+        source: std::io::Error::other(source),
+    })?;
+    match found {
+        Some((_, bytes)) => Ok(Sha256Digest::of(&bytes)),
+        None => Err(BundleError::NoIndex {
+            name: name.to_string(),
+            version: version.to_string(),
+        }),
+    }
+}
+
 /// A tar header as reproducible packages write them: owner 0, mtime 0, mode 0644 or 0755.
 fn header(size: u64, executable: bool) -> tar::Header {
     let mut header = tar::Header::new_gnu();
@@ -199,7 +237,7 @@ where
 fn write_blocking<W: Write>(
     handle: &tokio::runtime::Handle,
     release: &Release,
-    mut plan: BundlePlan,
+    plan: BundlePlan,
     out: W,
 ) -> Result<(), BundleError> {
     let gzip = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
@@ -248,7 +286,7 @@ fn write_blocking<W: Write>(
     )?;
 
     let mut blobs_written: HashSet<String> = HashSet::new();
-    for addon in &mut plan.lock.addons {
+    for addon in &plan.lock.addons {
         let file = package_file_name(&addon.name, &addon.version);
         let reader = handle
             .block_on(release.store.reader(&release.key(&file)))
@@ -261,6 +299,7 @@ fn write_blocking<W: Write>(
             what: file.clone(),
             source,
         };
+        let mut index_seen = None;
         {
             let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&mut hashing));
             for entry in archive.entries().map_err(read_error)? {
@@ -285,7 +324,7 @@ fn write_blocking<W: Write>(
                 if relative == PACKAGE_INDEX_FILE {
                     let mut index = Vec::new();
                     entry.read_to_end(&mut index).map_err(read_error)?;
-                    addon.index_sha256 = Some(Sha256Digest::of(&index));
+                    index_seen = Some(Sha256Digest::of(&index));
                     append(
                         &mut builder,
                         &format!("{target}/{relative}"),
@@ -324,7 +363,8 @@ fn write_blocking<W: Write>(
                 actual,
             });
         }
-        if addon.index_sha256.is_none() {
+        // Same package bytes, same index: the digest the scripts carry holds.
+        if index_seen.is_none() {
             return Err(BundleError::NoIndex {
                 name: addon.name.clone(),
                 version: addon.version.clone(),

@@ -26,7 +26,7 @@ use crate::session::{HookError, Session};
 use crate::state::{
     AddonState, Applied, Attempt, NodeLock, Outcome, StateError, StateStore, Target,
 };
-use crate::unpack::{UnpackError, unpack};
+use crate::unpack::{UnpackError, bundled_package, unpack, unpack_bundled};
 
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
 pub const ENGINE_GENERATION: u32 = 1;
@@ -647,6 +647,31 @@ impl<'a> Run<'a> {
             version: version.to_string(),
             source,
         };
+        // An airgap bundle carries the package unpacked, checked through the lock's digest of
+        // its index.
+        if let (Dist::Local(bundle), Some(index_digest)) = (
+            &self.settings.dist,
+            self.settings
+                .lock
+                .as_ref()
+                .and_then(|lock| lock.addon(name))
+                .and_then(|locked| locked.index_sha256),
+        ) && bundled_package(bundle, name, version).is_dir()
+        {
+            let staging = layout.work_dir().join(format!("unpack-{name}-{version}"));
+            return unpack_bundled(
+                bundle,
+                &index_digest,
+                (name, version),
+                &staging,
+                &layout.install_dir(),
+            )
+            .map_err(|source| EngineError::Unpack {
+                name: name.to_string(),
+                version: version.to_string(),
+                source,
+            });
+        }
         // A cached package is trusted only as far as its digest; unpack checks it again.
         let cached_digest = fs_err::read_to_string(cache.join(format!("{file}.sha256")))
             .ok()

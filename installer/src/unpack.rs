@@ -2,12 +2,17 @@
 //! into a staging folder, and only a package whose digest matches is moved into place. A
 //! package that fails leaves nothing behind, and nothing is ever written outside the staging
 //! folder (the reader refuses absolute paths, `..` and links that point out).
+//!
+//! A package from an airgap bundle comes unpacked (`packages/<name>-<version>/`, image blobs
+//! in the bundle's shared `blobs/sha256/`): its `package.json` is checked against the lock,
+//! and every file against `package.json` as it is copied into the staging folder.
 
 use std::path::{Path, PathBuf};
 
 use berth_formats::Sha256Digest;
 use berth_formats::archive::{self, ExtractError};
 use berth_formats::digest::HashingReader;
+use berth_formats::oci::{BLOBS_DIR, IMAGES_DIR};
 use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex, package_root};
 
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +62,25 @@ pub fn unpack(
     };
     let _ = fs_err::remove_dir_all(staging);
     fs_err::create_dir_all(staging).map_err(io(staging))?;
-    let result = extract_checked(package, expected, staging).and_then(|()| {
+    let result = extract_checked(package, expected, staging)
+        .and_then(|()| move_into_place(package, (name, version), staging, install_dir));
+    let _ = fs_err::remove_dir_all(staging);
+    result
+}
+
+/// Reads the staged add-on folder's index, checks it names the add-on, and moves the folder
+/// into `install_dir`.
+fn move_into_place(
+    package: &Path,
+    (name, version): (&str, &str),
+    staging: &Path,
+    install_dir: &Path,
+) -> Result<PackageIndex, UnpackError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| UnpackError::Io { path, source }
+    };
+    {
         let root = package_root(name, version);
         let folder = staging.join(&root);
         let index_path = folder.join(PACKAGE_INDEX_FILE);
@@ -87,7 +110,89 @@ pub fn unpack(
             .map_err(io(&target))?;
         fs_err::rename(&folder, &target).map_err(io(&target))?;
         Ok(index)
-    });
+    }
+}
+
+/// Where a bundle keeps the unpacked package of `name` `version`, and its shared blobs.
+pub fn bundled_package(bundle: &Path, name: &str, version: &str) -> PathBuf {
+    bundle.join("packages").join(format!("{name}-{version}"))
+}
+
+/// Checks a bundled package's index against `expected` (the lock's), copies every file it
+/// lists into the staging folder checking each against the index, then moves the add-on
+/// folder into `install_dir`. Returns the package's index.
+pub fn unpack_bundled(
+    bundle: &Path,
+    expected: &Sha256Digest,
+    (name, version): (&str, &str),
+    staging: &Path,
+    install_dir: &Path,
+) -> Result<PackageIndex, UnpackError> {
+    let source = bundled_package(bundle, name, version);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| UnpackError::Io { path, source }
+    };
+    let _ = fs_err::remove_dir_all(staging);
+    let folder = staging.join(package_root(name, version));
+    fs_err::create_dir_all(&folder).map_err(io(&folder))?;
+    let index_path = source.join(PACKAGE_INDEX_FILE);
+    let result = (|| {
+        let bytes = fs_err::read(&index_path).map_err(|_| UnpackError::NoIndex {
+            package: source.clone(),
+            name: name.to_string(),
+            version: version.to_string(),
+        })?;
+        let actual = Sha256Digest::of(&bytes);
+        if &actual != expected {
+            return Err(UnpackError::Mismatch {
+                package: index_path.clone(),
+                expected: *expected,
+                actual,
+            });
+        }
+        let index = PackageIndex::from_bytes(&bytes).map_err(|error| UnpackError::BadIndex {
+            package: index_path.clone(),
+            message: error.to_string(),
+        })?;
+        fs_err::write(folder.join(PACKAGE_INDEX_FILE), &bytes).map_err(io(&folder))?;
+        let blobs = format!("{IMAGES_DIR}/{BLOBS_DIR}/");
+        for file in &index.files {
+            let relative = Path::new(&file.path);
+            if !relative
+                .components()
+                .all(|component| matches!(component, std::path::Component::Normal(_)))
+            {
+                return Err(UnpackError::BadIndex {
+                    package: index_path.clone(),
+                    message: format!("`{}` is not a path inside the package", file.path),
+                });
+            }
+            let from = match file.path.strip_prefix(&blobs) {
+                Some(hex) => bundle.join("blobs/sha256").join(hex),
+                None => source.join(relative),
+            };
+            let to = folder.join(relative);
+            fs_err::create_dir_all(to.parent().expect("inside the folder")).map_err(io(&to))?;
+            let mut reader = HashingReader::new(fs_err::File::open(&from).map_err(io(&from))?);
+            let mut writer = fs_err::File::create(&to).map_err(io(&to))?;
+            std::io::copy(&mut reader, &mut writer).map_err(io(&from))?;
+            let (actual, _) = reader.finish().map_err(io(&from))?;
+            if actual != file.sha256 {
+                return Err(UnpackError::Mismatch {
+                    package: from,
+                    expected: file.sha256,
+                    actual,
+                });
+            }
+            if file.executable {
+                use std::os::unix::fs::PermissionsExt as _;
+                fs_err::set_permissions(&to, std::fs::Permissions::from_mode(0o755))
+                    .map_err(io(&to))?;
+            }
+        }
+        move_into_place(&source, (name, version), staging, install_dir)
+    })();
     let _ = fs_err::remove_dir_all(staging);
     result
 }
