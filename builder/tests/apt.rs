@@ -124,14 +124,11 @@ fn a_deb_that_does_not_match_its_index_is_refused() {
     let error = runtime
         .block_on(fetcher.deb("test-distro", &source, closure[0]))
         .unwrap_err();
-    let FetchError::Download { url, source, .. } = &error else {
-        panic!("{error}");
-    };
-    assert!(url.ends_with("pool/lib-b_0.9_all.deb"), "{url}");
-    let message = format!("{error}: {source}");
-    assert!(
-        message.contains(&closure[0].sha256) && message.contains(&Sha256Digest::of(&bytes).hex()),
-        "names both digests: {message}"
+    support::assert_refused_for_its_digest(
+        &error,
+        "pool/lib-b_0.9_all.deb",
+        &closure[0].sha256,
+        &bytes,
     );
 }
 

@@ -6,7 +6,6 @@ mod support;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use berth_build::host_packages::fetch::FetchError;
 use berth_build::host_packages::repodata;
 use berth_build::host_packages::rpm::RpmSource;
 use berth_formats::Sha256Digest;
@@ -153,14 +152,11 @@ fn an_rpm_that_does_not_match_its_metadata_is_refused() {
     let error = runtime
         .block_on(fetcher.rpm("test-distro", closure[0]))
         .unwrap_err();
-    let FetchError::Download { url, source, .. } = &error else {
-        panic!("{error}");
-    };
-    assert!(url.ends_with("Packages/lib-b-0.9-1.noarch.rpm"), "{url}");
-    let message = format!("{error}: {source}");
-    assert!(
-        message.contains(&closure[0].sha256) && message.contains(&Sha256Digest::of(&bytes).hex()),
-        "names both digests: {message}"
+    support::assert_refused_for_its_digest(
+        &error,
+        "Packages/lib-b-0.9-1.noarch.rpm",
+        &closure[0].sha256,
+        &bytes,
     );
 }
 

@@ -12,8 +12,8 @@ use std::str::FromStr;
 
 use debversion::Version;
 
-use super::Op;
 use super::control::{self, ControlError, Paragraph};
+use super::{ClosureError, Op};
 
 /// One binary package of an index.
 #[derive(Debug, Clone)]
@@ -86,18 +86,6 @@ pub enum AptError {
         origin: String,
         package: String,
         problem: String,
-    },
-    #[error("{distro} has no package `{name}`{}", super::did_you_mean(near))]
-    Unknown {
-        distro: String,
-        name: String,
-        near: Vec<String>,
-    },
-    #[error("{distro}: cannot satisfy {}: {why}", chain.join(" → "))]
-    Unsatisfiable {
-        distro: String,
-        chain: Vec<String>,
-        why: String,
     },
 }
 
@@ -245,11 +233,11 @@ impl AptIndex {
         distro: &str,
         requested: &[String],
         base: &BTreeSet<String>,
-    ) -> Result<Vec<&AptPackage>, AptError> {
+    ) -> Result<Vec<&AptPackage>, ClosureError> {
         let mut chosen: BTreeMap<String, &AptPackage> = BTreeMap::new();
         let mut queue: VecDeque<(&AptPackage, Vec<String>)> = VecDeque::new();
         for name in requested {
-            let relation = parse_relation(name).map_err(|problem| AptError::Unsatisfiable {
+            let relation = parse_relation(name).map_err(|problem| ClosureError::Unsatisfiable {
                 distro: distro.into(),
                 chain: vec![name.clone()],
                 why: problem,
@@ -257,7 +245,7 @@ impl AptIndex {
             if !self.packages.contains_key(&relation.name)
                 && !self.providers.contains_key(&relation.name)
             {
-                return Err(AptError::Unknown {
+                return Err(ClosureError::Unknown {
                     distro: distro.into(),
                     name: relation.name.clone(),
                     near: self.near(&relation.name),
@@ -268,7 +256,7 @@ impl AptIndex {
             }
             let package = self
                 .choose(std::slice::from_ref(&relation), &chosen)
-                .map_err(|why| AptError::Unsatisfiable {
+                .map_err(|why| ClosureError::Unsatisfiable {
                     distro: distro.into(),
                     chain: vec![relation.to_string()],
                     why,
@@ -294,13 +282,13 @@ impl AptIndex {
                     chain.push(shown.clone());
                     chain
                 };
-                let dependency =
-                    self.choose(alternatives, &chosen)
-                        .map_err(|why| AptError::Unsatisfiable {
-                            distro: distro.into(),
-                            chain: next_chain(),
-                            why,
-                        })?;
+                let dependency = self.choose(alternatives, &chosen).map_err(|why| {
+                    ClosureError::Unsatisfiable {
+                        distro: distro.into(),
+                        chain: next_chain(),
+                        why,
+                    }
+                })?;
                 if let Some(dependency) = dependency {
                     chosen.insert(dependency.name.clone(), dependency);
                     let mut chain = chain.clone();

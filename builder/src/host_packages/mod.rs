@@ -70,6 +70,23 @@ fn did_you_mean(near: &[String]) -> String {
     }
 }
 
+/// Why a closure cannot be resolved, for either package format.
+#[derive(Debug, thiserror::Error)]
+pub enum ClosureError {
+    #[error("{distro} has no package `{name}`{}", did_you_mean(near))]
+    Unknown {
+        distro: String,
+        name: String,
+        near: Vec<String>,
+    },
+    #[error("{distro}: cannot satisfy {}: {why}", chain.join(" → "))]
+    Unsatisfiable {
+        distro: String,
+        chain: Vec<String>,
+        why: String,
+    },
+}
+
 /// One package file (`.deb` or `.rpm`) of a target's local repository.
 #[derive(Debug, Clone)]
 pub struct ArchiveFile {
@@ -102,6 +119,8 @@ pub enum HostPackageError {
     Apt(#[from] apt::AptError),
     #[error(transparent)]
     Rpm(#[from] rpm::RpmError),
+    #[error(transparent)]
+    Closure(#[from] ClosureError),
 }
 
 /// The archives each target distro needs for the Manifest's host package directives.

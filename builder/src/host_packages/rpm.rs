@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 
-use super::Op;
+use super::{ClosureError, Op};
 
 /// An rpm version: `[epoch:]version[-release]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -355,18 +355,6 @@ impl RpmPackage {
 pub enum RpmError {
     #[error("{origin}: {problem}")]
     Metadata { origin: String, problem: String },
-    #[error("{distro} has no package `{name}`{}", super::did_you_mean(near))]
-    Unknown {
-        distro: String,
-        name: String,
-        near: Vec<String>,
-    },
-    #[error("{distro}: cannot satisfy {}: {why}", chain.join(" → "))]
-    Unsatisfiable {
-        distro: String,
-        chain: Vec<String>,
-        why: String,
-    },
 }
 
 /// The packages of one target's repositories, for one architecture.
@@ -438,8 +426,8 @@ impl RpmIndex {
         distro: &str,
         requested: &[String],
         base: &BTreeSet<String>,
-    ) -> Result<Vec<&RpmPackage>, RpmError> {
-        let unsatisfiable = |chain: Vec<String>, why: String| RpmError::Unsatisfiable {
+    ) -> Result<Vec<&RpmPackage>, ClosureError> {
+        let unsatisfiable = |chain: Vec<String>, why: String| ClosureError::Unsatisfiable {
             distro: distro.to_string(),
             chain,
             why,
@@ -450,7 +438,7 @@ impl RpmIndex {
             let wanted = Capability::parse(text)
                 .map_err(|problem| unsatisfiable(vec![text.clone()], problem))?;
             if !self.providers.contains_key(&wanted.name) {
-                return Err(RpmError::Unknown {
+                return Err(ClosureError::Unknown {
                     distro: distro.to_string(),
                     name: wanted.name.clone(),
                     near: self.near(&wanted.name),

@@ -15,6 +15,7 @@ use aws_sdk_s3::config::retry::RetryConfig;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{BehaviorVersion, Region};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::operation::get_object::GetObjectOutput;
 use aws_sdk_s3::primitives::{ByteStream, Length};
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use berth_formats::Sha256Digest;
@@ -285,7 +286,8 @@ impl S3Store {
             })
     }
 
-    pub async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    /// The object under `key`, or `None` when there is none.
+    async fn get(&self, key: &str) -> Result<Option<GetObjectOutput>, StoreError> {
         match self
             .client
             .get_object()
@@ -294,41 +296,36 @@ impl S3Store {
             .send()
             .await
         {
-            Ok(object) => {
-                let bytes = object
-                    .body
-                    .collect()
-                    .await
-                    .map_err(|error| StoreError::S3 {
-                        location: self.describe(key),
-                        message: error.to_string(),
-                    })?;
-                Ok(Some(bytes.into_bytes().to_vec()))
-            }
+            Ok(object) => Ok(Some(object)),
             Err(SdkError::ServiceError(error)) if error.err().is_no_such_key() => Ok(None),
             Err(error) => Err(self.error(key, error)),
         }
+    }
+
+    pub async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(object) = self.get(key).await? else {
+            return Ok(None);
+        };
+        let bytes = object
+            .body
+            .collect()
+            .await
+            .map_err(|error| StoreError::S3 {
+                location: self.describe(key),
+                message: error.to_string(),
+            })?;
+        Ok(Some(bytes.into_bytes().to_vec()))
     }
 
     pub async fn reader(
         &self,
         key: &str,
     ) -> Result<Box<dyn tokio::io::AsyncRead + Send + Unpin>, StoreError> {
-        match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(self.key(key))
-            .send()
-            .await
-        {
-            Ok(object) => Ok(Box::new(object.body.into_async_read())),
-            Err(SdkError::ServiceError(error)) if error.err().is_no_such_key() => {
-                Err(StoreError::Missing {
-                    location: self.describe(key),
-                })
-            }
-            Err(error) => Err(self.error(key, error)),
+        match self.get(key).await? {
+            Some(object) => Ok(Box::new(object.body.into_async_read())),
+            None => Err(StoreError::Missing {
+                location: self.describe(key),
+            }),
         }
     }
 }

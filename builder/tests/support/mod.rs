@@ -117,3 +117,23 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// Asserts that a host package download was refused for its digest: the error names the URL
+/// (ending in `url_end`), the digest the index gives and the digest of the `served` bytes.
+pub fn assert_refused_for_its_digest(
+    error: &berth_build::host_packages::fetch::FetchError,
+    url_end: &str,
+    indexed: &str,
+    served: &[u8],
+) {
+    let berth_build::host_packages::fetch::FetchError::Download { url, source, .. } = error else {
+        panic!("{error}");
+    };
+    assert!(url.ends_with(url_end), "{url}");
+    let message = format!("{error}: {source}");
+    assert!(
+        message.contains(indexed)
+            && message.contains(&berth_formats::Sha256Digest::of(served).hex()),
+        "names both digests: {message}"
+    );
+}
