@@ -27,7 +27,9 @@ def tar_bytes(entries):
 
 
 def layer(name, size):
-    plain = tar_bytes([(name, rng.getrandbits(8 * size).to_bytes(size, "little"))])
+    # In 1 MiB pieces: one call for hundreds of MiB overflows random's C int.
+    data = b"".join(rng.randbytes(min(MB, size - offset)) for offset in range(0, size, MB))
+    plain = tar_bytes([(name, data)])
     return gzip.compress(plain, compresslevel=1, mtime=0), "sha256:" + hashlib.sha256(plain).hexdigest()
 
 
