@@ -10,6 +10,7 @@ set -euo pipefail
 
 BERTH_INSTALLER_ID="{{ id }}"
 BERTH_DIST_URL="{{ dist_url }}"
+BERTH_SCRIPTS_URL="{{ scripts_base_url }}"
 
 berth_fail() {
     echo "berth: $*" >&2
@@ -31,6 +32,7 @@ for berth_argument in "$@"; do
     case "$berth_argument" in
         airgap) berth_airgap=1 ;;
         plan | dry-run | --dry-run) berth_plan_only=1 ;;
+        control-plane) berth_params+=("control-plane=1" "master=1") ;;
         *=*) berth_params+=("$berth_argument") ;;
         *) berth_words+=("$berth_argument") ;;
     esac
@@ -110,4 +112,7 @@ for berth_param in "${berth_params[@]+"${berth_params[@]}"}"; do
 done
 if [ "$berth_airgap" = 1 ]; then
     berth_install_arguments+=(--param airgap=1)
+else
+    # Recorded for `berth join-command`: new nodes fetch join.sh from the same place.
+    berth_install_arguments+=(--scripts-url "$BERTH_SCRIPTS_URL")
 fi

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 {% include "common.sh" %}
-berth_reject_words "give airgap or the key=value pairs of the join command" "${berth_words[@]+"${berth_words[@]}"}"
+berth_reject_words "give airgap, control-plane or the key=value pairs of the join command" "${berth_words[@]+"${berth_words[@]}"}"
 
-# The key=value pairs are the join parameters the first node printed.
+# The key=value pairs are the join parameters the first node printed (control-plane came in
+# as control-plane=1).
 berth_join_arguments=(
     --spec "$berth_installer_dir/installer.yaml"
     --lock "$berth_installer_dir/lock.json"
     --dist "$berth_dist"
 )
+if [ "$berth_airgap" = 0 ]; then
+    berth_join_arguments+=(--scripts-url "$BERTH_SCRIPTS_URL")
+fi
 if [ "$berth_plan_only" = 1 ]; then
     berth_join_arguments+=(--dry-run)
 fi

@@ -77,6 +77,7 @@ pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptErr
         .render(context! {
             script,
             script_url,
+            scripts_base_url => context.scripts_url.trim_end_matches('/'),
             id => context.id,
             dist_url => context.dist_url.trim_end_matches('/'),
             spec => context.spec.trim_end(),

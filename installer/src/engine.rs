@@ -2,10 +2,15 @@
 //! verify, load images and run the hooks phase by phase, recording state as it goes.
 //!
 //! Phases follow kURL's order, each over every add-on in versions.json order:
-//! `fetch → load → preflight → pre_init → install | already_applied → post_init → outro`.
+//! `fetch → preflight → pre_init → install | already_applied → post_init → outro`. Every
+//! package is fetched and verified before any hook runs; an add-on's images load just before
+//! its install hook, so a runtime that an earlier add-on installs (containerd) can take them.
 //! An add-on whose decision is AlreadyApplied runs only `<name>_already_applied`. An add-on
 //! is recorded as applied once its last defined hook has succeeded, so a run that stops at one
 //! add-on's hook does not repeat the add-ons that finished before it.
+//!
+//! A joining node runs `preflight` and then `<name>_join` in place of pre_init, install and
+//! post_init. A rollback is an install whose plan comes from the records (see [`rollback_plan`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -15,7 +20,7 @@ use berth_formats::Sha256Digest;
 use berth_formats::lock::Lock;
 use berth_formats::package_index::{PackageIndex, package_file_name};
 use berth_formats::spec::{InstallerSpec, SpecError, config_environment, upper_snake};
-use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile};
+use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
 use crate::dist::{Dist, FetchError};
@@ -40,13 +45,34 @@ pub const HOOK_PHASES: [Phase; 5] = [
     Phase::Outro,
 ];
 
+/// The hook phases of a joining node.
+pub const JOIN_PHASES: [Phase; 2] = [Phase::Preflight, Phase::Join];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Preflight,
     PreInit,
     Install,
+    Join,
     PostInit,
     Outro,
+}
+
+/// What kind of run: the first node (or an update of it), or a node joining it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Install,
+    Join,
+}
+
+impl Mode {
+    pub fn phases(self) -> &'static [Phase] {
+        match self {
+            Mode::Install => &HOOK_PHASES,
+            Mode::Join => &JOIN_PHASES,
+        }
+    }
 }
 
 impl Phase {
@@ -55,6 +81,7 @@ impl Phase {
             Phase::Preflight => "preflight",
             Phase::PreInit => "pre_init",
             Phase::Install => "install",
+            Phase::Join => "join",
             Phase::PostInit => "post_init",
             Phase::Outro => "outro",
         }
@@ -63,10 +90,17 @@ impl Phase {
     /// The bash function of this phase for an add-on whose functions start with `prefix`.
     fn hook(self, prefix: &str, decision: &Decision) -> String {
         match self {
-            Phase::Install if !decision.applies() => format!("{prefix}_already_applied"),
+            Phase::Install | Phase::Join if !decision.applies() => {
+                format!("{prefix}_already_applied")
+            }
             Phase::Install => prefix.to_string(),
             other => format!("{prefix}_{}", other.name()),
         }
+    }
+
+    /// The phase an already-applied add-on runs its one hook in.
+    fn main(self) -> bool {
+        matches!(self, Phase::Install | Phase::Join)
     }
 }
 
@@ -86,6 +120,14 @@ pub struct InstallSettings {
     pub params: Vec<(String, String)>,
     pub permissions: Permissions,
     pub hook_timeout: Duration,
+    pub mode: Mode,
+    /// How long a join secret a hook publishes lives.
+    pub join_ttl: Duration,
+    /// Where this installer's scripts are served, recorded for `berth join-command`.
+    pub scripts_url: Option<String>,
+    /// A package missing from the dist may be taken from its folder unpacked on this node
+    /// (a rollback to a version installed from an airgap bundle, which leaves no archive).
+    pub reuse_unpacked: bool,
 }
 
 /// One add-on of the plan.
@@ -178,6 +220,8 @@ pub enum EngineError {
     },
     #[error("the plan refuses to go on:\n{}", lines.join("\n"))]
     Refused { lines: Vec<String> },
+    #[error("{name}: {problem}")]
+    Rollback { name: String, problem: String },
     #[error(transparent)]
     State(#[from] StateError),
     #[error("failed to prepare {path}")]
@@ -325,6 +369,109 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
     })
 }
 
+/// The plan of `berth rollback`: `name` back to the version it had before (or to `to`, a
+/// version whose package this node keeps), with the configuration that version was applied
+/// with. The packages come from this node's cache; nothing is fetched.
+pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Plan, EngineError> {
+    let problem = |problem: String| EngineError::Rollback {
+        name: name.to_string(),
+        problem,
+    };
+    let record = StateStore::new(layout.state_dir()).load(name)?;
+    let Some(current) = &record.current else {
+        return Err(problem(
+            "is not installed on this node; `berth status` lists what is".into(),
+        ));
+    };
+    let from = current.target.version.clone();
+    let applied = match (to, &record.last) {
+        (None, Some(last)) => last.clone(),
+        (None, None) => {
+            return Err(problem(format!(
+                "{from} is the only version applied on this node; there is nothing to roll back to"
+            )));
+        }
+        (Some(version), _) if version == from => {
+            return Err(problem(format!("{version} is already in place")));
+        }
+        (Some(version), Some(last)) if last.target.version == version => last.clone(),
+        (Some(version), _) => {
+            // Another version whose package this node keeps, applied with today's settings.
+            let file = package_file_name(name, version);
+            let checksum =
+                fs_err::read_to_string(layout.package_cache().join(format!("{file}.sha256")))
+                    .ok()
+                    .and_then(|text| berth_formats::package_index::parse_checksum_file(&text).ok());
+            let Some(digest) = checksum.filter(|_| layout.package_cache().join(&file).exists())
+            else {
+                return Err(problem(format!(
+                    "no package of version {version} is kept on this node; kept: {}",
+                    kept_versions(layout, name).join(", ")
+                )));
+            };
+            Applied {
+                target: Target {
+                    version: version.to_string(),
+                    package_digest: digest.to_string(),
+                    ..current.target.clone()
+                },
+                applied_at: String::new(),
+                config: current.config.clone(),
+            }
+        }
+    };
+    Ok(Plan {
+        id: applied.target.id.clone(),
+        addons: vec![PlannedAddon {
+            name: name.to_string(),
+            version: applied.target.version.clone(),
+            decision: Decision::Rollback { from: from.clone() },
+            reason: Decision::Rollback { from }.to_string(),
+            target: applied.target,
+            config: applied.config,
+            record,
+        }],
+        airgap: false,
+    })
+}
+
+/// The versions of `name` whose packages this node keeps, newest first.
+fn kept_versions(layout: &Layout, name: &str) -> Vec<String> {
+    let prefix = format!("{name}-");
+    let mut versions: Vec<String> = fs_err::read_dir(layout.package_cache())
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let version = file.strip_prefix(&prefix)?.strip_suffix(".tar.gz")?;
+            Some(version.to_string())
+        })
+        .collect();
+    versions.sort_by(|a, b| compare_versions(b, a));
+    versions
+}
+
+/// Records on an installed add-on that the run asking for `version` stopped before touching
+/// it (an unknown version, say): `Progressing` turns Failed with the reason; what is in place
+/// stays in place and Available.
+pub fn record_refusal(
+    layout: &Layout,
+    name: &str,
+    version: &str,
+    message: &str,
+) -> Result<(), EngineError> {
+    let store = StateStore::new(layout.state_dir());
+    let mut record = store.load(name)?;
+    if record.current.is_none() && record.attempt.is_none() {
+        return Ok(());
+    }
+    record.desired = Some(version.to_string());
+    record.set_progressing(false, "Failed", message.to_string());
+    store.save(&record)?;
+    Ok(())
+}
+
 fn apply_fields(version: &mut String, config: &mut Map<String, Value>, fields: Map<String, Value>) {
     for (field, value) in fields {
         if field == "version" {
@@ -388,7 +535,7 @@ pub fn apply(
         });
     }
     let layout = &settings.layout;
-    let run_id = run_id();
+    let run_id = run_id(settings.mode);
     let mut run = Run::new(settings, plan, &run_id)?;
     let result = run.execute(reporter);
     if let Err(error) = &result {
@@ -402,12 +549,16 @@ pub fn apply(
     result
 }
 
-fn run_id() -> String {
+fn run_id(mode: Mode) -> String {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .replace([':', '-'], "");
     format!(
-        "install-{}-{}",
+        "{}-{}-{}",
+        match mode {
+            Mode::Install => "install",
+            Mode::Join => "join",
+        },
         stamp.trim_end_matches('Z'),
         std::process::id()
     )
@@ -522,13 +673,11 @@ impl<'a> Run<'a> {
             .source(&helpers, self.settings.hook_timeout)
             .map_err(|source| self.hook_error(None, "the helper library", source))?;
 
-        // load: images into the runtime, then each add-on's hooks into the session.
-        let mut runtime: Option<Option<Runtime>> = None;
+        let phases = self.settings.mode.phases();
+        // Each add-on's hooks into the session. Its images load later, just before its main
+        // hook: an add-on earlier in the order may be the one that installs the runtime.
+        let mut runtime: Option<Runtime> = None;
         for index in 0..self.members.len() {
-            if self.members[index].planned.decision.applies() {
-                self.enter_phase(index, "load")?;
-                self.load_images(index, &mut runtime, reporter)?;
-            }
             let member = &self.members[index];
             let script = layout
                 .addon_dir(&member.planned.name, &member.planned.version)
@@ -538,7 +687,7 @@ impl<'a> Run<'a> {
                     .source(&script, self.settings.hook_timeout)
                     .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
             }
-            let names: Vec<String> = HOOK_PHASES
+            let names: Vec<String> = phases
                 .iter()
                 .map(|phase| phase.hook(&member.prefix, &member.planned.decision))
                 .collect();
@@ -548,20 +697,23 @@ impl<'a> Run<'a> {
             self.members[index].defined = defined;
         }
 
-        for (phase_number, phase) in HOOK_PHASES.iter().enumerate() {
+        for (phase_number, phase) in phases.iter().enumerate() {
             for index in 0..self.members.len() {
                 let member = &self.members[index];
                 let applies = member.planned.decision.applies();
                 // Applied add-ons are done; AlreadyApplied ones run only their install-phase hook.
-                if (applies && member.finished) || (!applies && *phase != Phase::Install) {
+                if (applies && member.finished) || (!applies && !phase.main()) {
                     continue;
                 }
                 let hook = phase.hook(&member.prefix, &member.planned.decision);
                 let kustomize = layout.kustomize_dir(&member.planned.name);
-                if *phase == Phase::Install && applies {
+                if phase.main() && applies {
+                    self.enter_phase(index, "load")?;
+                    self.load_images(index, &mut runtime, reporter)?;
                     let _ = fs_err::remove_dir_all(&kustomize);
                     fs_err::create_dir_all(&kustomize).map_err(io_error(&kustomize))?;
                 }
+                let member = &self.members[index];
                 if member.defined.contains(&hook) {
                     if applies {
                         self.enter_phase(index, phase.name())?;
@@ -579,7 +731,7 @@ impl<'a> Run<'a> {
                 }
                 // An add-on is done once no later phase defines a hook for it.
                 let member = &self.members[index];
-                let remaining = HOOK_PHASES[phase_number + 1..].iter().any(|later| {
+                let remaining = phases[phase_number + 1..].iter().any(|later| {
                     member
                         .defined
                         .contains(&later.hook(&member.prefix, &member.planned.decision))
@@ -608,6 +760,10 @@ impl<'a> Run<'a> {
                 layout.root().display().to_string(),
             ),
             ("INSTALLER_ID".to_string(), self.plan.id.clone()),
+            (
+                "BERTH_JOIN_TTL".to_string(),
+                self.settings.join_ttl.as_secs().to_string(),
+            ),
         ];
         if let Ok(binary) = std::env::current_exe() {
             environment.push(("BERTH_BIN".to_string(), binary.display().to_string()));
@@ -672,6 +828,14 @@ impl<'a> Run<'a> {
                 source,
             });
         }
+        let unpacked = layout.addon_dir(name, version);
+        if self.settings.reuse_unpacked && !cached.exists() {
+            return read_unpacked(&unpacked).map_err(|source| EngineError::Unpack {
+                name: name.to_string(),
+                version: version.to_string(),
+                source,
+            });
+        }
         // A cached package is trusted only as far as its digest; unpack checks it again.
         let cached_digest = fs_err::read_to_string(cache.join(format!("{file}.sha256")))
             .ok()
@@ -713,7 +877,7 @@ impl<'a> Run<'a> {
     fn load_images(
         &mut self,
         index: usize,
-        runtime: &mut Option<Option<Runtime>>,
+        runtime: &mut Option<Runtime>,
         reporter: &dyn Reporter,
     ) -> Result<(), EngineError> {
         let member = &self.members[index];
@@ -724,7 +888,10 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         let (name, version) = (member.planned.name.clone(), member.planned.version.clone());
-        let runtime = runtime.get_or_insert_with(Runtime::detect);
+        // Detected once it answers: until then an earlier add-on may still be installing it.
+        if runtime.is_none() {
+            *runtime = Runtime::detect();
+        }
         let images_error = |source| EngineError::Images {
             name: name.clone(),
             version: version.clone(),
@@ -790,6 +957,7 @@ impl<'a> Run<'a> {
         state.current = Some(Applied {
             target: target.clone(),
             applied_at: crate::state::now(),
+            config: member.planned.config.clone(),
         });
         if let Some(attempt) = &mut state.attempt {
             attempt.outcome = Outcome::Succeeded;
@@ -858,6 +1026,19 @@ impl<'a> Run<'a> {
         }
         Ok(())
     }
+}
+
+/// The index of a package already unpacked on this node (checked when it was unpacked).
+fn read_unpacked(folder: &Path) -> Result<PackageIndex, UnpackError> {
+    let path = folder.join(berth_formats::package_index::PACKAGE_INDEX_FILE);
+    let bytes = fs_err::read(&path).map_err(|source| UnpackError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    PackageIndex::from_bytes(&bytes).map_err(|error| UnpackError::BadIndex {
+        package: path,
+        message: error.to_string(),
+    })
 }
 
 /// The error, its causes, and the tail of the hook's output.

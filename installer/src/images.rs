@@ -127,6 +127,40 @@ impl Runtime {
         }
     }
 
+    /// Removes the images named in `records` from the runtime; those it does not hold are
+    /// passed over.
+    pub fn remove(&self, records: &[ImageRecord]) -> Result<(), ImageError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let present: HashSet<String> = self.present()?.into_iter().map(|(name, _)| name).collect();
+        let references: Vec<&str> = records
+            .iter()
+            .map(|record| record.reference.as_str())
+            .filter(|reference| {
+                let short = reference.strip_prefix("docker.io/").unwrap_or(reference);
+                present.contains(*reference)
+                    || present.contains(short.strip_prefix("library/").unwrap_or(short))
+            })
+            .collect();
+        if references.is_empty() {
+            return Ok(());
+        }
+        let mut command = match self {
+            Runtime::Containerd { ctr } => {
+                let mut command = Command::new(ctr);
+                command.args(["--namespace", NAMESPACE, "images", "rm"]);
+                command
+            }
+            Runtime::Docker { docker } => {
+                let mut command = Command::new(docker);
+                command.arg("rmi");
+                command
+            }
+        };
+        output(command.args(references)).map(|_| ())
+    }
+
     /// Imports the OCI layout at `layout` unless every image in `records` is present.
     /// Returns whether it imported.
     pub fn load(&self, layout: &Path, records: &[ImageRecord]) -> Result<bool, ImageError> {

@@ -54,6 +54,11 @@ impl Layout {
         self.install_dir().join("work")
     }
 
+    /// Join parameters hooks published (0600: it holds secrets).
+    pub fn join_file(&self) -> PathBuf {
+        self.install_dir().join("join.json")
+    }
+
     pub fn lock_file(&self) -> PathBuf {
         self.install_dir().join("lock")
     }

@@ -4,7 +4,8 @@
 //! from the [`dist`], checks and unpacks them ([`unpack`]), loads their [`images`], and runs
 //! their bash hooks in one [`session`] with the [`helpers`] library, recording state as it
 //! goes. [`layout`] says where everything lives; [`kustomization`] does the YAML edits the
-//! `insert_*` helpers ask for.
+//! `insert_*` helpers ask for; [`join`] keeps what a new node needs and builds its command;
+//! [`reset`] takes a node back to before the install.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
@@ -13,9 +14,11 @@ pub mod dist;
 pub mod engine;
 pub mod helpers;
 pub mod images;
+pub mod join;
 pub mod kustomization;
 pub mod layout;
 pub mod plan;
+pub mod reset;
 pub mod session;
 pub mod state;
 pub mod unpack;

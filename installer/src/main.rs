@@ -28,6 +28,19 @@ enum Command {
     Install(commands::install::InstallArgs),
     /// Print what `install` would do for each add-on, and why; change nothing.
     Plan(commands::install::InstallArgs),
+    /// Join this node to a cluster: fetch, load, preflight and each add-on's join hook, with
+    /// the key=value parameters of the command the first node printed.
+    Join(commands::install::JoinArgs),
+    /// Print the command that joins a new node to this one's cluster.
+    #[command(name = "join-command")]
+    JoinCommandLine(commands::node::JoinCommandArgs),
+    /// Publish a join parameter (hooks call this through `berth_set_join_param`).
+    #[command(subcommand)]
+    JoinParam(commands::node::JoinParamCommand),
+    /// Go back to an add-on's previous version, from the packages kept on this node.
+    Rollback(commands::node::RollbackArgs),
+    /// Run each add-on's reset hook and remove what Berth placed on this node.
+    Reset(commands::node::ResetArgs),
     /// Show each add-on's desired, current and last version and its conditions.
     Status(commands::status::StatusArgs),
     /// Verify a package against its `.sha256` file and unpack it, refusing unsafe paths.
@@ -42,6 +55,11 @@ fn main() -> ExitCode {
     let result = match command {
         Command::Install(args) => commands::install::run(args, false),
         Command::Plan(args) => commands::install::run(args, true),
+        Command::Join(args) => commands::install::join(args),
+        Command::JoinCommandLine(args) => commands::node::join_command_run(args),
+        Command::JoinParam(command) => commands::node::join_param_run(command),
+        Command::Rollback(args) => commands::node::rollback_run(args),
+        Command::Reset(args) => commands::node::reset_run(args),
         Command::Status(args) => commands::status::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Kustomization(command) => commands::kustomization::run(command),

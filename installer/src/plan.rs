@@ -36,6 +36,10 @@ pub enum Decision {
     DowngradeRefused {
         from: String,
     },
+    /// `berth rollback`: back to a version applied before, with the configuration it had.
+    Rollback {
+        from: String,
+    },
 }
 
 impl Decision {
@@ -56,6 +60,7 @@ impl Decision {
             Decision::Retry { .. } => "Retry",
             Decision::AlreadyApplied => "AlreadyApplied",
             Decision::DowngradeRefused { .. } => "DowngradeRefused",
+            Decision::Rollback { .. } => "Rollback",
         }
     }
 
@@ -63,7 +68,7 @@ impl Decision {
     pub fn progressing_reason(&self) -> &'static str {
         match self {
             Decision::Upgrade { .. } => "Upgrading",
-            Decision::Downgrade { .. } => "RollingBack",
+            Decision::Downgrade { .. } | Decision::Rollback { .. } => "RollingBack",
             _ => "Installing",
         }
     }
@@ -85,6 +90,7 @@ impl fmt::Display for Decision {
                 f,
                 "applied with the same version, id, package and configuration"
             ),
+            Decision::Rollback { from } => write!(f, "rolling back from {from}, as asked"),
             Decision::DowngradeRefused { from } => write!(
                 f,
                 "{from} is installed and the spec asks for an older version; pass --allow-downgrade (or use berth rollback) to go back"

@@ -31,6 +31,9 @@ pub struct Applied {
     #[serde(flatten)]
     pub target: Target,
     pub applied_at: String,
+    /// The effective configuration it was applied with, so a rollback can apply it again.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub config: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The latest run that worked on the add-on.
@@ -77,7 +80,22 @@ pub struct AddonState {
     pub attempt: Option<Attempt>,
     pub progressing: Option<Condition>,
     pub available: Option<Condition>,
+    /// Every change of `Progressing`'s reason, oldest first (the newest are kept).
+    #[serde(default)]
+    pub history: Vec<Transition>,
 }
+
+/// One change of `Progressing`: what the add-on went through, when, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transition {
+    pub time: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// How many transitions a record keeps.
+const HISTORY_LENGTH: usize = 50;
 
 impl AddonState {
     pub fn new(name: &str) -> Self {
@@ -89,12 +107,30 @@ impl AddonState {
             attempt: None,
             progressing: None,
             available: None,
+            history: Vec::new(),
         }
     }
 
-    /// Sets `Progressing`, keeping its transition time when neither status nor reason changes.
+    /// Sets `Progressing`, keeping its transition time when neither status nor reason changes;
+    /// a change is added to the history.
     pub fn set_progressing(&mut self, status: bool, reason: &str, message: String) {
-        self.progressing = Some(transition(self.progressing.take(), status, reason, message));
+        let old_time = self
+            .progressing
+            .as_ref()
+            .map(|old| old.last_transition_time.clone());
+        let condition = transition(self.progressing.take(), status, reason, message);
+        if old_time.as_ref() != Some(&condition.last_transition_time)
+            || self.history.last().is_none_or(|last| last.reason != reason)
+        {
+            self.history.push(Transition {
+                time: condition.last_transition_time.clone(),
+                reason: reason.to_string(),
+                message: condition.message.clone(),
+            });
+            let excess = self.history.len().saturating_sub(HISTORY_LENGTH);
+            self.history.drain(..excess);
+        }
+        self.progressing = Some(condition);
     }
 
     pub fn set_available(&mut self, status: bool, reason: &str, message: String) {

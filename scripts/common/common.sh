@@ -64,3 +64,35 @@ function kubernetes_resource_exists() {
     local name="$3"
     kubectl -n "$namespace" get "$kind" "$name" >/dev/null 2>&1
 }
+
+# berth_set_join_param [--secret] [--control-plane] KEY VALUE: publishes what a new node needs
+# from this one; `berth join-command` prints it as KEY=VALUE and a joining node's hooks see it
+# as an environment variable (demo-address as DEMO_ADDRESS). A secret expires after the
+# install's --join-ttl and never reaches a log: the value travels on standard input.
+function berth_set_join_param() {
+    local flags=()
+    while [ "$#" -gt 0 ] && [[ "$1" == --* ]]; do
+        flags+=("$1")
+        shift
+    done
+    if [ "$#" -ne 2 ]; then
+        bail "usage: berth_set_join_param [--secret] [--control-plane] KEY VALUE"
+    fi
+    printf '%s' "$2" | "${BERTH_BIN:-berth}" join-param set "${flags[@]+"${flags[@]}"}" "$1"
+}
+
+# Prints this node's address for other nodes: kURL's private-address argument when given,
+# else the source address of the default route, else the first address of the host.
+function berth_private_address() {
+    if [ -n "${PRIVATE_ADDRESS:-}" ]; then
+        echo "$PRIVATE_ADDRESS"
+        return
+    fi
+    local address
+    address=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -n1)
+    if [ -z "$address" ]; then
+        address=$(hostname -I 2>/dev/null | awk '{print $1}')
+    fi
+    [ -n "$address" ] || bail "cannot tell this node's address; pass private-address=IP"
+    echo "$address"
+}

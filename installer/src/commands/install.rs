@@ -4,12 +4,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use berth::dist::Dist;
-use berth::engine::{self, InstallSettings, Plan, Reporter};
+use berth::engine::{self, EngineError, InstallSettings, Mode, Plan, Reporter};
+use berth::join::{JoinStore, check_expiry};
 use berth::layout::Layout;
 use berth::plan::Permissions;
 use berth::state::NodeLock;
 use berth_formats::lock::Lock;
 use berth_formats::spec::parse_scalar;
+use berth_formats::versions::VersionsError;
 
 use crate::RootArgs;
 
@@ -47,11 +49,29 @@ pub struct InstallArgs {
     /// Seconds a hook may run before its process group is killed.
     #[arg(long, default_value_t = 1800)]
     hook_timeout: u64,
+    /// How long the join secrets hooks publish stay valid (`24h`, `90m`, `30s`).
+    #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
+    join_ttl: Duration,
+    /// Where this installer's scripts are served (`<server>/<id>`); install.sh passes it, and
+    /// `berth join-command` prints a join command that fetches join.sh from there.
+    #[arg(long, value_name = "URL")]
+    scripts_url: Option<String>,
     #[command(flatten)]
     root: RootArgs,
 }
 
-struct Stderr;
+/// `berth join`: the install arguments, and the join command's `key=value` words.
+#[derive(clap::Args)]
+pub struct JoinArgs {
+    #[command(flatten)]
+    install: InstallArgs,
+    /// The join parameters the first node printed (`key=value`), and `control-plane` for a
+    /// node that joins the control plane.
+    #[arg(value_name = "KEY=VALUE")]
+    words: Vec<String>,
+}
+
+pub struct Stderr;
 
 impl Reporter for Stderr {
     fn step(&self, message: &str) {
@@ -60,7 +80,36 @@ impl Reporter for Stderr {
 }
 
 pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {
-    let settings = settings(&args)?;
+    let settings = settings(&args, Mode::Install)?;
+    execute(&args, settings, plan_only)
+}
+
+pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
+    let mut settings = settings(&args.install, Mode::Join)?;
+    for word in &args.words {
+        match word.split_once('=') {
+            Some((key, value)) if !key.is_empty() => {
+                settings.params.push((key.to_string(), value.to_string()));
+            }
+            // kURL's join.sh takes the bare word; its hooks test MASTER.
+            _ if word == "control-plane" => {
+                settings.params.push(("control-plane".into(), "1".into()));
+                settings.params.push(("master".into(), "1".into()));
+            }
+            _ => {
+                bail!("`{word}`: expected the key=value pairs of a join command, or control-plane")
+            }
+        }
+    }
+    check_expiry(&mut settings.params)?;
+    execute(&args.install, settings, false)
+}
+
+fn execute(
+    args: &InstallArgs,
+    settings: InstallSettings,
+    plan_only: bool,
+) -> anyhow::Result<ExitCode> {
     if plan_only || args.dry_run {
         let plan = engine::plan(&settings)?;
         print_plan(&plan, args.json, &mut std::io::stdout())?;
@@ -71,12 +120,24 @@ pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {
         });
     }
     let started = Instant::now();
+    let command = match settings.mode {
+        Mode::Install => "install",
+        Mode::Join => "join",
+    };
     let lock = NodeLock::acquire(
         &settings.layout.lock_file(),
-        &format!("berth install --spec {}", args.spec.display()),
+        &format!("berth {command} --spec {}", args.spec.display()),
     )?;
-    let plan = engine::plan(&settings)?;
+    let plan = match engine::plan(&settings) {
+        Ok(plan) => plan,
+        Err(error) => {
+            record_refusal(&settings, &error)?;
+            return Err(error.into());
+        }
+    };
     print_plan(&plan, false, &mut std::io::stderr())?;
+    JoinStore::new(settings.layout.join_file())
+        .record_installer(&plan.id, settings.scripts_url.as_deref())?;
     engine::apply(&settings, &plan, &lock, &Stderr)
         .context("the install did not finish; run the same command again to continue")?;
     eprintln!(
@@ -86,7 +147,23 @@ pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn settings(args: &InstallArgs) -> anyhow::Result<InstallSettings> {
+/// An unknown version asked for an installed add-on stops the run before it starts; the
+/// add-on's record says so, as a failed upgrade would.
+fn record_refusal(settings: &InstallSettings, error: &EngineError) -> anyhow::Result<()> {
+    if let EngineError::Versions { source, .. } = error
+        && let VersionsError::UnknownVersion {
+            name, requested, ..
+        }
+        | VersionsError::NoneForKubernetes {
+            name, requested, ..
+        } = source
+    {
+        engine::record_refusal(&settings.layout, name, requested, &source.to_string())?;
+    }
+    Ok(())
+}
+
+fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<InstallSettings> {
     let mut overrides = Vec::new();
     for text in &args.set {
         let Some((key, value)) = text.split_once('=') else {
@@ -125,6 +202,10 @@ fn settings(args: &InstallArgs) -> anyhow::Result<InstallSettings> {
             force_reapply: args.force_reapply,
         },
         hook_timeout: Duration::from_secs(args.hook_timeout),
+        mode,
+        join_ttl: args.join_ttl,
+        scripts_url: args.scripts_url.clone(),
+        reuse_unpacked: false,
     })
 }
 

@@ -1,5 +1,6 @@
 pub mod install;
 pub mod kustomization;
+pub mod node;
 pub mod status;
 pub mod unpack;
 

@@ -16,6 +16,7 @@ fn installed(version: &str) -> AddonState {
     state.current = Some(Applied {
         target: target(version),
         applied_at: "2026-11-22T00:00:00Z".into(),
+        config: Default::default(),
     });
     state.attempt = Some(Attempt {
         target: target(version),

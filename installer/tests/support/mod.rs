@@ -160,11 +160,19 @@ impl TestDist {
         }
     }
 
-    /// A dist of the repository's own example add-ons.
-    pub fn examples() -> (PathBuf, Self) {
+    /// A dist of some of the repository's own add-ons (all their versions), and the
+    /// repository's example spec.
+    pub fn examples(names: &[&str]) -> (PathBuf, Self) {
         let repository = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let dist = Self::new();
-        let folders = berth_build::build::discover(&repository.join("addons")).unwrap();
+        let folders: Vec<PathBuf> = berth_build::build::discover(&repository.join("addons"))
+            .unwrap()
+            .into_iter()
+            .filter(|folder| {
+                let name = folder.parent().unwrap().file_name().unwrap();
+                names.iter().any(|wanted| name == *wanted)
+            })
+            .collect();
         for folder in &folders {
             dist.package(folder);
         }

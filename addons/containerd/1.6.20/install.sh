@@ -1,0 +1,131 @@
+# shellcheck shell=bash
+# containerd from the node's distro packages, configured from the spec and started through
+# systemd where it runs, directly where it does not. The install hook is named `containerd`
+# (kURL's naming), so inside the hook session the program is called as `command containerd`.
+#
+# Spec fields: containerd.tomlConfig (TOML merged into the configuration, as a file containerd
+# imports), containerd.preserveConfig (leave an existing /etc/containerd/config.toml alone).
+# Registry hosts are read from /etc/containerd/certs.d (the registry add-on's join writes there).
+
+CONTAINERD_ETC=/etc/containerd
+
+function containerd() {
+    containerd_install_and_start
+}
+
+function containerd_join() {
+    containerd_install_and_start
+}
+
+function containerd_already_applied() {
+    containerd_answers || containerd_start
+}
+
+function containerd_reset() {
+    containerd_stop
+    rm -f "$CONTAINERD_ETC/config.toml" "$CONTAINERD_ETC/config.d/berth.toml"
+    rmdir "$CONTAINERD_ETC/config.d" "$CONTAINERD_ETC" 2>/dev/null || true
+    # Only what this add-on installed goes: packages the host had before stay.
+    local installed="$DIR/containerd/installed-packages"
+    if [ -s "$installed" ]; then
+        local packages
+        mapfile -t packages <"$installed"
+        if commandExists apt-get; then
+            DEBIAN_FRONTEND=noninteractive apt-get remove -y "${packages[@]}"
+        elif commandExists dnf; then
+            dnf remove -y "${packages[@]}"
+        else
+            yum remove -y "${packages[@]}"
+        fi
+    fi
+    rm -rf "$DIR/containerd"
+}
+
+function containerd_install_and_start() {
+    mkdir -p "$DIR/containerd"
+    local package missing=()
+    for package in containerd runc; do
+        containerd_package_installed "$package" || missing+=("$package")
+    done
+    install_host_archives "$DIR/addons/containerd/$CONTAINERD_VERSION" containerd runc
+    if [ "${#missing[@]}" -gt 0 ]; then
+        printf '%s\n' "${missing[@]}" >>"$DIR/containerd/installed-packages"
+    fi
+    containerd_write_config
+    containerd_start
+    logSuccess "containerd $(command containerd --version | awk '{print $3}') is running"
+}
+
+function containerd_package_installed() {
+    if commandExists dpkg-query; then
+        dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+    else
+        rpm -q "$1" >/dev/null 2>&1
+    fi
+}
+
+function containerd_write_config() {
+    if [ "${CONTAINERD_PRESERVE_CONFIG:-}" = 1 ] && [ -f "$CONTAINERD_ETC/config.toml" ]; then
+        logWarn "containerd.preserveConfig: $CONTAINERD_ETC/config.toml is left as it is"
+        return
+    fi
+    mkdir -p "$CONTAINERD_ETC/config.d"
+    # The kubelet uses the systemd cgroup driver where systemd runs.
+    local systemd_cgroup=false
+    if containerd_has_systemd; then
+        systemd_cgroup=true
+    fi
+    command containerd config default |
+        sed -e "s|^imports = .*|imports = [\"$CONTAINERD_ETC/config.d/*.toml\"]|" \
+            -e "s/SystemdCgroup = .*/SystemdCgroup = $systemd_cgroup/" \
+            -e "s|config_path = \"\"|config_path = \"$CONTAINERD_ETC/certs.d\"|" >"$CONTAINERD_ETC/config.toml.new"
+    mv -f "$CONTAINERD_ETC/config.toml.new" "$CONTAINERD_ETC/config.toml"
+    if [ -n "${CONTAINERD_TOML_CONFIG:-}" ]; then
+        printf '%s\n' "$CONTAINERD_TOML_CONFIG" >"$CONTAINERD_ETC/config.d/berth.toml"
+    else
+        rm -f "$CONTAINERD_ETC/config.d/berth.toml"
+    fi
+}
+
+function containerd_has_systemd() {
+    [ -d /run/systemd/system ] && commandExists systemctl
+}
+
+function containerd_answers() {
+    ctr version >/dev/null 2>&1
+}
+
+function containerd_start() {
+    if containerd_has_systemd; then
+        systemctl enable containerd >/dev/null 2>&1 || true
+        systemctl restart containerd
+    else
+        # No systemd: containerd runs in a session of its own, so it outlives this install.
+        containerd_stop
+        setsid containerd --config "$CONTAINERD_ETC/config.toml" </dev/null >>/var/log/containerd.log 2>&1 &
+        echo $! >"$DIR/containerd/pid"
+    fi
+    local tries=0
+    until containerd_answers; do
+        tries=$((tries + 1))
+        if [ "$tries" -ge 600 ]; then
+            bail "containerd did not answer within 60 s; see /var/log/containerd.log or journalctl -u containerd"
+        fi
+        sleep 0.1
+    done
+}
+
+function containerd_stop() {
+    if containerd_has_systemd; then
+        systemctl stop containerd 2>/dev/null || true
+        return
+    fi
+    local pid
+    pid=$(cat "$DIR/containerd/pid" 2>/dev/null) || return 0
+    if kill "$pid" 2>/dev/null; then
+        while kill -0 "$pid" 2>/dev/null; do
+            sleep 0.1
+        done
+    fi
+    rm -f "$DIR/containerd/pid"
+}

@@ -1,0 +1,80 @@
+# shellcheck shell=bash
+# The demo add-on: runs docker.io/berth/demo:<version> as a container on the host network,
+# answering `demo <version>` on spec.demo.port (default 8080). The first node publishes its
+# address and a join token; a joining node's hook shows the token to the first node's demo
+# (which answers 403 to any other), then runs demo itself.
+
+DEMO_CONTAINER=berth-demo
+
+function demo_port() {
+    echo "${DEMO_PORT:-8080}"
+}
+
+function demo_preflight() {
+    commandExists ctr || bail "demo needs ctr (containerd) on this node"
+    commandExists curl || bail "demo needs curl on this node"
+    local port
+    port=$(demo_port)
+    if ! [[ "$port" =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then
+        bail "spec.demo.port is '$port'; give a port number from 1 to 65535"
+    fi
+}
+
+function demo() {
+    local token
+    token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    demo_start "$token"
+    mkdir -p "$DIR/demo"
+    (umask 077 && printf '%s' "$token" >"$DIR/demo/join-token")
+    demo_publish
+    logSuccess "demo $DEMO_VERSION answers on port $(demo_port)"
+}
+
+function demo_already_applied() {
+    demo_publish
+}
+
+function demo_join() {
+    if [ -z "${DEMO_ADDRESS:-}" ] || [ -z "${DEMO_JOIN_TOKEN:-}" ]; then
+        bail "the join command has no demo-address or demo-join-token; print it again with berth join-command"
+    fi
+    curl -fsS --max-time 10 -o /dev/null "http://$DEMO_ADDRESS/join/$DEMO_JOIN_TOKEN" ||
+        bail "the demo at $DEMO_ADDRESS refused this node's join token"
+    demo_start "$DEMO_JOIN_TOKEN"
+    logSuccess "joined the demo at $DEMO_ADDRESS; demo $DEMO_VERSION answers here on port $(demo_port)"
+}
+
+function demo_outro() {
+    logSuccess "demo: curl http://$(berth_private_address):$(demo_port)/"
+}
+
+function demo_reset() {
+    demo_stop
+    rm -rf "$DIR/demo"
+}
+
+# Publishes what a joining node needs: this node's demo address and its join token (a secret).
+function demo_publish() {
+    berth_set_join_param demo-address "$(berth_private_address):$(demo_port)"
+    berth_set_join_param --secret demo-join-token "$(cat "$DIR/demo/join-token")"
+}
+
+function demo_start() {
+    demo_stop
+    ctr --namespace k8s.io run --detach --net-host "docker.io/berth/demo:$DEMO_VERSION" \
+        "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" >/dev/null
+    local tries=0
+    until curl -fsS --max-time 1 "http://127.0.0.1:$(demo_port)/" 2>/dev/null | grep -qx "demo $DEMO_VERSION"; do
+        tries=$((tries + 1))
+        if [ "$tries" -ge 300 ]; then
+            bail "demo $DEMO_VERSION did not answer on port $(demo_port) within 30 s"
+        fi
+        sleep 0.1
+    done
+}
+
+# Stops the running demo, whichever version it is.
+function demo_stop() {
+    ctr --namespace k8s.io task delete --force "$DEMO_CONTAINER" >/dev/null 2>&1 || true
+    ctr --namespace k8s.io container delete "$DEMO_CONTAINER" >/dev/null 2>&1 || true
+}

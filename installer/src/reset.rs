@@ -1,0 +1,195 @@
+//! `berth reset`: takes a node back to before its install. Each installed add-on's
+//! `<name>_reset` hook runs (the add-on applied last goes first), in one hook session with the
+//! configuration the add-on was applied with; then Berth removes what it placed itself: the
+//! images it loaded, its folders (`var/lib/berth`, `var/log/berth`) and the `berth` link
+//! install.sh made. `etc/berth/node.yaml`, which the user writes, stays.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex};
+use berth_formats::spec::{config_environment, upper_snake};
+
+use crate::engine::{EngineError, Reporter};
+use crate::images::Runtime;
+use crate::layout::Layout;
+use crate::session::Session;
+use crate::state::{AddonState, StateStore};
+
+/// What `reset` did.
+#[derive(Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetReport {
+    /// The `<name>_reset` hooks that ran.
+    pub hooks: Vec<String>,
+    /// Image references removed from the container runtime.
+    pub images: Vec<String>,
+    /// Paths removed.
+    pub removed: Vec<PathBuf>,
+}
+
+/// Runs the add-ons' reset hooks, then removes Berth's own files. A failing hook stops the
+/// reset before anything is removed, so it can run again once the cause is fixed.
+pub fn reset(
+    layout: &Layout,
+    hook_timeout: Duration,
+    reporter: &dyn Reporter,
+) -> Result<ResetReport, EngineError> {
+    let mut report = ResetReport::default();
+    let mut installed: Vec<AddonState> = StateStore::new(layout.state_dir())
+        .load_all()?
+        .into_iter()
+        .filter(|state| state.current.is_some())
+        .collect();
+    installed.sort_by(|a, b| {
+        let applied = |state: &AddonState| state.current.as_ref().map(|c| c.applied_at.clone());
+        applied(b).cmp(&applied(a))
+    });
+    crate::session::end_orphans(&layout.work_dir());
+    run_reset_hooks(layout, &installed, hook_timeout, reporter, &mut report)?;
+
+    let indices: Vec<PackageIndex> = installed
+        .iter()
+        .filter_map(|state| {
+            let current = state.current.as_ref()?;
+            let path = layout
+                .addon_dir(&state.name, &current.target.version)
+                .join(PACKAGE_INDEX_FILE);
+            PackageIndex::from_bytes(&fs_err::read(path).ok()?).ok()
+        })
+        .collect();
+    if indices.iter().any(|index| !index.images.is_empty())
+        && let Some(runtime) = Runtime::detect()
+    {
+        for index in &indices {
+            runtime
+                .remove(&index.images)
+                .map_err(|source| EngineError::Images {
+                    name: index.name.clone(),
+                    version: index.version.clone(),
+                    source,
+                })?;
+            report
+                .images
+                .extend(index.images.iter().map(|image| image.reference.clone()));
+        }
+    }
+
+    // The link install.sh makes on a real node, only if it still points at Berth's binary.
+    let link = layout.root().join("usr/local/bin/berth");
+    if fs_err::read_link(&link).is_ok_and(|target| target.starts_with(layout.install_dir())) {
+        remove(&link, &mut report)?;
+    }
+    for dir in [layout.install_dir(), layout.log_dir()] {
+        remove(&dir, &mut report)?;
+    }
+    for step in &report.removed {
+        reporter.step(&format!("removed {}", step.display()));
+    }
+    Ok(report)
+}
+
+fn run_reset_hooks(
+    layout: &Layout,
+    installed: &[AddonState],
+    hook_timeout: Duration,
+    reporter: &dyn Reporter,
+    report: &mut ResetReport,
+) -> Result<(), EngineError> {
+    let mut scripts = Vec::new();
+    let mut environment = vec![
+        (
+            "DIR".to_string(),
+            layout.install_dir().display().to_string(),
+        ),
+        (
+            "BERTH_ROOT".to_string(),
+            layout.root().display().to_string(),
+        ),
+    ];
+    if let Ok(binary) = std::env::current_exe() {
+        environment.push(("BERTH_BIN".to_string(), binary.display().to_string()));
+    }
+    for state in installed {
+        let current = state.current.as_ref().expect("installed");
+        let version = &current.target.version;
+        let script = layout.addon_dir(&state.name, version).join("install.sh");
+        if script.exists() {
+            scripts.push((state.name.clone(), version.clone(), script));
+        }
+        environment.push((
+            format!("{}_VERSION", upper_snake(&state.name)),
+            version.clone(),
+        ));
+        environment.extend(config_environment(&state.name, &current.config));
+    }
+    if scripts.is_empty() {
+        return Ok(());
+    }
+    let hook_error = |name: &str, version: &str, hook: &str| {
+        let (name, version, hook) = (name.to_string(), version.to_string(), hook.to_string());
+        move |source| EngineError::Hook {
+            name,
+            version,
+            hook,
+            source,
+        }
+    };
+    crate::helpers::install(&layout.helpers_dir()).map_err(|source| EngineError::Io {
+        path: layout.helpers_dir(),
+        source,
+    })?;
+    let work = layout.work_dir().join("reset");
+    let mut session = Session::start(&work, &environment, Box::new(std::io::sink()))
+        .map_err(hook_error("berth", "", "bash"))?;
+    session
+        .source(
+            &crate::helpers::entry_point(&layout.helpers_dir()),
+            hook_timeout,
+        )
+        .map_err(hook_error("berth", "", "the helper library"))?;
+    for (name, version, script) in &scripts {
+        session
+            .source(script, hook_timeout)
+            .map_err(hook_error(name, version, "install.sh"))?;
+        let hook = format!("{}_reset", name.replace('-', "_"));
+        if session
+            .defined(std::slice::from_ref(&hook))
+            .map_err(hook_error(name, version, &hook))?
+            .contains(&hook)
+        {
+            reporter.step(&format!("{name} {version}: {hook}"));
+            session
+                .hook(&hook, hook_timeout)
+                .map_err(hook_error(name, version, &hook))?;
+            report.hooks.push(hook);
+        }
+    }
+    session
+        .finish()
+        .map_err(hook_error("berth", "", "the hook session"))
+}
+
+fn remove(path: &std::path::Path, report: &mut ResetReport) -> Result<(), EngineError> {
+    let metadata = match fs_err::symlink_metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(EngineError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let result = if metadata.is_dir() {
+        fs_err::remove_dir_all(path)
+    } else {
+        fs_err::remove_file(path)
+    };
+    result.map_err(|source| EngineError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    report.removed.push(path.to_path_buf());
+    Ok(())
+}
