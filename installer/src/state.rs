@@ -111,17 +111,15 @@ impl AddonState {
         }
     }
 
-    /// Sets `Progressing`, keeping its transition time when neither status nor reason changes;
-    /// a change is added to the history.
+    /// Sets `Progressing`, keeping its transition time when neither status nor reason changes.
+    /// The history gains an entry when the reason changes, and when a finished state (status
+    /// false) comes again with another message: a second failure, for another cause.
     pub fn set_progressing(&mut self, status: bool, reason: &str, message: String) {
-        let old_time = self
-            .progressing
-            .as_ref()
-            .map(|old| old.last_transition_time.clone());
         let condition = transition(self.progressing.take(), status, reason, message);
-        if old_time.as_ref() != Some(&condition.last_transition_time)
-            || self.history.last().is_none_or(|last| last.reason != reason)
-        {
+        let recorded = self.history.last().is_some_and(|last| {
+            last.reason == reason && (status || last.message == condition.message)
+        });
+        if !recorded {
             self.history.push(Transition {
                 time: condition.last_transition_time.clone(),
                 reason: reason.to_string(),

@@ -3,6 +3,7 @@
 
 pub mod apt;
 pub mod images;
+pub mod network;
 pub mod rpm;
 pub mod s3;
 
@@ -181,6 +182,16 @@ pub struct Containerd {
 
 impl Containerd {
     pub fn start() -> Containerd {
+        Self::start_with(None)
+    }
+
+    /// A containerd inside `host`'s network namespace: containers it runs with the host
+    /// network share that host's addresses.
+    pub fn start_in(host: &network::Host) -> Containerd {
+        Self::start_with(Some(host))
+    }
+
+    fn start_with(host: Option<&network::Host>) -> Containerd {
         let binary = require("containerd", "containerd");
         require("runc", "runc");
         let dir = tempfile::Builder::new()
@@ -198,8 +209,21 @@ impl Containerd {
             ),
         )
         .unwrap();
+        // runc keeps container state in /run/containerd/runc whatever containerd's own state
+        // folder: each containerd gets a private one (a mount namespace with a tmpfs there; ctr
+        // makes its FIFOs in /run/containerd/fifo, which stays shared),
+        // so two of them can run containers of the same name.
+        let mut command = match host {
+            Some(host) => host.command("unshare"),
+            None => Command::new("unshare"),
+        };
+        fs_err::create_dir_all("/run/containerd/runc").unwrap();
         let server = Server::spawn(
-            Command::new(binary).arg("--config").arg(&config),
+            command
+                .args(["--mount", "--propagation", "private", "sh", "-c"])
+                .arg("mount -t tmpfs tmpfs /run/containerd/runc && exec \"$0\" --config \"$1\"")
+                .arg(&binary)
+                .arg(&config),
             &dir.path().join("containerd.log"),
         );
         let containerd = Containerd {
@@ -213,6 +237,14 @@ impl Containerd {
         containerd
     }
 
+    /// Every container task ends with containerd: shims outlive it otherwise.
+    fn end_tasks(&self) {
+        let tasks = self.ctr(&["tasks", "ls", "-q"]);
+        for task in String::from_utf8_lossy(&tasks.stdout).split_whitespace() {
+            let _ = self.ctr(&["tasks", "delete", "--force", task]);
+        }
+    }
+
     pub fn ctr(&self, arguments: &[&str]) -> Output {
         Command::new("ctr")
             .arg("--address")
@@ -221,6 +253,12 @@ impl Containerd {
             .args(arguments)
             .output()
             .unwrap()
+    }
+}
+
+impl Drop for Containerd {
+    fn drop(&mut self) {
+        self.end_tasks();
     }
 }
 

@@ -6,6 +6,12 @@
 
 DEMO_CONTAINER=berth-demo
 
+# The container's cgroup, one per Berth root: ctr's default (/k8s.io/berth-demo) would be
+# shared by every demo on the machine, and stopping one would stop them all.
+function demo_cgroup() {
+    echo "/berth/$(printf '%s' "$DIR" | sha256sum | cut -c1-12)/demo"
+}
+
 function demo_port() {
     echo "${DEMO_PORT:-8080}"
 }
@@ -38,8 +44,12 @@ function demo_join() {
     if [ -z "${DEMO_ADDRESS:-}" ] || [ -z "${DEMO_JOIN_TOKEN:-}" ]; then
         bail "the join command has no demo-address or demo-join-token; print it again with berth join-command"
     fi
-    curl -fsS --max-time 10 -o /dev/null "http://$DEMO_ADDRESS/join/$DEMO_JOIN_TOKEN" ||
-        bail "the demo at $DEMO_ADDRESS refused this node's join token"
+    local answer
+    answer=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "http://$DEMO_ADDRESS/join/$DEMO_JOIN_TOKEN") ||
+        bail "cannot reach the demo at $DEMO_ADDRESS"
+    if [ "$answer" != 200 ]; then
+        bail "the demo at $DEMO_ADDRESS refused this node's join token (HTTP $answer)"
+    fi
     demo_start "$DEMO_JOIN_TOKEN"
     logSuccess "joined the demo at $DEMO_ADDRESS; demo $DEMO_VERSION answers here on port $(demo_port)"
 }
@@ -61,7 +71,7 @@ function demo_publish() {
 
 function demo_start() {
     demo_stop
-    ctr --namespace k8s.io run --detach --net-host "docker.io/berth/demo:$DEMO_VERSION" \
+    ctr --namespace k8s.io run --detach --net-host --cgroup "$(demo_cgroup)" "docker.io/berth/demo:$DEMO_VERSION" \
         "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" >/dev/null
     local tries=0
     until curl -fsS --max-time 1 "http://127.0.0.1:$(demo_port)/" 2>/dev/null | grep -qx "demo $DEMO_VERSION"; do

@@ -1,0 +1,133 @@
+//! Several hosts on this machine: each a network namespace with its own address, all joined by
+//! a bridge in a namespace of its own (veth pairs), so they reach each other and nothing else.
+//! A host with no link at all has loopback alone: the airgap host.
+//!
+//! Names carry the test process's id and a counter, so tests running side by side do not meet;
+//! everything is deleted when the network is dropped.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::{require, run};
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// A bridge namespace and the hosts attached to it.
+pub struct Network {
+    prefix: String,
+    switch: String,
+    /// The first three octets of the hosts' addresses.
+    subnet: String,
+    namespaces: Vec<String>,
+}
+
+/// One host: a network namespace.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub namespace: String,
+    /// Its address on the network (none for an isolated host).
+    pub address: Option<String>,
+}
+
+impl Host {
+    /// `program` with `arguments`, to run inside this host's namespace.
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &self.namespace, program]);
+        command
+    }
+
+    pub fn address(&self) -> &str {
+        self.address.as_deref().expect("a host on the network")
+    }
+}
+
+impl Network {
+    pub fn new() -> Network {
+        require("ip", "iproute2");
+        let counter = NEXT.fetch_add(1, Ordering::SeqCst);
+        let id = std::process::id();
+        let prefix = format!("b{}{counter}", id % 100_000);
+        let switch = format!("{prefix}sw");
+        run(Command::new("ip").args(["netns", "add", &switch]));
+        run(Command::new("ip").args(["-n", &switch, "link", "add", "br0", "type", "bridge"]));
+        run(Command::new("ip").args(["-n", &switch, "link", "set", "br0", "up"]));
+        // 10.<a>.<b>.0/24, from the process id and counter: distinct between concurrent tests.
+        let subnet = format!("10.{}.{}", 100 + (id % 100), (counter * 7 + id / 100) % 250);
+        Network {
+            prefix,
+            namespaces: vec![switch.clone()],
+            switch,
+            subnet,
+        }
+    }
+
+    /// A new host on the network, with the next address.
+    pub fn host(&mut self) -> Host {
+        let number = self.namespaces.len();
+        let namespace = format!("{}h{number}", self.prefix);
+        let outside = format!("{}v{number}", self.prefix);
+        let inside = format!("{}p{number}", self.prefix);
+        let address = format!("{}.{}", self.subnet, number);
+        run(Command::new("ip").args(["netns", "add", &namespace]));
+        self.namespaces.push(namespace.clone());
+        run(Command::new("ip").args([
+            "link", "add", &inside, "type", "veth", "peer", "name", &outside,
+        ]));
+        run(Command::new("ip").args(["link", "set", &inside, "netns", &namespace]));
+        run(Command::new("ip").args(["link", "set", &outside, "netns", &self.switch]));
+        run(Command::new("ip").args([
+            "-n",
+            &self.switch,
+            "link",
+            "set",
+            &outside,
+            "master",
+            "br0",
+            "up",
+        ]));
+        run(Command::new("ip").args([
+            "-n",
+            &namespace,
+            "addr",
+            "add",
+            &format!("{address}/24"),
+            "dev",
+            &inside,
+        ]));
+        run(Command::new("ip").args(["-n", &namespace, "link", "set", &inside, "up"]));
+        run(Command::new("ip").args(["-n", &namespace, "link", "set", "lo", "up"]));
+        Host {
+            namespace,
+            address: Some(address),
+        }
+    }
+
+    /// A host with loopback alone: no link to anything.
+    pub fn isolated_host(&mut self) -> Host {
+        let namespace = format!("{}i{}", self.prefix, self.namespaces.len());
+        run(Command::new("ip").args(["netns", "add", &namespace]));
+        self.namespaces.push(namespace.clone());
+        run(Command::new("ip").args(["-n", &namespace, "link", "set", "lo", "up"]));
+        Host {
+            namespace,
+            address: None,
+        }
+    }
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        for namespace in self.namespaces.iter().rev() {
+            let _ = Command::new("ip")
+                .args(["netns", "del", namespace])
+                .status();
+        }
+    }
+}
