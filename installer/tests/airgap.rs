@@ -100,3 +100,52 @@ fn a_bundled_file_that_does_not_match_its_index_is_refused() {
         "no hook of the changed package ran: {all}"
     );
 }
+
+#[test]
+fn the_demo_bundle_installs_and_runs_on_a_host_with_loopback_alone() {
+    let mut network = support::network::Network::new();
+    let host = network.isolated_host();
+    let containerd = support::Containerd::start_in(&host);
+    let (_, dist) = TestDist::examples(&["demo"]);
+    let spec = dist.spec("demo.yaml", &[("demo", "version: 1.0.0, port: 8080")]);
+    let bundle = extracted_bundle(&dist, &spec);
+    let root = tempfile::tempdir().unwrap();
+    let on_host = |program: &str| {
+        let mut command = host.command(program);
+        command
+            .env("BERTH_ROOT", root.path())
+            .env("CONTAINERD_ADDRESS", &containerd.socket)
+            .current_dir(bundle.path());
+        command
+    };
+
+    // With loopback alone the node has no address of its own to publish: it is given one.
+    let output = on_host("bash")
+        .args(["install.sh", "airgap", "private-address=127.0.0.1"])
+        .output()
+        .unwrap();
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{all}");
+    let answer = on_host("curl")
+        .args(["-fsS", "--max-time", "2", "http://127.0.0.1:8080/"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&answer.stdout).trim(), "demo 1.0.0");
+
+    // The join command for an airgap node runs the bundle's join.sh.
+    let output = on_host(env!("CARGO_BIN_EXE_berth"))
+        .args(["join-command", "--airgap"])
+        .output()
+        .unwrap();
+    let command = text(&output.stdout);
+    assert!(
+        command.starts_with("cat join.sh | sudo bash -s airgap demo-address=127.0.0.1:8080 "),
+        "{command}{}",
+        text(&output.stderr)
+    );
+    let output = on_host(env!("CARGO_BIN_EXE_berth"))
+        .arg("reset")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+}

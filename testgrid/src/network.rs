@@ -30,10 +30,14 @@ pub struct Host {
 }
 
 impl Host {
-    /// `program` with `arguments`, to run inside this host's namespace.
+    /// `program`, to run inside this host's network namespace. It enters that namespace
+    /// alone (`nsenter`, not `ip netns exec`, which mounts a sysfs of its own over /sys and so
+    /// hides the cgroup mounts runc needs).
     pub fn command(&self, program: &str) -> Command {
-        let mut command = Command::new("ip");
-        command.args(["netns", "exec", &self.namespace, program]);
+        let mut command = Command::new("nsenter");
+        command
+            .arg(format!("--net=/run/netns/{}", self.namespace))
+            .arg(program);
         command
     }
 
@@ -45,6 +49,7 @@ impl Host {
 impl Network {
     pub fn new() -> Network {
         require("ip", "iproute2");
+        require("nsenter", "util-linux");
         let counter = NEXT.fetch_add(1, Ordering::SeqCst);
         let id = std::process::id();
         let prefix = format!("b{}{counter}", id % 100_000);
