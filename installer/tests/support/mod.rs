@@ -163,8 +163,17 @@ impl TestDist {
     /// A dist of some of the repository's own add-ons (all their versions), and the
     /// repository's example spec.
     pub fn examples(names: &[&str]) -> (PathBuf, Self) {
+        Self::examples_for(names, Vec::new())
+    }
+
+    /// The same, with host packages for `distros`.
+    pub fn examples_for(
+        names: &[&str],
+        distros: Vec<berth_build::host_packages::distros::Distro>,
+    ) -> (PathBuf, Self) {
         let repository = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let dist = Self::new();
+        let mut dist = Self::new();
+        dist.distros = distros;
         let folders: Vec<PathBuf> = berth_build::build::discover(&repository.join("addons"))
             .unwrap()
             .into_iter()
