@@ -127,24 +127,37 @@ impl Runtime {
         }
     }
 
-    /// Removes the images named in `records` from the runtime; those it does not hold are
-    /// passed over.
-    pub fn remove(&self, records: &[ImageRecord]) -> Result<(), ImageError> {
+    /// Removes the images named in `records` from the runtime, with the `sha256:<id>`
+    /// references containerd's CRI plugin adds for them; those it does not hold are passed
+    /// over. Returns the references removed.
+    pub fn remove(&self, records: &[ImageRecord]) -> Result<Vec<String>, ImageError> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        let present: HashSet<String> = self.present()?.into_iter().map(|(name, _)| name).collect();
-        let references: Vec<&str> = records
-            .iter()
-            .map(|record| record.reference.as_str())
-            .filter(|reference| {
-                let short = reference.strip_prefix("docker.io/").unwrap_or(reference);
-                present.contains(*reference)
-                    || present.contains(short.strip_prefix("library/").unwrap_or(short))
-            })
-            .collect();
+        let present = self.present()?;
+        let short = |reference: &str| {
+            let short = reference.strip_prefix("docker.io/").unwrap_or(reference);
+            short.strip_prefix("library/").unwrap_or(short).to_string()
+        };
+        let references: Vec<String> = match self {
+            Runtime::Containerd { .. } => present
+                .into_iter()
+                .filter(|(name, digest)| {
+                    records.iter().any(|record| {
+                        record.manifest_digest.to_string() == *digest
+                            && (*name == record.reference || name.starts_with("sha256:"))
+                    })
+                })
+                .map(|(name, _)| name)
+                .collect(),
+            Runtime::Docker { .. } => records
+                .iter()
+                .map(|record| short(&record.reference))
+                .filter(|reference| present.iter().any(|(name, _)| name == reference))
+                .collect(),
+        };
         if references.is_empty() {
-            return Ok(());
+            return Ok(references);
         }
         let mut command = match self {
             Runtime::Containerd { ctr } => {
@@ -158,7 +171,8 @@ impl Runtime {
                 command
             }
         };
-        output(command.args(references)).map(|_| ())
+        output(command.args(&references))?;
+        Ok(references)
     }
 
     /// Imports the OCI layout at `layout` unless every image in `records` is present.

@@ -48,30 +48,21 @@ pub fn reset(
     crate::session::end_orphans(&layout.work_dir());
     run_reset_hooks(layout, &installed, hook_timeout, reporter, &mut report)?;
 
-    let indices: Vec<PackageIndex> = installed
-        .iter()
-        .filter_map(|state| {
-            let current = state.current.as_ref()?;
-            let path = layout
-                .addon_dir(&state.name, &current.target.version)
-                .join(PACKAGE_INDEX_FILE);
-            PackageIndex::from_bytes(&fs_err::read(path).ok()?).ok()
-        })
-        .collect();
+    // Every version unpacked on this node (the current one, the one before, any rolled back
+    // from) had its images loaded by Berth.
+    let indices = unpacked_indices(layout);
     if indices.iter().any(|index| !index.images.is_empty())
         && let Some(runtime) = Runtime::detect()
     {
         for index in &indices {
-            runtime
+            let removed = runtime
                 .remove(&index.images)
                 .map_err(|source| EngineError::Images {
                     name: index.name.clone(),
                     version: index.version.clone(),
                     source,
                 })?;
-            report
-                .images
-                .extend(index.images.iter().map(|image| image.reference.clone()));
+            report.images.extend(removed);
         }
     }
 
@@ -87,6 +78,28 @@ pub fn reset(
         reporter.step(&format!("removed {}", step.display()));
     }
     Ok(report)
+}
+
+/// The index of every add-on version unpacked under `addons/<name>/<version>/`.
+fn unpacked_indices(layout: &Layout) -> Vec<PackageIndex> {
+    let addons = layout.install_dir().join("addons");
+    let mut indices = Vec::new();
+    for name in fs_err::read_dir(&addons).into_iter().flatten().flatten() {
+        for version in fs_err::read_dir(name.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = version.path().join(PACKAGE_INDEX_FILE);
+            if let Ok(index) = fs_err::read(&path)
+                .map_err(|_| ())
+                .and_then(|bytes| PackageIndex::from_bytes(&bytes).map_err(|_| ()))
+            {
+                indices.push(index);
+            }
+        }
+    }
+    indices
 }
 
 fn run_reset_hooks(

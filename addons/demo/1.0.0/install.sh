@@ -4,13 +4,13 @@
 # address and a join token; a joining node's hook shows the token to the first node's demo
 # (which answers 403 to any other), then runs demo itself.
 
+# The container: `berth-demo` on a node; a Berth root other than / (a second node tried on
+# the same machine) gets its own name, so the two do not replace each other's container or
+# share its cgroup.
 DEMO_CONTAINER=berth-demo
-
-# The container's cgroup, one per Berth root: ctr's default (/k8s.io/berth-demo) would be
-# shared by every demo on the machine, and stopping one would stop them all.
-function demo_cgroup() {
-    echo "/berth/$(printf '%s' "$DIR" | sha256sum | cut -c1-12)/demo"
-}
+if [ "${BERTH_ROOT:-/}" != / ]; then
+    DEMO_CONTAINER="berth-demo-$(printf '%s' "$BERTH_ROOT" | sha256sum | cut -c1-12)"
+fi
 
 function demo_port() {
     echo "${DEMO_PORT:-8080}"
@@ -71,7 +71,7 @@ function demo_publish() {
 
 function demo_start() {
     demo_stop
-    ctr --namespace k8s.io run --detach --net-host --cgroup "$(demo_cgroup)" "docker.io/berth/demo:$DEMO_VERSION" \
+    ctr --namespace k8s.io run --detach --net-host "docker.io/berth/demo:$DEMO_VERSION" \
         "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" >/dev/null
     local tries=0
     until curl -fsS --max-time 1 "http://127.0.0.1:$(demo_port)/" 2>/dev/null | grep -qx "demo $DEMO_VERSION"; do
