@@ -2,11 +2,12 @@
 # Installs what the tests need (idempotently) and runs the whole suite.
 # The tests start real servers on loopback: docker-registry, containerd + runc, dockerd,
 # buildah, skopeo; local apt and yum repositories (dpkg-dev, rpm, createrepo-c) and dnf;
+# several hosts as network namespaces (iproute2);
 # the installer's tests also run kubectl (kustomize), installed from PyPI when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck)
+packages=(docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -55,7 +55,9 @@ function demo_join() {
 }
 
 function demo_outro() {
-    logSuccess "demo: curl http://$(berth_private_address):$(demo_port)/"
+    local address
+    address=$(berth_private_address)
+    logSuccess "demo: curl http://$address:$(demo_port)/"
 }
 
 function demo_reset() {
@@ -65,7 +67,9 @@ function demo_reset() {
 
 # Publishes what a joining node needs: this node's demo address and its join token (a secret).
 function demo_publish() {
-    berth_set_join_param demo-address "$(berth_private_address):$(demo_port)"
+    local address
+    address=$(berth_private_address)
+    berth_set_join_param demo-address "$address:$(demo_port)"
     berth_set_join_param --secret demo-join-token "$(cat "$DIR/demo/join-token")"
 }
 

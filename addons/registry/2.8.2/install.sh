@@ -36,13 +36,19 @@ function registry() {
     fi
     registry_write_config
     registry_start
-    berth_set_join_param registry-address "$(berth_private_address):$(registry_port)"
+    registry_publish
     logSuccess "registry answers on port $(registry_port)"
 }
 
 function registry_already_applied() {
     registry_running || registry_start
-    berth_set_join_param registry-address "$(berth_private_address):$(registry_port)"
+    registry_publish
+}
+
+function registry_publish() {
+    local address
+    address=$(berth_private_address)
+    berth_set_join_param registry-address "$address:$(registry_port)"
 }
 
 # A joining node's containerd pulls images from the first node's registry.
