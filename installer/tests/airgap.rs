@@ -119,7 +119,18 @@ fn the_demo_bundle_installs_and_runs_on_a_host_with_loopback_alone() {
         command
     };
 
-    // With loopback alone the node has no address of its own to publish: it is given one.
+    // With loopback alone the node has no address of its own to publish: the hook says so,
+    // and the same command given one continues.
+    let output = on_host("bash")
+        .args(["install.sh", "airgap"])
+        .output()
+        .unwrap();
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(!output.status.success(), "{all}");
+    assert!(
+        all.contains("cannot tell this node's address; pass private-address=IP"),
+        "{all}"
+    );
     let output = on_host("bash")
         .args(["install.sh", "airgap", "private-address=127.0.0.1"])
         .output()
