@@ -30,17 +30,18 @@ function semverCompare() {
     done
 }
 
-# Runs "$2 ${@:3}" every second until it succeeds, for at most $1 seconds (forever if empty).
+# Runs "$2 ${@:3}" until it succeeds, for at most $1 seconds (forever if empty or negative).
+# It tries every tenth of a second: a service that comes up in 200 ms is not waited on for 1 s.
 function spinner_until() {
     local timeout_seconds="${1:--1}"
     local command="$2"
-    local elapsed=0
+    local tries=0
     while ! "$command" "${@:3}"; do
-        elapsed=$((elapsed + 1))
-        if [ "$timeout_seconds" -ge 0 ] && [ "$elapsed" -gt "$timeout_seconds" ]; then
+        tries=$((tries + 1))
+        if [ "$timeout_seconds" -ge 0 ] && [ "$tries" -gt $((timeout_seconds * 10)) ]; then
             return 1
         fi
-        sleep 1
+        sleep 0.1
     done
 }
 

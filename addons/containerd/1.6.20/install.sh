@@ -105,14 +105,8 @@ function containerd_start() {
         setsid containerd --config "$CONTAINERD_ETC/config.toml" </dev/null >>/var/log/containerd.log 2>&1 &
         echo $! >"$DIR/containerd/pid"
     fi
-    local tries=0
-    until containerd_answers; do
-        tries=$((tries + 1))
-        if [ "$tries" -ge 600 ]; then
-            bail "containerd did not answer within 60 s; see /var/log/containerd.log or journalctl -u containerd"
-        fi
-        sleep 0.1
-    done
+    spinner_until 60 containerd_answers ||
+        bail "containerd did not answer within 60 s; see /var/log/containerd.log or journalctl -u containerd"
 }
 
 function containerd_stop() {

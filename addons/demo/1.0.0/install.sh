@@ -77,14 +77,11 @@ function demo_start() {
     demo_stop
     ctr --namespace k8s.io run --detach --net-host "docker.io/berth/demo:$DEMO_VERSION" \
         "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" >/dev/null
-    local tries=0
-    until curl -fsS --max-time 1 "http://127.0.0.1:$(demo_port)/" 2>/dev/null | grep -qx "demo $DEMO_VERSION"; do
-        tries=$((tries + 1))
-        if [ "$tries" -ge 300 ]; then
-            bail "demo $DEMO_VERSION did not answer on port $(demo_port) within 30 s"
-        fi
-        sleep 0.1
-    done
+    spinner_until 30 demo_answers || bail "demo $DEMO_VERSION did not answer on port $(demo_port) within 30 s"
+}
+
+function demo_answers() {
+    curl -fsS --max-time 1 "http://127.0.0.1:$(demo_port)/" 2>/dev/null | grep -qx "demo $DEMO_VERSION"
 }
 
 # Stops the running demo, whichever version it is.

@@ -127,14 +127,7 @@ UNIT
         setsid docker-registry serve "$DIR/registry/config.yml" </dev/null >>"$DIR/registry/registry.log" 2>&1 &
         echo $! >"$DIR/registry/pid"
     fi
-    local tries=0
-    until registry_running; do
-        tries=$((tries + 1))
-        if [ "$tries" -ge 300 ]; then
-            bail "the registry did not answer on port $(registry_port) within 30 s"
-        fi
-        sleep 0.1
-    done
+    spinner_until 30 registry_running || bail "the registry did not answer on port $(registry_port) within 30 s"
 }
 
 function registry_stop() {
