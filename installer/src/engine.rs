@@ -956,7 +956,8 @@ impl<'a> Run<'a> {
         }
         state.current = Some(Applied {
             target: target.clone(),
-            applied_at: crate::state::now(),
+            // To the microsecond: reset undoes add-ons in the order they were applied.
+            applied_at: humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string(),
             config: member.planned.config.clone(),
         });
         if let Some(attempt) = &mut state.attempt {

@@ -1,7 +1,8 @@
 //! `berth reset`: takes a node back to before its install. Each installed add-on's
 //! `<name>_reset` hook runs (the add-on applied last goes first), in one hook session with the
-//! configuration the add-on was applied with; then Berth removes what it placed itself: the
-//! images it loaded, its folders (`var/lib/berth`, `var/log/berth`) and the `berth` link
+//! configuration the add-on was applied with, and the images Berth loaded for it are removed
+//! right after (while the runtime, which an earlier add-on may have installed, still runs).
+//! Then Berth removes its folders (`var/lib/berth`, `var/log/berth`) and the `berth` link
 //! install.sh made. `etc/berth/node.yaml`, which the user writes, stays.
 
 use std::path::PathBuf;
@@ -41,30 +42,15 @@ pub fn reset(
         .into_iter()
         .filter(|state| state.current.is_some())
         .collect();
-    installed.sort_by(|a, b| {
-        let applied = |state: &AddonState| state.current.as_ref().map(|c| c.applied_at.clone());
-        applied(b).cmp(&applied(a))
+    installed.sort_by_key(|state| {
+        let applied = state
+            .current
+            .as_ref()
+            .map(|current| current.applied_at.as_str());
+        std::cmp::Reverse(applied.and_then(|time| humantime::parse_rfc3339(time).ok()))
     });
     crate::session::end_orphans(&layout.work_dir());
     run_reset_hooks(layout, &installed, hook_timeout, reporter, &mut report)?;
-
-    // Every version unpacked on this node (the current one, the one before, any rolled back
-    // from) had its images loaded by Berth.
-    let indices = unpacked_indices(layout);
-    if indices.iter().any(|index| !index.images.is_empty())
-        && let Some(runtime) = Runtime::detect()
-    {
-        for index in &indices {
-            let removed = runtime
-                .remove(&index.images)
-                .map_err(|source| EngineError::Images {
-                    name: index.name.clone(),
-                    version: index.version.clone(),
-                    source,
-                })?;
-            report.images.extend(removed);
-        }
-    }
 
     // The link install.sh makes on a real node, only if it still points at Berth's binary.
     let link = layout.root().join("usr/local/bin/berth");
@@ -80,26 +66,19 @@ pub fn reset(
     Ok(report)
 }
 
-/// The index of every add-on version unpacked under `addons/<name>/<version>/`.
-fn unpacked_indices(layout: &Layout) -> Vec<PackageIndex> {
-    let addons = layout.install_dir().join("addons");
-    let mut indices = Vec::new();
-    for name in fs_err::read_dir(&addons).into_iter().flatten().flatten() {
-        for version in fs_err::read_dir(name.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let path = version.path().join(PACKAGE_INDEX_FILE);
-            if let Ok(index) = fs_err::read(&path)
-                .map_err(|_| ())
-                .and_then(|bytes| PackageIndex::from_bytes(&bytes).map_err(|_| ()))
-            {
-                indices.push(index);
-            }
-        }
-    }
-    indices
+/// The index of every version of `name` unpacked under `addons/<name>/<version>/` (the current
+/// one, the one before, any rolled back from).
+fn unpacked_indices(layout: &Layout, name: &str) -> Vec<PackageIndex> {
+    let versions = layout.install_dir().join("addons").join(name);
+    fs_err::read_dir(&versions)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|version| {
+            let bytes = fs_err::read(version.path().join(PACKAGE_INDEX_FILE)).ok()?;
+            PackageIndex::from_bytes(&bytes).ok()
+        })
+        .collect()
 }
 
 fn run_reset_hooks(
@@ -127,9 +106,11 @@ fn run_reset_hooks(
         let current = state.current.as_ref().expect("installed");
         let version = &current.target.version;
         let script = layout.addon_dir(&state.name, version).join("install.sh");
-        if script.exists() {
-            scripts.push((state.name.clone(), version.clone(), script));
-        }
+        scripts.push((
+            state.name.clone(),
+            version.clone(),
+            script.exists().then_some(script),
+        ));
         environment.push((
             format!("{}_VERSION", upper_snake(&state.name)),
             version.clone(),
@@ -137,6 +118,12 @@ fn run_reset_hooks(
         environment.extend(config_environment(&state.name, &current.config));
     }
     if scripts.is_empty() {
+        return Ok(());
+    }
+    if scripts.iter().all(|(_, _, script)| script.is_none()) {
+        for (name, _, _) in &scripts {
+            remove_images(layout, name, report)?;
+        }
         return Ok(());
     }
     let hook_error = |name: &str, version: &str, hook: &str| {
@@ -162,25 +149,54 @@ fn run_reset_hooks(
         )
         .map_err(hook_error("berth", "", "the helper library"))?;
     for (name, version, script) in &scripts {
-        session
-            .source(script, hook_timeout)
-            .map_err(hook_error(name, version, "install.sh"))?;
-        let hook = format!("{}_reset", name.replace('-', "_"));
-        if session
-            .defined(std::slice::from_ref(&hook))
-            .map_err(hook_error(name, version, &hook))?
-            .contains(&hook)
-        {
-            reporter.step(&format!("{name} {version}: {hook}"));
-            session
-                .hook(&hook, hook_timeout)
-                .map_err(hook_error(name, version, &hook))?;
-            report.hooks.push(hook);
+        if let Some(script) = script {
+            session.source(script, hook_timeout).map_err(hook_error(
+                name,
+                version,
+                "install.sh",
+            ))?;
+            let hook = format!("{}_reset", name.replace('-', "_"));
+            if session
+                .defined(std::slice::from_ref(&hook))
+                .map_err(hook_error(name, version, &hook))?
+                .contains(&hook)
+            {
+                reporter.step(&format!("{name} {version}: {hook}"));
+                session
+                    .hook(&hook, hook_timeout)
+                    .map_err(hook_error(name, version, &hook))?;
+                report.hooks.push(hook);
+            }
         }
+        // Its images go next, while the runtime still runs: an add-on applied before this one
+        // (containerd) may stop it in its own reset hook.
+        remove_images(layout, name, report)?;
     }
     session
         .finish()
         .map_err(hook_error("berth", "", "the hook session"))
+}
+
+/// Removes the images of every version of `name` unpacked on this node: Berth loaded them.
+fn remove_images(layout: &Layout, name: &str, report: &mut ResetReport) -> Result<(), EngineError> {
+    let indices = unpacked_indices(layout, name);
+    if indices.iter().all(|index| index.images.is_empty()) {
+        return Ok(());
+    }
+    let Some(runtime) = Runtime::detect() else {
+        return Ok(());
+    };
+    for index in &indices {
+        let removed = runtime
+            .remove(&index.images)
+            .map_err(|source| EngineError::Images {
+                name: index.name.clone(),
+                version: index.version.clone(),
+                source,
+            })?;
+        report.images.extend(removed);
+    }
+    Ok(())
 }
 
 fn remove(path: &std::path::Path, report: &mut ResetReport) -> Result<(), EngineError> {

@@ -276,8 +276,9 @@ fn a_host_the_package_has_no_folder_for_is_told_which_it_has() {
 /// The repository's containerd and registry add-ons, their host packages resolved from the
 /// Debian 12 mirror, installed with demo on top in a private mount and network namespace (so
 /// /etc/containerd, containerd's folders and the network are the test's own): containerd is
-/// configured and started directly (no systemd here), demo runs on it, the registry answers;
-/// then reset stops both and removes their files.
+/// configured and started directly (no systemd here), demo runs on it, the registry answers,
+/// a second node's registry join points its containerd at the registry; then reset stops both
+/// and removes their files.
 #[test]
 #[ignore = "reaches the Debian 12 mirror; scripts/test.sh runs it when the mirror answers"]
 fn containerd_and_registry_addons_install_from_their_packages_and_reset() {
@@ -304,7 +305,12 @@ fn containerd_and_registry_addons_install_from_their_packages_and_reset() {
             ("demo", "version: 1.0.0, port: 8080"),
         ],
     );
+    let registry_spec = dist.spec(
+        "registry.yaml",
+        &[("registry", "version: 2.8.2, port: 5000")],
+    );
     let node = Node::new();
+    let joined = tempfile::tempdir().unwrap();
     let berth = env!("CARGO_BIN_EXE_berth");
     let script = format!(
         r#"set -euo pipefail
@@ -319,6 +325,11 @@ cat /etc/containerd/config.d/berth.toml
 echo "demo: $(curl -fsS http://127.0.0.1:8080/)"
 echo "registry: $(curl -fsS http://127.0.0.1:5000/v2/)"
 {berth} status
+# A second node (another Berth root) joins the registry: its containerd is pointed at it.
+BERTH_ROOT={joined} {berth} join --spec {registry_spec} --dist {dist} registry-address=127.0.0.1:5000
+echo "hosts: $(grep -c 'http://127.0.0.1:5000' /etc/containerd/certs.d/127.0.0.1:5000/hosts.toml) lines"
+BERTH_ROOT={joined} {berth} reset
+echo "after the joined node's reset: $(ls /etc/containerd/certs.d | wc -l) hosts"
 {berth} reset
 echo "after reset: $(ls -A /etc/containerd | wc -l) files in /etc/containerd"
 curl -fsS --max-time 2 http://127.0.0.1:5000/v2/ || echo "registry: stopped"
@@ -327,6 +338,8 @@ trap - EXIT
 "#,
         spec = spec.display(),
         dist = dist.url(),
+        joined = joined.path().display(),
+        registry_spec = registry_spec.display(),
     );
     let output = Command::new("unshare")
         .args([
@@ -344,12 +357,29 @@ trap - EXIT
         .unwrap();
     let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{all}");
+    // Reset undoes the last applied first, and takes demo's image while containerd still runs.
+    let position = |text: &str| {
+        all.find(text)
+            .unwrap_or_else(|| panic!("`{text}` in:\n{all}"))
+    };
+    assert!(position("demo 1.0.0: demo_reset") < position("containerd 1.6.20: containerd_reset"));
+    assert!(
+        position("registry 2.8.2: registry_reset")
+            < position("containerd 1.6.20: containerd_reset")
+    );
+    assert!(
+        !all.contains("3 hook(s) ran, 0 image(s)"),
+        "demo's image was removed:\n{all}"
+    );
     for expected in [
         "containerd 1.6.20: containerd\n",
         "config: 1 import line",
         "level = \"warn\"",
         "demo: demo 1.0.0",
         "registry: {}",
+        "registry 2.8.2: registry_join",
+        "hosts: 2 lines",
+        "after the joined node's reset: 0 hosts",
         "containerd 1.6.20: containerd_reset",
         "registry 2.8.2: registry_reset",
         "after reset: 0 files in /etc/containerd",

@@ -74,6 +74,7 @@ function registry_reset() {
     local joined
     if joined=$(cat "$DIR/registry/joined-address" 2>/dev/null) && [ -n "$joined" ]; then
         rm -rf "${REGISTRY_HOSTS_DIR:?}/$joined"
+        rmdir "$REGISTRY_HOSTS_DIR" 2>/dev/null || true
     fi
     if [ -s "$DIR/registry/installed-packages" ] && commandExists apt-get; then
         DEBIAN_FRONTEND=noninteractive apt-get remove -y docker-registry
