@@ -138,8 +138,9 @@ fn execute(
     print_plan(&plan, false, &mut std::io::stderr())?;
     JoinStore::new(settings.layout.join_file())
         .record_installer(&plan.id, settings.scripts_url.as_deref())?;
-    engine::apply(&settings, &plan, &lock, &Stderr)
-        .context("the install did not finish; run the same command again to continue")?;
+    engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {
+        format!("the {command} did not finish; run the same command again to continue")
+    })?;
     eprintln!(
         "berth: done in {:.1}s; see `berth status`",
         started.elapsed().as_secs_f64()
