@@ -116,6 +116,7 @@ pub fn rollback_run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     eprintln!("berth: {} {}: {}", addon.name, addon.version, addon.reason);
     let settings = InstallSettings {
         dist: Dist::Local(layout.package_cache()),
+        // Not read: the plan comes from the records, not from a spec.
         spec_path: layout.package_cache(),
         lock: None,
         overrides: Vec::new(),
