@@ -1,0 +1,248 @@
+//! The install run: resolve the spec against versions.json, decide per add-on, then fetch,
+//! verify, load images and run the hooks phase by phase, recording state as it goes.
+//!
+//! Phases follow kURL's order, each over every add-on in versions.json order:
+//! `fetch → preflight → pre_init → install | already_applied → post_init → outro`. Every
+//! package is fetched and verified before any hook runs; an add-on's images load just before
+//! its install hook, so a runtime that an earlier add-on installs (containerd) can take them.
+//! An add-on whose decision is AlreadyApplied runs only `<name>_already_applied`. An add-on
+//! is recorded as applied once its last defined hook has succeeded, so a run that stops at one
+//! add-on's hook does not repeat the add-ons that finished before it.
+//!
+//! A joining node runs `preflight` and then `<name>_join` in place of pre_init, install and
+//! post_init. A rollback is an install whose plan comes from the records (see [`rollback_plan`]).
+//!
+//! [`resolve`] turns a spec (or a rollback) into a plan; [`run`] carries a plan out.
+
+mod resolve;
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use berth_formats::lock::Lock;
+use berth_formats::spec::SpecError;
+use berth_formats::versions::{VERSIONS_FILE, VersionsError};
+use serde_json::{Map, Value};
+
+use crate::dist::{Dist, FetchError};
+use crate::images::ImageError;
+use crate::layout::Layout;
+use crate::plan::{Decision, Permissions};
+use crate::session::HookError;
+use crate::state::{AddonState, StateError, Target};
+use crate::unpack::UnpackError;
+
+pub use resolve::{plan, record_refusal, rollback_plan};
+pub use run::apply;
+
+/// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
+pub const ENGINE_GENERATION: u32 = 1;
+
+/// The hook phases after `load`, in order.
+pub const HOOK_PHASES: [Phase; 5] = [
+    Phase::Preflight,
+    Phase::PreInit,
+    Phase::Install,
+    Phase::PostInit,
+    Phase::Outro,
+];
+
+/// The hook phases of a joining node.
+pub const JOIN_PHASES: [Phase; 2] = [Phase::Preflight, Phase::Join];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Preflight,
+    PreInit,
+    Install,
+    Join,
+    PostInit,
+    Outro,
+}
+
+/// What kind of run: the first node (or an update of it), or a node joining it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Install,
+    Join,
+}
+
+impl Mode {
+    pub fn phases(self) -> &'static [Phase] {
+        match self {
+            Mode::Install => &HOOK_PHASES,
+            Mode::Join => &JOIN_PHASES,
+        }
+    }
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Preflight => "preflight",
+            Phase::PreInit => "pre_init",
+            Phase::Install => "install",
+            Phase::Join => "join",
+            Phase::PostInit => "post_init",
+            Phase::Outro => "outro",
+        }
+    }
+
+    /// The bash function of this phase for an add-on whose functions start with `prefix`.
+    fn hook(self, prefix: &str, decision: &Decision) -> String {
+        match self {
+            Phase::Install | Phase::Join if !decision.applies() => {
+                format!("{prefix}_already_applied")
+            }
+            Phase::Install => prefix.to_string(),
+            other => format!("{prefix}_{}", other.name()),
+        }
+    }
+
+    /// The phase an already-applied add-on runs its one hook in.
+    fn main(self) -> bool {
+        matches!(self, Phase::Install | Phase::Join)
+    }
+}
+
+/// What a run is asked to do.
+#[derive(Debug, Clone)]
+pub struct InstallSettings {
+    pub layout: Layout,
+    pub spec_path: PathBuf,
+    pub dist: Dist,
+    /// The installer's lock: versions and package digests pinned when its scripts were
+    /// rendered.
+    pub lock: Option<Lock>,
+    /// `--set addon.field=value`, in order.
+    pub overrides: Vec<(String, String, Value)>,
+    /// kURL's `key=value` script arguments (`--param`): each reaches the hooks as an
+    /// environment variable, `public-address` as `PUBLIC_ADDRESS`.
+    pub params: Vec<(String, String)>,
+    pub permissions: Permissions,
+    pub hook_timeout: Duration,
+    pub mode: Mode,
+    /// How long a join secret a hook publishes lives.
+    pub join_ttl: Duration,
+    /// Where this installer's scripts are served, recorded for `berth join-command`.
+    pub scripts_url: Option<String>,
+    /// A package missing from the dist may be taken from its folder unpacked on this node
+    /// (a rollback to a version installed from an airgap bundle, which leaves no archive).
+    pub reuse_unpacked: bool,
+}
+
+/// One add-on of the plan.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedAddon {
+    pub name: String,
+    pub version: String,
+    pub decision: Decision,
+    pub reason: String,
+    #[serde(skip)]
+    pub target: Target,
+    #[serde(skip)]
+    pub config: Map<String, Value>,
+    /// The record the decision was made from.
+    #[serde(skip)]
+    pub record: AddonState,
+}
+
+/// Every add-on of the spec, in install order, with what the run will do to it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub id: String,
+    pub addons: Vec<PlannedAddon>,
+    /// `spec.kurl.airgap`.
+    #[serde(skip)]
+    pub airgap: bool,
+}
+
+impl Plan {
+    pub fn refused(&self) -> Vec<&PlannedAddon> {
+        self.addons
+            .iter()
+            .filter(|addon| matches!(addon.decision, Decision::DowngradeRefused { .. }))
+            .collect()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("{location}")]
+    Versions {
+        location: String,
+        #[source]
+        source: VersionsError,
+    },
+    #[error("failed to read {VERSIONS_FILE} from the dist")]
+    VersionsFetch(#[source] FetchError),
+    #[error("--set {text}: {problem}")]
+    BadOverride { text: String, problem: String },
+    #[error(
+        "the lock is for installer {lock}, the spec is installer {spec}\nhint: use the spec and lock the scripts were rendered with"
+    )]
+    LockMismatch { lock: String, spec: String },
+    #[error("the lock of installer {id} has no add-on `{name}`")]
+    NotLocked { name: String, id: String },
+    #[error("{path}: {problem}")]
+    NodeConfig { path: PathBuf, problem: String },
+    #[error("failed to fetch {name} {version}")]
+    Fetch {
+        name: String,
+        version: String,
+        #[source]
+        source: FetchError,
+    },
+    #[error("{name} {version}: the package is refused")]
+    Unpack {
+        name: String,
+        version: String,
+        #[source]
+        source: UnpackError,
+    },
+    #[error("{name} {version}: failed to load its images")]
+    Images {
+        name: String,
+        version: String,
+        #[source]
+        source: ImageError,
+    },
+    #[error("{name} {version}: {hook} failed")]
+    Hook {
+        name: String,
+        version: String,
+        hook: String,
+        #[source]
+        source: HookError,
+    },
+    #[error("the plan refuses to go on:\n{}", lines.join("\n"))]
+    Refused { lines: Vec<String> },
+    #[error("{name}: {problem}")]
+    Rollback { name: String, problem: String },
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("failed to prepare {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {
+    move |source| EngineError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What the run reports as it goes (the CLI prints it).
+pub trait Reporter {
+    fn step(&self, message: &str);
+}

@@ -1,0 +1,290 @@
+//! From a spec, or from the records for a rollback, to a plan: versions resolved, overrides
+//! applied, a decision per add-on.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use berth_formats::Sha256Digest;
+use berth_formats::package_index::package_file_name;
+use berth_formats::spec::InstallerSpec;
+use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compare_versions};
+use serde_json::{Map, Value};
+
+use super::{ENGINE_GENERATION, EngineError, InstallSettings, Plan, PlannedAddon};
+use crate::layout::Layout;
+use crate::plan::{Decision, decide};
+use crate::state::{Applied, StateStore, Target};
+
+/// Resolves the spec and decides for each add-on. Reads state; changes nothing.
+pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
+    let spec = InstallerSpec::load(&settings.spec_path)?;
+    let versions_bytes = settings
+        .dist
+        .read(VERSIONS_FILE)
+        .map_err(EngineError::VersionsFetch)?;
+    let versions_location = settings.dist.location(VERSIONS_FILE);
+    let versions = VersionsFile::parse(&versions_location, &versions_bytes).map_err(|source| {
+        EngineError::Versions {
+            location: versions_location.clone(),
+            source,
+        }
+    })?;
+    let versions_error = |source| EngineError::Versions {
+        location: settings.spec_path.display().to_string(),
+        source,
+    };
+
+    let mut requested: BTreeMap<String, (String, Map<String, Value>)> = spec
+        .addons
+        .iter()
+        .map(|(name, addon)| (name.clone(), (addon.version.clone(), addon.config.clone())))
+        .collect();
+    for (name, fields) in node_overrides(&settings.layout.node_config())? {
+        if let Some((version, config)) = requested.get_mut(&name) {
+            apply_fields(version, config, fields);
+        }
+    }
+    for (addon, field, value) in &settings.overrides {
+        let Some((version, config)) = requested.get_mut(addon) else {
+            return Err(EngineError::BadOverride {
+                text: format!("{addon}.{field}"),
+                problem: format!("the spec has no add-on `{addon}`"),
+            });
+        };
+        apply_fields(
+            version,
+            config,
+            Map::from_iter([(field.clone(), value.clone())]),
+        );
+    }
+
+    // Kubernetes is an add-on too; its resolved version filters the others' ranges.
+    let kubernetes = match requested.get("kubernetes") {
+        Some((version, _)) => Some(
+            versions
+                .resolve("kubernetes", version, None)
+                .map_err(versions_error)?,
+        ),
+        None => None,
+    };
+    let mut ordered: Vec<(usize, PlannedAddon)> = Vec::new();
+    let store = StateStore::new(settings.layout.state_dir());
+    let id = spec.id();
+    if let Some(lock) = &settings.lock
+        && lock.id != id
+    {
+        return Err(EngineError::LockMismatch {
+            lock: lock.id.clone(),
+            spec: id,
+        });
+    }
+    for (name, (version, config)) in requested {
+        let position = versions.position(&name).ok_or_else(|| {
+            versions_error(VersionsError::UnknownAddon {
+                name: name.clone(),
+                offered: versions.addons.iter().map(|a| a.name.clone()).collect(),
+            })
+        })?;
+        // A lock pins each add-on's version and package digest as they were when the
+        // installer's scripts were rendered; without one, versions.json and the dist's
+        // `.sha256` files decide.
+        let (version, package_digest) = match &settings.lock {
+            Some(lock) => {
+                let locked = lock.addon(&name).ok_or_else(|| EngineError::NotLocked {
+                    name: name.clone(),
+                    id: lock.id.clone(),
+                })?;
+                (locked.version.clone(), locked.sha256)
+            }
+            None => {
+                let version = versions
+                    .resolve(&name, &version, kubernetes.as_deref())
+                    .map_err(versions_error)?;
+                let file = package_file_name(&name, &version);
+                let digest =
+                    settings
+                        .dist
+                        .checksum(&file)
+                        .map_err(|source| EngineError::Fetch {
+                            name: name.clone(),
+                            version: version.clone(),
+                            source,
+                        })?;
+                (version, digest)
+            }
+        };
+        let config_hash =
+            Sha256Digest::of(&serde_json::to_vec(&Value::Object(config.clone())).expect("JSON"));
+        let target = Target {
+            version: version.clone(),
+            id: id.clone(),
+            package_digest: package_digest.to_string(),
+            config_hash: config_hash.to_string(),
+            generation: ENGINE_GENERATION,
+        };
+        let record = store.load(&name)?;
+        let decision = decide(&record, &target, settings.permissions);
+        ordered.push((
+            position,
+            PlannedAddon {
+                reason: decision.to_string(),
+                name,
+                version,
+                decision,
+                target,
+                config,
+                record,
+            },
+        ));
+    }
+    ordered.sort_by_key(|(position, _)| *position);
+    Ok(Plan {
+        id,
+        addons: ordered.into_iter().map(|(_, addon)| addon).collect(),
+        airgap: spec.airgap(),
+    })
+}
+
+/// The plan of `berth rollback`: `name` back to the version it had before (or to `to`, a
+/// version whose package this node keeps), with the configuration that version was applied
+/// with. The packages come from this node's cache; nothing is fetched.
+pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Plan, EngineError> {
+    let problem = |problem: String| EngineError::Rollback {
+        name: name.to_string(),
+        problem,
+    };
+    let record = StateStore::new(layout.state_dir()).load(name)?;
+    let Some(current) = &record.current else {
+        return Err(problem(
+            "is not installed on this node; `berth status` lists what is".into(),
+        ));
+    };
+    let from = current.target.version.clone();
+    let applied = match (to, &record.last) {
+        (None, Some(last)) => last.clone(),
+        (None, None) => {
+            return Err(problem(format!(
+                "{from} is the only version applied on this node; there is nothing to roll back to"
+            )));
+        }
+        (Some(version), _) if version == from => {
+            return Err(problem(format!("{version} is already in place")));
+        }
+        (Some(version), Some(last)) if last.target.version == version => last.clone(),
+        (Some(version), _) => {
+            // Another version whose package this node keeps, applied with today's settings.
+            let file = package_file_name(name, version);
+            let checksum =
+                fs_err::read_to_string(layout.package_cache().join(format!("{file}.sha256")))
+                    .ok()
+                    .and_then(|text| berth_formats::package_index::parse_checksum_file(&text).ok());
+            let Some(digest) = checksum.filter(|_| layout.package_cache().join(&file).exists())
+            else {
+                return Err(problem(format!(
+                    "no package of version {version} is kept on this node; kept: {}",
+                    kept_versions(layout, name).join(", ")
+                )));
+            };
+            Applied {
+                target: Target {
+                    version: version.to_string(),
+                    package_digest: digest.to_string(),
+                    ..current.target.clone()
+                },
+                applied_at: String::new(),
+                config: current.config.clone(),
+            }
+        }
+    };
+    Ok(Plan {
+        id: applied.target.id.clone(),
+        addons: vec![PlannedAddon {
+            name: name.to_string(),
+            version: applied.target.version.clone(),
+            decision: Decision::Rollback { from: from.clone() },
+            reason: Decision::Rollback { from }.to_string(),
+            target: applied.target,
+            config: applied.config,
+            record,
+        }],
+        airgap: false,
+    })
+}
+
+/// The versions of `name` whose packages this node keeps, newest first.
+fn kept_versions(layout: &Layout, name: &str) -> Vec<String> {
+    let prefix = format!("{name}-");
+    let mut versions: Vec<String> = fs_err::read_dir(layout.package_cache())
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let version = file.strip_prefix(&prefix)?.strip_suffix(".tar.gz")?;
+            Some(version.to_string())
+        })
+        .collect();
+    versions.sort_by(|a, b| compare_versions(b, a));
+    versions
+}
+
+/// Records on an installed add-on that the run asking for `version` stopped before touching
+/// it (an unknown version, say): `Progressing` turns Failed with the reason; what is in place
+/// stays in place and Available.
+pub fn record_refusal(
+    layout: &Layout,
+    name: &str,
+    version: &str,
+    message: &str,
+) -> Result<(), EngineError> {
+    let store = StateStore::new(layout.state_dir());
+    let mut record = store.load(name)?;
+    if record.current.is_none() && record.attempt.is_none() {
+        return Ok(());
+    }
+    record.desired = Some(version.to_string());
+    record.set_progressing(false, "Failed", message.to_string());
+    store.save(&record)?;
+    Ok(())
+}
+
+fn apply_fields(version: &mut String, config: &mut Map<String, Value>, fields: Map<String, Value>) {
+    for (field, value) in fields {
+        if field == "version" {
+            *version = match value {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+        } else {
+            config.insert(field, value);
+        }
+    }
+}
+
+/// An add-on's name and some of its fields.
+type FieldsOfAddon = (String, Map<String, Value>);
+
+/// `/etc/berth/node.yaml`: per-node fields by add-on, e.g. `containerd: {tomlConfig: …}`.
+fn node_overrides(path: &Path) -> Result<Vec<FieldsOfAddon>, EngineError> {
+    let Ok(text) = fs_err::read_to_string(path) else {
+        return Ok(Vec::new());
+    };
+    let problem = |problem: String| EngineError::NodeConfig {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let value: Value = serde_norway::from_str(&text).map_err(|e| problem(e.to_string()))?;
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::Object(addons) => addons
+            .into_iter()
+            .map(|(name, fields)| match fields {
+                Value::Object(fields) => Ok((name, fields)),
+                _ => Err(problem(format!("`{name}` is not a mapping of fields"))),
+            })
+            .collect(),
+        _ => Err(problem(
+            "expected a mapping of add-on names to their fields".into(),
+        )),
+    }
+}
