@@ -22,6 +22,10 @@ work=$(mktemp -d /tmp/berth-bench-lifecycle.XXXXXX)
 namespace="berth-bench-$$"
 pids=()
 cleanup() {
+    # Containers first: their shims outlive containerd.
+    for task in $(ctr -n k8s.io tasks ls -q 2>/dev/null); do
+        ctr -n k8s.io tasks delete --force "$task" >/dev/null 2>&1 || true
+    done
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     ip netns del "$namespace" 2>/dev/null || true
     rm -rf "$work"
@@ -29,6 +33,8 @@ cleanup() {
 trap cleanup EXIT
 ip netns add "$namespace"
 ip -n "$namespace" link set lo up
+# Runs a command in the namespace. Background servers are started with nsenter itself, not
+# through this function, so that `$!` is their pid (nsenter execs the command).
 inside() { nsenter --net="/run/netns/$namespace" "$@"; }
 
 echo "building the demo packages..." >&2
@@ -41,14 +47,14 @@ echo '{"addons": [{"name": "demo", "versions": [{"version": "2.0.0"}, {"version"
 mkdir -p "$work/containerd" /run/containerd/runc
 printf 'version = 2\nroot = "%s/root"\nstate = "%s/state"\n[grpc]\n  address = "%s/containerd.sock"\n' \
     "$work/containerd" "$work/containerd" "$work/containerd" >"$work/containerd/config.toml"
-inside unshare --mount --propagation private sh -c \
+nsenter --net="/run/netns/$namespace" unshare --mount --propagation private sh -c \
     'mount -t tmpfs tmpfs /run/containerd/runc && exec containerd --config "$0"' \
     "$work/containerd/config.toml" >"$work/containerd/log" 2>&1 &
 pids+=($!)
 export CONTAINERD_ADDRESS="$work/containerd/containerd.sock"
 for _ in $(seq 100); do ctr version >/dev/null 2>&1 && break; sleep 0.1; done
 
-inside "$berth_build" serve --from "$work/dist" --listen 127.0.0.1:18800 --berth "$berth" \
+nsenter --net="/run/netns/$namespace" "$berth_build" serve --from "$work/dist" --listen 127.0.0.1:18800 --berth "$berth" \
     >"$work/serve.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do inside curl -fsS -o /dev/null http://127.0.0.1:18800/versions.json 2>/dev/null && break; sleep 0.1; done
