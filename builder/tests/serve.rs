@@ -14,13 +14,7 @@ use support::{AddonRepository, BerthBuild, Server, free_port, require, ureq_stat
 
 /// The node binary, built beside berth-build when the workspace is built.
 fn berth_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_berth-build")).with_file_name("berth");
-    assert!(
-        path.exists(),
-        "{} is missing: build the whole workspace (scripts/test.sh does)",
-        path.display()
-    );
-    path
+    support::built_beside(env!("CARGO_BIN_EXE_berth-build"), "berth")
 }
 
 fn text(bytes: &[u8]) -> String {

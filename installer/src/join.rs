@@ -8,10 +8,12 @@
 //! itself, as kubeadm checks its tokens; the expiry is Berth's own guard on top.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
+
+use crate::state::write_atomically_with_mode;
 
 /// The join command's own parameter: when the secrets in it expire (RFC 3339, UTC).
 pub const EXPIRES_PARAM: &str = "join-expires";
@@ -123,17 +125,19 @@ impl JoinStore {
         };
         let mut bytes = serde_json::to_vec_pretty(file).expect("join parameters serialize");
         bytes.push(b'\n');
-        write_private(&self.path, &bytes).map_err(write_error)
+        write_atomically_with_mode(&self.path, &bytes, 0o600).map_err(write_error)
     }
 
-    /// Records the installer a run applies, keeping the parameters hooks published.
+    /// Records the installer a run applies, keeping the parameters hooks published. An
+    /// unchanged record is not written again.
     pub fn record_installer(&self, id: &str, scripts_url: Option<&str>) -> Result<(), JoinError> {
-        let mut file = self.load()?;
-        if file.installer.as_deref() != Some(id) || scripts_url.is_some() {
-            file.installer = Some(id.to_string());
-            if let Some(url) = scripts_url {
-                file.scripts_url = Some(url.trim_end_matches('/').to_string());
-            }
+        let old = self.load()?;
+        let mut file = old.clone();
+        file.installer = Some(id.to_string());
+        if let Some(url) = scripts_url {
+            file.scripts_url = Some(url.trim_end_matches('/').to_string());
+        }
+        if file != old {
             self.save(&file)?;
         }
         Ok(())
@@ -268,25 +272,6 @@ fn shell_word(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
-}
-
-/// Writes `bytes` atomically to a file created with mode 0600.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs_err::create_dir_all(dir)?;
-    let temporary = dir.join(format!(".join.{}.tmp", std::process::id()));
-    let _ = fs_err::remove_file(&temporary);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temporary)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    fs_err::rename(&temporary, path)
 }
 
 #[cfg(test)]

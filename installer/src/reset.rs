@@ -8,14 +8,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex};
-use berth_formats::spec::{config_environment, upper_snake};
+use berth_formats::package_index::PackageIndex;
 
-use crate::engine::{EngineError, Reporter};
+use crate::engine::{EngineError, Reporter, addon_environment, node_environment};
 use crate::images::Runtime;
 use crate::layout::Layout;
 use crate::session::Session;
 use crate::state::{AddonState, StateStore};
+use crate::unpack::read_unpacked;
 
 /// What `reset` did.
 #[derive(Debug, Default, serde::Serialize)]
@@ -74,10 +74,7 @@ fn unpacked_indices(layout: &Layout, name: &str) -> Vec<PackageIndex> {
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|version| {
-            let bytes = fs_err::read(version.path().join(PACKAGE_INDEX_FILE)).ok()?;
-            PackageIndex::from_bytes(&bytes).ok()
-        })
+        .filter_map(|version| read_unpacked(&version.path()).ok())
         .collect()
 }
 
@@ -88,43 +85,14 @@ fn run_reset_hooks(
     reporter: &dyn Reporter,
     report: &mut ResetReport,
 ) -> Result<(), EngineError> {
+    let mut environment = node_environment(layout);
     let mut scripts = Vec::new();
-    let mut environment = vec![
-        (
-            "DIR".to_string(),
-            layout.install_dir().display().to_string(),
-        ),
-        (
-            "BERTH_ROOT".to_string(),
-            layout.root().display().to_string(),
-        ),
-    ];
-    if let Ok(binary) = std::env::current_exe() {
-        environment.push(("BERTH_BIN".to_string(), binary.display().to_string()));
-    }
     for state in installed {
         let current = state.current.as_ref().expect("installed");
         let version = &current.target.version;
         let script = layout.addon_dir(&state.name, version).join("install.sh");
-        scripts.push((
-            state.name.clone(),
-            version.clone(),
-            script.exists().then_some(script),
-        ));
-        environment.push((
-            format!("{}_VERSION", upper_snake(&state.name)),
-            version.clone(),
-        ));
-        environment.extend(config_environment(&state.name, &current.config));
-    }
-    if scripts.is_empty() {
-        return Ok(());
-    }
-    if scripts.iter().all(|(_, _, script)| script.is_none()) {
-        for (name, _, _) in &scripts {
-            remove_images(layout, name, report)?;
-        }
-        return Ok(());
+        scripts.push((&state.name, version, script.exists().then_some(script)));
+        environment.extend(addon_environment(&state.name, version, &current.config));
     }
     let hook_error = |name: &str, version: &str, hook: &str| {
         let (name, version, hook) = (name.to_string(), version.to_string(), hook.to_string());
@@ -135,21 +103,26 @@ fn run_reset_hooks(
             source,
         }
     };
-    crate::helpers::install(&layout.helpers_dir()).map_err(|source| EngineError::Io {
-        path: layout.helpers_dir(),
-        source,
-    })?;
-    let work = layout.work_dir().join("reset");
-    let mut session = Session::start(&work, &environment, Box::new(std::io::sink()))
-        .map_err(hook_error("berth", "", "bash"))?;
-    session
-        .source(
-            &crate::helpers::entry_point(&layout.helpers_dir()),
-            hook_timeout,
-        )
-        .map_err(hook_error("berth", "", "the helper library"))?;
+    // A session only when some add-on has hooks to run.
+    let mut session = None;
+    if scripts.iter().any(|(_, _, script)| script.is_some()) {
+        crate::helpers::install(&layout.helpers_dir()).map_err(|source| EngineError::Io {
+            path: layout.helpers_dir(),
+            source,
+        })?;
+        let work = layout.work_dir().join("reset");
+        let mut started = Session::start(&work, &environment, Box::new(std::io::sink()))
+            .map_err(hook_error("berth", "", "bash"))?;
+        started
+            .source(
+                &crate::helpers::entry_point(&layout.helpers_dir()),
+                hook_timeout,
+            )
+            .map_err(hook_error("berth", "", "the helper library"))?;
+        session = Some(started);
+    }
     for (name, version, script) in &scripts {
-        if let Some(script) = script {
+        if let (Some(script), Some(session)) = (script, session.as_mut()) {
             session.source(script, hook_timeout).map_err(hook_error(
                 name,
                 version,
@@ -172,9 +145,12 @@ fn run_reset_hooks(
         // (containerd) may stop it in its own reset hook.
         remove_images(layout, name, report)?;
     }
-    session
-        .finish()
-        .map_err(hook_error("berth", "", "the hook session"))
+    match session {
+        Some(session) => session
+            .finish()
+            .map_err(hook_error("berth", "", "the hook session")),
+        None => Ok(()),
+    }
 }
 
 /// Removes the images of every version of `name` unpacked on this node: Berth loaded them.

@@ -247,6 +247,13 @@ impl StateStore {
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically_with_mode(path, bytes, 0o666)
+}
+
+/// The same, the file created with `mode` (less the umask): 0o600 keeps secrets from other
+/// users, even while the file is written.
+pub fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use fs_err::os::unix::fs::OpenOptionsExt as _;
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -257,7 +264,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         path.file_name().unwrap_or_default().to_string_lossy(),
         std::process::id()
     ));
-    let mut file = fs_err::File::create(&temporary)?;
+    // A leftover temporary file would keep its own mode: it goes first.
+    let _ = fs_err::remove_file(&temporary);
+    let mut file = fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&temporary)?;
     file.write_all(bytes)?;
     file.sync_all()?;
     drop(file);

@@ -113,6 +113,20 @@ fn move_into_place(
     }
 }
 
+/// The index of a package already unpacked on this node into `folder` (checked when it was
+/// unpacked).
+pub fn read_unpacked(folder: &Path) -> Result<PackageIndex, UnpackError> {
+    let path = folder.join(PACKAGE_INDEX_FILE);
+    let bytes = fs_err::read(&path).map_err(|source| UnpackError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    PackageIndex::from_bytes(&bytes).map_err(|error| UnpackError::BadIndex {
+        package: path,
+        message: error.to_string(),
+    })
+}
+
 /// Where a bundle keeps the unpacked package of `name` `version`, and its shared blobs.
 pub fn bundled_package(bundle: &Path, name: &str, version: &str) -> PathBuf {
     bundle.join("packages").join(format!("{name}-{version}"))

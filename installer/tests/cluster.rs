@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
@@ -14,13 +14,7 @@ use support::{Containerd, Server, TestDist, text, wait_until};
 
 /// The installer's server binary, built beside `berth` when the workspace is built.
 fn berth_build_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_berth")).with_file_name("berth-build");
-    assert!(
-        path.exists(),
-        "{} is missing: build the whole workspace (scripts/test.sh does)",
-        path.display()
-    );
-    path
+    support::built_beside(env!("CARGO_BIN_EXE_berth"), "berth-build")
 }
 
 /// A host of the cluster: its namespace, containerd and Berth root.

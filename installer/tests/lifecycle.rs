@@ -46,6 +46,20 @@ fn reasons(node: &Node) -> Vec<String> {
         .collect()
 }
 
+/// The demo's record says Failed, with `message` in its message; returns the record.
+fn assert_failed(node: &Node, message: &str) -> serde_json::Value {
+    let status = node.status();
+    assert_eq!(status["demo"]["progressing"]["reason"], "Failed");
+    assert!(
+        status["demo"]["progressing"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(message),
+        "{status:?}"
+    );
+    status["demo"].clone()
+}
+
 #[test]
 fn demo_upgrades_fails_to_upgrade_and_rolls_back_while_the_status_records_each_transition() {
     let containerd = Containerd::start();
@@ -71,17 +85,9 @@ fn demo_upgrades_fails_to_upgrade_and_rolls_back_while_the_status_records_each_t
         "99999",
     )));
     assert!(output.contains("spec.demo.port is '99999'"), "{output}");
-    let status = node.status();
-    assert_eq!(status["demo"]["progressing"]["reason"], "Failed");
-    assert!(
-        status["demo"]["progressing"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("spec.demo.port is '99999'"),
-        "{status:?}"
-    );
-    assert_eq!(status["demo"]["available"]["status"], true);
-    assert_eq!(status["demo"]["current"]["version"], "1.0.0");
+    let demo = assert_failed(&node, "spec.demo.port is '99999'");
+    assert_eq!(demo["available"]["status"], true);
+    assert_eq!(demo["current"]["version"], "1.0.0");
     assert_eq!(answer(port).as_deref(), Some("demo 1.0.0"));
 
     // An unknown version fails before anything is touched, and says so in the status.
@@ -92,16 +98,8 @@ fn demo_upgrades_fails_to_upgrade_and_rolls_back_while_the_status_records_each_t
         &port.to_string(),
     )));
     assert!(output.contains("demo has no version `9.9.9`"), "{output}");
-    let status = node.status();
-    assert_eq!(status["demo"]["progressing"]["reason"], "Failed");
-    assert!(
-        status["demo"]["progressing"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("offers: 2.0.0, 1.0.0"),
-        "{status:?}"
-    );
-    assert_eq!(status["demo"]["desired"], "9.9.9");
+    let demo = assert_failed(&node, "offers: 2.0.0, 1.0.0");
+    assert_eq!(demo["desired"], "9.9.9");
     assert_eq!(answer(port).as_deref(), Some("demo 1.0.0"));
 
     // The upgrade, with a good port.

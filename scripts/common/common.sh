@@ -97,3 +97,21 @@ function berth_private_address() {
     [ -n "$address" ] || bail "cannot tell this node's address; pass private-address=IP"
     echo "$address"
 }
+
+# Whether systemd runs this host (and so manages its services).
+function berth_has_systemd() {
+    [ -d /run/systemd/system ] && commandExists systemctl
+}
+
+# berth_stop_pid FILE: stops the process whose pid FILE holds (one a hook started without
+# systemd), waits until it is gone, and removes FILE. No FILE: nothing to stop.
+function berth_stop_pid() {
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 0
+    if kill "$pid" 2>/dev/null; then
+        while kill -0 "$pid" 2>/dev/null; do
+            sleep 0.1
+        done
+    fi
+    rm -f "$1"
+}

@@ -33,6 +33,18 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Another binary of the workspace, built beside `binary` (a test's own `CARGO_BIN_EXE_…`)
+/// when the whole workspace is built.
+pub fn built_beside(binary: &str, name: &str) -> PathBuf {
+    let path = Path::new(binary).with_file_name(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the whole workspace (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
 /// Fails the test with a clear message when a tool the test needs is missing.
 pub fn require(program: &str, package: &str) -> PathBuf {
     which::which(program).unwrap_or_else(|_| {

@@ -72,7 +72,7 @@ function containerd_write_config() {
     mkdir -p "$CONTAINERD_ETC/config.d"
     # The kubelet uses the systemd cgroup driver where systemd runs.
     local systemd_cgroup=false
-    if containerd_has_systemd; then
+    if berth_has_systemd; then
         systemd_cgroup=true
     fi
     command containerd config default |
@@ -87,16 +87,12 @@ function containerd_write_config() {
     fi
 }
 
-function containerd_has_systemd() {
-    [ -d /run/systemd/system ] && commandExists systemctl
-}
-
 function containerd_answers() {
     ctr version >/dev/null 2>&1
 }
 
 function containerd_start() {
-    if containerd_has_systemd; then
+    if berth_has_systemd; then
         systemctl enable containerd >/dev/null 2>&1 || true
         systemctl restart containerd
     else
@@ -110,16 +106,9 @@ function containerd_start() {
 }
 
 function containerd_stop() {
-    if containerd_has_systemd; then
+    if berth_has_systemd; then
         systemctl stop containerd 2>/dev/null || true
         return
     fi
-    local pid
-    pid=$(cat "$DIR/containerd/pid" 2>/dev/null) || return 0
-    if kill "$pid" 2>/dev/null; then
-        while kill -0 "$pid" 2>/dev/null; do
-            sleep 0.1
-        done
-    fi
-    rm -f "$DIR/containerd/pid"
+    berth_stop_pid "$DIR/containerd/pid"
 }

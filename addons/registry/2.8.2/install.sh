@@ -30,7 +30,7 @@ function registry() {
         install_host_archives "$DIR/addons/registry/$REGISTRY_VERSION" docker-registry
         echo docker-registry >"$DIR/registry/installed-packages"
         # The package starts its own service on port 5000; this add-on runs its own instead.
-        if registry_has_systemd; then
+        if berth_has_systemd; then
             systemctl disable --now docker-registry.service >/dev/null 2>&1 || true
         fi
     fi
@@ -99,17 +99,13 @@ http:
 YAML
 }
 
-function registry_has_systemd() {
-    [ -d /run/systemd/system ] && commandExists systemctl
-}
-
 function registry_running() {
     curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$(registry_port)/v2/" 2>/dev/null
 }
 
 function registry_start() {
     registry_stop
-    if registry_has_systemd; then
+    if berth_has_systemd; then
         cat >"$REGISTRY_UNIT" <<UNIT
 [Unit]
 Description=Image registry (Berth registry add-on)
@@ -132,16 +128,9 @@ UNIT
 }
 
 function registry_stop() {
-    if registry_has_systemd; then
+    if berth_has_systemd; then
         systemctl disable --now berth-registry.service >/dev/null 2>&1 || true
         return
     fi
-    local pid
-    pid=$(cat "$DIR/registry/pid" 2>/dev/null) || return 0
-    if kill "$pid" 2>/dev/null; then
-        while kill -0 "$pid" 2>/dev/null; do
-            sleep 0.1
-        done
-    fi
-    rm -f "$DIR/registry/pid"
+    berth_stop_pid "$DIR/registry/pid"
 }

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use berth::dist::Dist;
-use berth::engine::{self, EngineError, InstallSettings, Mode, Plan, Reporter};
+use berth::engine::{self, EngineError, InstallSettings, Mode, Plan};
 use berth::join::{JoinStore, check_expiry};
 use berth::layout::Layout;
 use berth::plan::Permissions;
@@ -14,6 +14,7 @@ use berth_formats::spec::parse_scalar;
 use berth_formats::versions::VersionsError;
 
 use crate::RootArgs;
+use crate::commands::Stderr;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
@@ -69,14 +70,6 @@ pub struct JoinArgs {
     /// node that joins the control plane.
     #[arg(value_name = "KEY=VALUE")]
     words: Vec<String>,
-}
-
-pub struct Stderr;
-
-impl Reporter for Stderr {
-    fn step(&self, message: &str) {
-        eprintln!("berth: {message}");
-    }
 }
 
 pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {

@@ -4,6 +4,15 @@ pub mod node;
 pub mod status;
 pub mod unpack;
 
+/// Reports a run's steps on standard error, as `berth: …` lines.
+pub struct Stderr;
+
+impl berth::engine::Reporter for Stderr {
+    fn step(&self, message: &str) {
+        eprintln!("berth: {message}");
+    }
+}
+
 /// Prints an error with every cause; a cause's `hint:` lines stay at the end.
 pub fn print_error(error: &anyhow::Error) {
     let mut hints = Vec::new();

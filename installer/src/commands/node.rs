@@ -13,7 +13,7 @@ use berth::plan::Permissions;
 use berth::state::NodeLock;
 
 use crate::RootArgs;
-use crate::commands::install::Stderr;
+use crate::commands::Stderr;
 
 #[derive(clap::Args)]
 pub struct JoinCommandArgs {

@@ -235,6 +235,47 @@ pub enum EngineError {
     },
 }
 
+/// The digest of a package kept in this node's cache: its `.sha256`, when the package is
+/// there too. A rollback reads it; a fetch skips the download when it is the expected one.
+fn cached_digest(layout: &Layout, file: &str) -> Option<berth_formats::Sha256Digest> {
+    let cache = layout.package_cache();
+    let text = fs_err::read_to_string(cache.join(format!("{file}.sha256"))).ok()?;
+    let digest = berth_formats::package_index::parse_checksum_file(&text).ok()?;
+    cache.join(file).exists().then_some(digest)
+}
+
+/// What every hook session sees of the node: `DIR`, `BERTH_ROOT` and `BERTH_BIN`.
+pub(crate) fn node_environment(layout: &Layout) -> Vec<(String, String)> {
+    let mut environment = vec![
+        (
+            "DIR".to_string(),
+            layout.install_dir().display().to_string(),
+        ),
+        (
+            "BERTH_ROOT".to_string(),
+            layout.root().display().to_string(),
+        ),
+    ];
+    if let Ok(binary) = std::env::current_exe() {
+        environment.push(("BERTH_BIN".to_string(), binary.display().to_string()));
+    }
+    environment
+}
+
+/// What hooks see of one add-on: `<ADDON>_VERSION` and its fields.
+pub(crate) fn addon_environment(
+    name: &str,
+    version: &str,
+    config: &Map<String, Value>,
+) -> Vec<(String, String)> {
+    let mut environment = vec![(
+        format!("{}_VERSION", berth_formats::spec::upper_snake(name)),
+        version.to_string(),
+    )];
+    environment.extend(berth_formats::spec::config_environment(name, config));
+    environment
+}
+
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {
     move |source| EngineError::Io {
         path: path.to_path_buf(),

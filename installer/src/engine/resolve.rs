@@ -10,7 +10,7 @@ use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
-use super::{ENGINE_GENERATION, EngineError, InstallSettings, Plan, PlannedAddon};
+use super::{ENGINE_GENERATION, EngineError, InstallSettings, Plan, PlannedAddon, cached_digest};
 use crate::layout::Layout;
 use crate::plan::{Decision, decide};
 use crate::state::{Applied, StateStore, Target};
@@ -174,12 +174,7 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
         (Some(version), _) => {
             // Another version whose package this node keeps, applied with today's settings.
             let file = package_file_name(name, version);
-            let checksum =
-                fs_err::read_to_string(layout.package_cache().join(format!("{file}.sha256")))
-                    .ok()
-                    .and_then(|text| berth_formats::package_index::parse_checksum_file(&text).ok());
-            let Some(digest) = checksum.filter(|_| layout.package_cache().join(&file).exists())
-            else {
+            let Some(digest) = cached_digest(layout, &file) else {
                 return Err(problem(format!(
                     "no package of version {version} is kept on this node; kept: {}",
                     kept_versions(layout, name).join(", ")

@@ -2,19 +2,21 @@
 //! session, record state as each add-on finishes.
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::{PackageIndex, package_file_name};
-use berth_formats::spec::{config_environment, upper_snake};
+use berth_formats::spec::upper_snake;
 
-use super::{EngineError, InstallSettings, Mode, Plan, PlannedAddon, Reporter, io_error};
+use super::{
+    EngineError, InstallSettings, Mode, Plan, PlannedAddon, Reporter, addon_environment,
+    cached_digest, io_error, node_environment,
+};
 use crate::dist::Dist;
 use crate::images::{ImageError, Runtime};
 use crate::session::{HookError, Session};
 use crate::state::{AddonState, Applied, Attempt, NodeLock, Outcome, StateStore};
-use crate::unpack::{UnpackError, bundled_package, unpack, unpack_bundled};
+use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
 
 /// Carries out `plan` on the node. The caller holds the node lock.
 pub fn apply(
@@ -247,25 +249,12 @@ impl<'a> Run<'a> {
     }
 
     fn environment(&self) -> Vec<(String, String)> {
-        let layout = &self.settings.layout;
-        let mut environment = vec![
-            (
-                "DIR".to_string(),
-                layout.install_dir().display().to_string(),
-            ),
-            (
-                "BERTH_ROOT".to_string(),
-                layout.root().display().to_string(),
-            ),
-            ("INSTALLER_ID".to_string(), self.plan.id.clone()),
-            (
-                "BERTH_JOIN_TTL".to_string(),
-                self.settings.join_ttl.as_secs().to_string(),
-            ),
-        ];
-        if let Ok(binary) = std::env::current_exe() {
-            environment.push(("BERTH_BIN".to_string(), binary.display().to_string()));
-        }
+        let mut environment = node_environment(&self.settings.layout);
+        environment.push(("INSTALLER_ID".to_string(), self.plan.id.clone()));
+        environment.push((
+            "BERTH_JOIN_TTL".to_string(),
+            self.settings.join_ttl.as_secs().to_string(),
+        ));
         if self.plan.airgap {
             environment.push(("AIRGAP".to_string(), "1".to_string()));
         }
@@ -273,11 +262,11 @@ impl<'a> Run<'a> {
             environment.push((upper_snake(key), value.clone()));
         }
         for member in &self.members {
-            let prefix = upper_snake(&member.planned.name);
-            environment.push((format!("{prefix}_VERSION"), member.planned.version.clone()));
-            environment.extend(config_environment(
-                &member.planned.name,
-                &member.planned.config,
+            let planned = member.planned;
+            environment.extend(addon_environment(
+                &planned.name,
+                &planned.version,
+                &planned.config,
             ));
         }
         environment
@@ -335,10 +324,7 @@ impl<'a> Run<'a> {
             });
         }
         // A cached package is trusted only as far as its digest; unpack checks it again.
-        let cached_digest = fs_err::read_to_string(cache.join(format!("{file}.sha256")))
-            .ok()
-            .and_then(|text| berth_formats::package_index::parse_checksum_file(&text).ok());
-        if cached_digest != Some(expected) || !cached.exists() {
+        if cached_digest(layout, &file) != Some(expected) {
             self.settings
                 .dist
                 .fetch(&file, &cached)
@@ -525,19 +511,6 @@ impl<'a> Run<'a> {
         }
         Ok(())
     }
-}
-
-/// The index of a package already unpacked on this node (checked when it was unpacked).
-fn read_unpacked(folder: &Path) -> Result<PackageIndex, UnpackError> {
-    let path = folder.join(berth_formats::package_index::PACKAGE_INDEX_FILE);
-    let bytes = fs_err::read(&path).map_err(|source| UnpackError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    PackageIndex::from_bytes(&bytes).map_err(|error| UnpackError::BadIndex {
-        package: path,
-        message: error.to_string(),
-    })
 }
 
 /// The error, its causes, and the tail of the hook's output.
