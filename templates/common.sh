@@ -1,16 +1,21 @@
-# Berth {{ script }} for installer {{ id }}, rendered by berth-build.
+# Berth {{ script | comment }} for installer {{ id | comment }}, rendered by berth-build.
 #
-# Online:  curl -fsSL {{ script_url }} | sudo bash [-s ARGUMENT…]
-# Airgap:  tar xzf <bundle>.tar.gz && sudo bash {{ script }} airgap [ARGUMENT…]
+# Online:  curl -fsSL {{ script_url | comment }} | sudo bash [-s ARGUMENT…]
+# Airgap:  tar xzf <bundle>.tar.gz && sudo bash {{ script | comment }} airgap [ARGUMENT…]
 #
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
 # nothing); `key=value` pairs (`public-address=10.0.0.1`), which hooks see as environment
 # variables (PUBLIC_ADDRESS).
+#
+# The whole script is one function, called on its last line: a download cut short defines
+# part of a function and runs nothing.
 set -euo pipefail
 
-BERTH_INSTALLER_ID="{{ id }}"
-BERTH_DIST_URL="{{ dist_url }}"
-BERTH_SCRIPTS_URL="{{ scripts_base_url }}"
+berth_main() {
+BERTH_INSTALLER_ID={{ id | sh }}
+BERTH_DIST_URL={{ dist_url | sh }}
+BERTH_SCRIPTS_URL={{ scripts_base_url | sh }}
+berth_arches={{ arches | sh }}
 
 berth_fail() {
     echo "berth: $*" >&2
@@ -42,7 +47,7 @@ done
 case "$(uname -m)" in
     x86_64 | amd64) berth_arch=amd64 ;;
     aarch64 | arm64) berth_arch=arm64 ;;
-    *) berth_fail "no berth binary for $(uname -m); this release has: {{ arches }}" ;;
+    *) berth_fail "no berth binary for $(uname -m); this release has: $berth_arches" ;;
 esac
 # shellcheck disable=SC1090 # os-release is the host's
 berth_os="$(. "${BERTH_OS_RELEASE:-/etc/os-release}" 2>/dev/null && echo "${PRETTY_NAME:-$ID $VERSION_ID}")" ||
@@ -51,29 +56,33 @@ echo "berth: installer $BERTH_INSTALLER_ID on $berth_os ($berth_arch)" >&2
 
 case "$berth_arch" in
 {%- for arch, digest in berth_sha256 | items %}
-    {{ arch }}) berth_expected_sha256="{{ digest }}" ;;
+    {{ arch | sh }}) berth_expected_sha256={{ digest | sh }} ;;
 {%- endfor %}
-    *) berth_fail "this release has no berth binary for $berth_arch; it has: {{ arches }}" ;;
+    *) berth_fail "this release has no berth binary for $berth_arch; it has: $berth_arches" ;;
 esac
 
 berth_state="${BERTH_ROOT:-}/var/lib/berth"
-berth_installer_dir="$berth_state/installers/$BERTH_INSTALLER_ID"
+if [ "$berth_plan_only" = 1 ]; then
+    # `plan` changes nothing on the node: its files go to a folder removed on exit.
+    berth_scratch="$(mktemp -d)"
+    trap 'rm -rf "$berth_scratch"' EXIT
+    berth_installer_dir="$berth_scratch/installer"
+else
+    berth_installer_dir="$berth_state/installers/$BERTH_INSTALLER_ID"
+fi
 mkdir -p "$berth_installer_dir"
 
 # The spec and the lock this script was rendered with: the lock pins every package's digest.
-cat >"$berth_installer_dir/installer.yaml" <<'BERTH_SPEC_END'
-{{ spec }}
-BERTH_SPEC_END
-cat >"$berth_installer_dir/lock.json" <<'BERTH_LOCK_END'
-{{ lock }}
-BERTH_LOCK_END
+printf '%s\n' {{ spec | sh }} >"$berth_installer_dir/installer.yaml"
+printf '%s\n' {{ lock | sh }} >"$berth_installer_dir/lock.json"
 
 berth_sha256_of() {
     sha256sum "$1" | cut -d' ' -f1
 }
 
 # The berth binary: from the bundle beside this script (airgap), or downloaded once and kept
-# while its digest is the one this script expects.
+# while its digest is the one this script expects (for `plan`, into the scratch folder unless
+# the node has it already).
 if [ "$berth_airgap" = 1 ]; then
     berth_bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
     berth_binary="$berth_bundle_dir/berth"
@@ -83,8 +92,11 @@ else
     berth_binary="$berth_state/bin/berth"
     berth_dist="$BERTH_DIST_URL"
     if [ ! -x "$berth_binary" ] || [ "$(berth_sha256_of "$berth_binary")" != "$berth_expected_sha256" ]; then
+        if [ "$berth_plan_only" = 1 ]; then
+            berth_binary="$berth_scratch/berth"
+        fi
         command -v curl >/dev/null 2>&1 || berth_fail "downloading berth needs curl"
-        mkdir -p "$berth_state/bin"
+        mkdir -p "$(dirname "$berth_binary")"
         echo "berth: downloading $BERTH_DIST_URL/bin/berth-linux-$berth_arch" >&2
         curl -fsSL --retry 5 --retry-delay 2 --retry-connrefused \
             -o "$berth_binary.partial" "$BERTH_DIST_URL/bin/berth-linux-$berth_arch" ||
@@ -98,7 +110,7 @@ if [ "$berth_actual_sha256" != "$berth_expected_sha256" ]; then
     rm -f "$berth_binary"
     berth_fail "$berth_binary has sha256 $berth_actual_sha256, this script expects $berth_expected_sha256"
 fi
-if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_airgap" = 0 ]; then
+if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_airgap" = 0 ] && [ "$berth_plan_only" = 0 ]; then
     ln -sf "$berth_binary" /usr/local/bin/berth
 fi
 
@@ -107,12 +119,18 @@ berth_install_arguments=(
     --lock "$berth_installer_dir/lock.json"
     --dist "$berth_dist"
 )
-for berth_param in "${berth_params[@]+"${berth_params[@]}"}"; do
-    berth_install_arguments+=(--param "$berth_param")
-done
 if [ "$berth_airgap" = 1 ]; then
-    berth_install_arguments+=(--param airgap=1)
+    berth_params+=(airgap=1)
 else
     # Recorded for `berth join-command`: new nodes fetch join.sh from the same place.
     berth_install_arguments+=(--scripts-url "$BERTH_SCRIPTS_URL")
 fi
+# The key=value pairs reach berth on its standard input, one per NUL-ended record, not on its
+# command line: they may hold join secrets, and every user can read a command line.
+berth_install_arguments+=(--params-from-stdin)
+
+berth_print_params() {
+    if [ -n "${berth_params[*]+set}" ]; then
+        printf '%s\0' "${berth_params[@]}"
+    fi
+}

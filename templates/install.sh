@@ -2,7 +2,13 @@
 {% include "common.sh" %}
 berth_reject_words "give airgap, plan or key=value" "${berth_words[@]+"${berth_words[@]}"}"
 
+berth_command=install
 if [ "$berth_plan_only" = 1 ]; then
-    exec "$berth_binary" plan "${berth_install_arguments[@]}"
+    berth_command=plan
+    "$berth_binary" "$berth_command" "${berth_install_arguments[@]}" < <(berth_print_params)
+    return
 fi
-exec "$berth_binary" install "${berth_install_arguments[@]}"
+exec "$berth_binary" "$berth_command" "${berth_install_arguments[@]}" < <(berth_print_params)
+}
+
+berth_main "$@"

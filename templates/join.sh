@@ -8,11 +8,16 @@ berth_join_arguments=(
     --spec "$berth_installer_dir/installer.yaml"
     --lock "$berth_installer_dir/lock.json"
     --dist "$berth_dist"
+    --params-from-stdin
 )
 if [ "$berth_airgap" = 0 ]; then
     berth_join_arguments+=(--scripts-url "$BERTH_SCRIPTS_URL")
 fi
 if [ "$berth_plan_only" = 1 ]; then
-    berth_join_arguments+=(--dry-run)
+    "$berth_binary" join --dry-run "${berth_join_arguments[@]}" < <(berth_print_params)
+    return
 fi
-exec "$berth_binary" join "${berth_join_arguments[@]}" "${berth_params[@]+"${berth_params[@]}"}"
+exec "$berth_binary" join "${berth_join_arguments[@]}" < <(berth_print_params)
+}
+
+berth_main "$@"

@@ -21,3 +21,6 @@ case "${berth_words[0]}" in
     reset) exec "$berth_binary" reset ;;
     *) berth_fail "unknown task '${berth_words[0]}'; give status, join-command (join_token) or reset" ;;
 esac
+}
+
+berth_main "$@"

@@ -5,6 +5,10 @@ berth_reject_words "give airgap, plan or key=value" "${berth_words[@]+"${berth_w
 # An upgrade is an install of the spec's newer versions: each add-on whose version moved goes
 # through Upgrading, the others stay as they are.
 if [ "$berth_plan_only" = 1 ]; then
-    exec "$berth_binary" plan "${berth_install_arguments[@]}"
+    "$berth_binary" plan "${berth_install_arguments[@]}" < <(berth_print_params)
+    return
 fi
-exec "$berth_binary" install "${berth_install_arguments[@]}"
+exec "$berth_binary" install "${berth_install_arguments[@]}" < <(berth_print_params)
+}
+
+berth_main "$@"

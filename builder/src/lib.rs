@@ -21,6 +21,7 @@ pub mod download;
 pub mod host_packages;
 pub mod image;
 pub mod inspect;
+pub mod installers;
 pub mod package;
 pub mod process;
 pub mod registry;

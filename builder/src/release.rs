@@ -46,9 +46,45 @@ pub struct Release {
     pub prefix: String,
     /// A node binary for this machine's arch, used where the release has none.
     pub local_berth: Option<(String, PathBuf)>,
+    /// The local binary's digest, with the size and modification time it was taken at: every
+    /// rendered script needs it, and hashing megabytes per request is waste.
+    pub local_berth_digest: std::sync::Mutex<Option<(u64, std::time::SystemTime, Sha256Digest)>>,
 }
 
 impl Release {
+    /// A release of `store` under `prefix`, offering `local_berth` where it has no binary.
+    pub fn new(store: Store, prefix: String, local_berth: Option<(String, PathBuf)>) -> Self {
+        Self {
+            store,
+            prefix,
+            local_berth,
+            local_berth_digest: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The local binary's sha256, hashed again only when the file changed.
+    fn local_digest(&self, path: &std::path::Path) -> Result<Sha256Digest, ReleaseError> {
+        let io = |source| ReleaseError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let metadata = fs_err::metadata(path).map_err(io)?;
+        let stamp = (metadata.len(), metadata.modified().map_err(io)?);
+        let mut cached = self
+            .local_berth_digest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((length, modified, digest)) = *cached
+            && (length, modified) == stamp
+        {
+            return Ok(digest);
+        }
+        let file = fs_err::File::open(path).map_err(io)?;
+        let digest = Sha256Digest::of_reader(file).map_err(io)?;
+        *cached = Some((stamp.0, stamp.1, digest));
+        Ok(digest)
+    }
+
     pub fn key(&self, file: &str) -> String {
         format!("{}{file}", self.prefix)
     }
@@ -139,12 +175,7 @@ impl Release {
         if let Some((arch, path)) = &self.local_berth
             && !digests.contains_key(arch)
         {
-            let io = |source| ReleaseError::Io {
-                path: path.clone(),
-                source,
-            };
-            let file = fs_err::File::open(path).map_err(io)?;
-            digests.insert(arch.clone(), Sha256Digest::of_reader(file).map_err(io)?);
+            digests.insert(arch.clone(), self.local_digest(path)?);
         }
         if digests.is_empty() {
             return Err(ReleaseError::NoBinary);

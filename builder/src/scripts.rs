@@ -37,18 +37,35 @@ pub struct ScriptContext {
 pub enum ScriptError {
     #[error("failed to render {script}: {message}")]
     Render { script: String, message: String },
-    #[error("the spec has a line `{line}`, which would end the script's copy of it")]
-    Terminator { line: String },
 }
 
-/// Renders `script` (one of [`SCRIPTS`]).
+/// `text` as one bash word: single quotes, each `'` written as `'\''`. Inside single quotes
+/// bash reads every character as itself, line breaks included, so no value (a spec, a URL)
+/// can end the word early.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// `text` for a `#` comment: a line break would end the comment, so control characters
+/// become `?`.
+fn comment(text: &str) -> String {
+    text.chars()
+        .map(|character| {
+            if character.is_control() {
+                '?'
+            } else {
+                character
+            }
+        })
+        .collect()
+}
+
+/// Renders `script` (one of [`SCRIPTS`]). Every value goes into the script through the `sh`
+/// filter (a quoted word) or the `comment` filter.
 pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptError> {
-    for line in ["BERTH_SPEC_END", "BERTH_LOCK_END"] {
-        if context.spec.lines().any(|text| text.trim() == line) {
-            return Err(ScriptError::Terminator { line: line.into() });
-        }
-    }
     let mut environment = Environment::new();
+    environment.add_filter("sh", |text: &str| shell_quote(text));
+    environment.add_filter("comment", |text: &str| comment(text));
     environment.set_undefined_behavior(UndefinedBehavior::Strict);
     environment.set_keep_trailing_newline(true);
     for (name, source) in TEMPLATES {

@@ -6,20 +6,22 @@
 //! `join.sh`, `upgrade.sh`, `tasks.sh`; `GET /versions.json`; `GET /dist/<file>`;
 //! `GET /bundle/<id>.tar.gz`, streamed.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use berth_formats::spec::InstallerSpec;
+use berth_formats::spec::{InstallerSpec, MAX_SPEC_BYTES};
 use berth_formats::versions::VERSIONS_FILE;
+use tokio::sync::Semaphore;
 
 use crate::bundle;
+use crate::installers::{Inserted, Installer, InstallerError, InstallerStore};
 use crate::release::{Release, ReleaseError};
 use crate::scripts::{self, SCRIPTS, ScriptContext};
 use crate::store::StoreError;
@@ -32,22 +34,109 @@ pub struct Server {
     pub public_url: String,
     /// The node architecture bundles are made for.
     pub bundle_arch: String,
-    /// Installers posted so far: id → spec text.
-    pub installers: Mutex<HashMap<String, String>>,
+    /// Installers posted so far, kept on disk.
+    pub installers: InstallerStore,
+    /// Specs parsed at once: parsing is CPU work, done off the async workers.
+    pub parsing: Semaphore,
+    /// Bundles streamed at once; one more is answered 503.
+    pub bundles: Arc<Semaphore>,
+}
+
+/// Bundles a server streams at once unless told otherwise.
+pub const DEFAULT_BUNDLES: usize = 4;
+
+impl Server {
+    pub fn new(
+        release: Arc<Release>,
+        public_url: String,
+        bundle_arch: String,
+        installers: InstallerStore,
+        bundles: usize,
+    ) -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        Self {
+            release,
+            public_url,
+            bundle_arch,
+            installers,
+            parsing: Semaphore::new(cores),
+            bundles: Arc::new(Semaphore::new(bundles)),
+        }
+    }
 }
 
 type Shared = Arc<Server>;
 
-/// The routes; serve them with `axum::serve`.
+/// The routes; serve them with [`serve`].
 pub fn router(server: Shared) -> Router {
     Router::new()
-        .route("/installer", post(post_installer))
+        .route("/", get(index))
+        .route(
+            "/installer",
+            post(post_installer).layer(DefaultBodyLimit::max(MAX_SPEC_BYTES)),
+        )
         .route("/versions.json", get(versions))
         .route("/dist/{*file}", get(dist_file))
         .route("/bundle/{file}", get(get_bundle))
         .route("/{id}", get(install_script))
         .route("/{id}/{script}", get(script))
         .with_state(server)
+}
+
+/// Limits on the connections a server takes.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Connections open at once; more wait in the listen queue.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's head.
+    pub header_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Serves `router` on `listener` with `limits`: a client that sends its request head slowly
+/// is cut off, and no more than `max_connections` are served at once.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    loop {
+        let permit = Arc::clone(&connections)
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors, say: wait a little instead of spinning.
+            Err(error) => {
+                tracing::warn!("accept: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_timeout);
+            let connection =
+                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(error) = connection.await {
+                tracing::debug!("connection: {error}");
+            }
+        });
+    }
 }
 
 fn text(status: StatusCode, body: impl Into<String>) -> Response {
@@ -63,8 +152,10 @@ fn text(status: StatusCode, body: impl Into<String>) -> Response {
         .into_response()
 }
 
-/// A release error as the client should see it: what is missing is 404, the rest 502.
-fn release_error(error: ReleaseError) -> Response {
+/// A release error as the client should see it: what is missing is 404, the rest 502. The
+/// store's own location (a local path, a bucket) is the server's business: it is logged, and
+/// the client sees the file's name in the release.
+fn release_error(server: &Server, error: ReleaseError) -> Response {
     let status = match &error {
         ReleaseError::Versions(_) => StatusCode::BAD_REQUEST,
         ReleaseError::Missing { .. } | ReleaseError::Store(StoreError::Missing { .. }) => {
@@ -73,61 +164,118 @@ fn release_error(error: ReleaseError) -> Response {
         _ => StatusCode::BAD_GATEWAY,
     };
     tracing::warn!("{error}");
+    let store_root = server.release.store.describe(&server.release.key(""));
+    let message = error.to_string().replace(&store_root, "");
+    if status == StatusCode::BAD_GATEWAY {
+        return text(
+            status,
+            "the server failed to read its release; its log says why",
+        );
+    }
+    text(status, message)
+}
+
+fn installer_error(error: InstallerError) -> Response {
+    let status = match &error {
+        InstallerError::Full { .. } => StatusCode::INSUFFICIENT_STORAGE,
+        InstallerError::Conflict { .. } => StatusCode::CONFLICT,
+        InstallerError::Damaged { .. } | InstallerError::Io { .. } => {
+            tracing::warn!("{error}");
+            return text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the server failed to keep or read the installer; its log says why",
+            );
+        }
+    };
     text(status, error.to_string())
+}
+
+/// Runs `work` on the blocking pool, at most as many at once as there are cores.
+async fn parse_off_the_workers<T: Send + 'static>(
+    server: &Server,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let _permit = server
+        .parsing
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
+    tokio::task::spawn_blocking(work)
+        .await
+        .expect("parsing does not panic")
+}
+
+async fn index(State(server): State<Shared>) -> Response {
+    text(
+        StatusCode::OK,
+        format!(
+            "Berth installer server\n\nPOST {url}/installer         an Installer spec (YAML); answers its URL\nGET  {url}/<id>               install.sh of an installer\nGET  {url}/<id>/<script>      {scripts}\nGET  {url}/bundle/<id>.tar.gz the airgap bundle of an installer\nGET  {url}/versions.json      the add-on versions on offer\nGET  {url}/dist/<file>        the release's packages and node binaries\n",
+            url = server.public_url,
+            scripts = SCRIPTS.join(", "),
+        ),
+    )
 }
 
 async fn post_installer(State(server): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     let Ok(yaml) = String::from_utf8(body.to_vec()) else {
         return text(StatusCode::BAD_REQUEST, "the spec is not UTF-8 text");
     };
-    let spec = match InstallerSpec::parse(Path::new("installer.yaml"), &yaml) {
-        Ok(spec) => spec,
+    let parsed = parse_off_the_workers(&server, move || {
+        InstallerSpec::parse(Path::new("installer.yaml"), &yaml).map(|spec| (yaml, spec))
+    })
+    .await;
+    let (yaml, spec) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => return text(StatusCode::BAD_REQUEST, error.to_string()),
     };
     // Resolved now so that an unknown add-on or version is refused at once.
     if let Err(error) = server.release.lock(&spec).await {
-        return release_error(error);
+        return release_error(&server, error);
     }
-    let id = spec.id();
-    server
-        .installers
-        .lock()
-        .expect("no panic holds the lock")
-        .insert(id.clone(), yaml);
+    let store = Arc::clone(&server);
+    let inserted = tokio::task::spawn_blocking(move || store.installers.insert(yaml, spec))
+        .await
+        .expect("keeping an installer does not panic");
+    let (installer, inserted) = match inserted {
+        Ok(inserted) => inserted,
+        Err(error) => return installer_error(error),
+    };
+    let id = installer.spec.id();
     let url = format!("{}/{id}", server.public_url);
-    let wants_json = headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("application/json"));
-    if wants_json {
+    let status = match inserted {
+        Inserted::New => StatusCode::CREATED,
+        Inserted::Existing => StatusCode::OK,
+    };
+    if wants_json(&headers) {
         let body = serde_json::json!({ "id": id, "url": url }).to_string();
-        (
-            StatusCode::CREATED,
-            [(header::CONTENT_TYPE, "application/json")],
-            body,
-        )
-            .into_response()
+        (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
     } else {
-        text(StatusCode::CREATED, url)
+        text(status, url)
     }
 }
 
-fn installer(server: &Server, id: &str) -> Result<(String, InstallerSpec), Response> {
-    let yaml = server
-        .installers
-        .lock()
-        .expect("no panic holds the lock")
-        .get(id)
-        .cloned()
-        .ok_or_else(|| {
-            text(
-                StatusCode::NOT_FOUND,
-                format!("no installer `{id}`; post its spec to /installer first"),
-            )
-        })?;
-    let spec = InstallerSpec::parse(Path::new("installer.yaml"), &yaml)
-        .expect("a posted spec parsed when it was posted");
-    Ok((yaml, spec))
+fn wants_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|accept| accept.contains("application/json"))
+}
+
+async fn installer(server: &Shared, id: &str) -> Result<Arc<Installer>, Response> {
+    let store = Arc::clone(server);
+    let wanted = id.to_string();
+    let found = parse_off_the_workers(server, move || store.installers.get(&wanted)).await;
+    match found {
+        Ok(Some(installer)) => Ok(installer),
+        Ok(None) => Err(text(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no installer `{}`; post its spec to /installer first",
+                id.escape_debug()
+            ),
+        )),
+        Err(error) => Err(installer_error(error)),
+    }
 }
 
 async fn install_script(State(server): State<Shared>, UrlPath(id): UrlPath<String>) -> Response {
@@ -141,30 +289,34 @@ async fn script(
     if !SCRIPTS.contains(&script.as_str()) {
         return text(
             StatusCode::NOT_FOUND,
-            format!("no script `{script}`; there are {}", SCRIPTS.join(", ")),
+            format!(
+                "no script `{}`; there are {}",
+                script.escape_debug(),
+                SCRIPTS.join(", ")
+            ),
         );
     }
     render(&server, &id, &script).await
 }
 
-async fn render(server: &Server, id: &str, script: &str) -> Response {
-    let (yaml, spec) = match installer(server, id) {
+async fn render(server: &Shared, id: &str, script: &str) -> Response {
+    let installer = match installer(server, id).await {
         Ok(found) => found,
         Err(response) => return response,
     };
     let resolved = async {
-        let lock = server.release.lock(&spec).await?;
+        let lock = server.release.lock(&installer.spec).await?;
         Ok::<_, ReleaseError>((lock, server.release.berth_digests().await?))
     };
     let (lock, berth_digests) = match resolved.await {
         Ok(resolved) => resolved,
-        Err(error) => return release_error(error),
+        Err(error) => return release_error(server, error),
     };
     let context = ScriptContext {
         id: id.to_string(),
         dist_url: format!("{}/dist", server.public_url),
         scripts_url: format!("{}/{id}", server.public_url),
-        spec: yaml,
+        spec: installer.yaml.clone(),
         lock,
         berth_digests,
     };
@@ -184,13 +336,14 @@ async fn versions(State(server): State<Shared>) -> Response {
 }
 
 async fn dist_file(State(server): State<Shared>, UrlPath(file): UrlPath<String>) -> Response {
-    if file
-        .split('/')
-        .any(|part| part.is_empty() || part == "." || part == "..")
+    if file.chars().any(char::is_control)
+        || file
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..")
     {
         return text(
             StatusCode::BAD_REQUEST,
-            format!("`{file}` is not a file name"),
+            format!("`{}` is not a file name", file.escape_debug()),
         );
     }
     stream_file(&server, &file).await
@@ -202,11 +355,16 @@ async fn stream_file(server: &Server, file: &str) -> Response {
     let reader: Box<dyn tokio::io::AsyncRead + Send + Unpin> =
         match server.release.store.reader(&key).await {
             Ok(reader) => reader,
-            Err(StoreError::Missing { location }) => match local_berth(server, file).await {
+            Err(StoreError::Missing { .. }) => match local_berth(server, file).await {
                 Some(reader) => reader,
-                None => return text(StatusCode::NOT_FOUND, format!("{location} does not exist")),
+                None => {
+                    return text(
+                        StatusCode::NOT_FOUND,
+                        format!("the release has no `{file}`"),
+                    );
+                }
             },
-            Err(error) => return release_error(error.into()),
+            Err(error) => return release_error(server, error.into()),
         };
     let content_type = if file.ends_with(".json") {
         "application/json"
@@ -248,16 +406,25 @@ async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>
     let Some(id) = file.strip_suffix(".tar.gz") else {
         return text(StatusCode::NOT_FOUND, "bundles are named <id>.tar.gz");
     };
-    let (yaml, spec) = match installer(&server, id) {
+    let installer = match installer(&server, id).await {
         Ok(found) => found,
         Err(response) => return response,
+    };
+    // Each bundle holds a writer task and reads every package: a bounded number at once.
+    let Ok(permit) = Arc::clone(&server.bundles).try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "30")],
+            "the server is streaming as many bundles as it takes at once; try again shortly\n",
+        )
+            .into_response();
     };
     let scripts_url = format!("{}/{id}", server.public_url);
     let dist_url = format!("{}/dist", server.public_url);
     let prepared = bundle::prepare(
         &server.release,
-        &spec,
-        &yaml,
+        &installer.spec,
+        &installer.yaml,
         &server.bundle_arch,
         &dist_url,
         &scripts_url,
@@ -270,6 +437,7 @@ async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>
     let (writer, reader) = tokio::io::duplex(256 * 1024);
     let server = Arc::clone(&server);
     tokio::spawn(async move {
+        let _permit = permit;
         if let Err(error) = bundle::write(Arc::clone(&server.release), &plan, writer).await {
             // The client sees the stream end early; the gzip trailer is missing.
             tracing::warn!("bundle {}: {error}", plan.lock.id);

@@ -7,6 +7,14 @@
 //!
 //! Reading: an entry with an absolute path or `..`, a link that points outside the destination,
 //! a path through a link, or a device node is refused before anything is written for it.
+//!
+//! A symbolic link's target is judged by what it resolves to, not by its text alone: a target
+//! may climb (`../`) only at its start, and no higher than the link's own folder is deep, and
+//! then only descend. Folders in the destination are real folders (an entry never passes
+//! through a link, and a folder is never replaced), so a link climbs through real folders and
+//! descends into the destination; a link it descends through obeys the same rule, so no chain of
+//! links leads out (`x -> ../../..`, then `z -> d1/d2/x/../../..`, is refused at `z`). A hard
+//! link's source must be a file reached through real folders alone.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -282,6 +290,10 @@ pub enum ExtractError {
     Unsafe { entry: String, reason: &'static str },
     #[error("failed to read the archive")]
     Read(#[source] io::Error),
+    #[error("the archive expands past {limit} bytes, all the room there is for it")]
+    TooLarge { limit: u64 },
+    #[error("the archive has more than {limit} entries")]
+    TooManyEntries { limit: usize },
     #[error("failed to write {path}")]
     Write {
         path: PathBuf,
@@ -290,13 +302,49 @@ pub enum ExtractError {
     },
 }
 
+/// How much an archive may unpack to.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtractLimits {
+    /// Bytes of file content, all entries together.
+    pub max_bytes: u64,
+    pub max_entries: usize,
+}
+
+impl Default for ExtractLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: u64::MAX,
+            max_entries: 1_000_000,
+        }
+    }
+}
+
 /// Unpacks a gzipped tar into `destination`, refusing anything that would land outside it.
 /// Returns the paths written, in archive order.
 pub fn extract(reader: impl Read, destination: &Path) -> Result<Vec<String>, ExtractError> {
+    extract_within(reader, destination, ExtractLimits::default())
+}
+
+/// [`extract`], stopping with an error once the archive passes `limits`.
+pub fn extract_within(
+    reader: impl Read,
+    destination: &Path,
+    limits: ExtractLimits,
+) -> Result<Vec<String>, ExtractError> {
     let mut archive = tar::Archive::new(GzDecoder::new(reader));
     let mut written = Vec::new();
+    let mut budget = limits.max_bytes;
     for entry in archive.entries().map_err(ExtractError::Read)? {
         let mut entry = entry.map_err(ExtractError::Read)?;
+        if written.len() >= limits.max_entries {
+            return Err(ExtractError::TooManyEntries {
+                limit: limits.max_entries,
+            });
+        }
+        let size = entry.header().size().map_err(ExtractError::Read)?;
+        budget = budget.checked_sub(size).ok_or(ExtractError::TooLarge {
+            limit: limits.max_bytes,
+        })?;
         let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let unsafe_entry = |reason| ExtractError::Unsafe {
             entry: raw.clone(),
@@ -337,9 +385,11 @@ pub fn extract(reader: impl Read, destination: &Path) -> Result<Vec<String>, Ext
                     .link_name()
                     .map_err(ExtractError::Read)?
                     .ok_or_else(|| unsafe_entry("a link without a target"))?;
-                let parent = Path::new(&relative).parent().unwrap_or(Path::new(""));
-                if link.is_absolute() || !stays_inside(&parent.join(&link)) {
-                    return Err(unsafe_entry("a link that points outside the destination"));
+                let depth = Path::new(&relative).components().count() - 1;
+                if !link_stays_inside(&link, depth) {
+                    return Err(unsafe_entry(
+                        "a link that points outside the destination, or climbs (`..`) after it descends",
+                    ));
                 }
                 remove_existing_file(&target).map_err(write_error)?;
                 std::os::unix::fs::symlink(&link, &target).map_err(write_error)?;
@@ -353,8 +403,12 @@ pub fn extract(reader: impl Read, destination: &Path) -> Result<Vec<String>, Ext
                         unsafe_entry("a hard link that points outside the destination")
                     })?;
                 let source = destination.join(&link);
-                if !fs_err::symlink_metadata(&source).is_ok_and(|m| m.is_file()) {
-                    return Err(unsafe_entry("a hard link to a file not yet unpacked"));
+                if passes_through_link(destination, &link)
+                    || !fs_err::symlink_metadata(&source).is_ok_and(|m| m.is_file())
+                {
+                    return Err(unsafe_entry(
+                        "a hard link to a file not yet unpacked, or reached through a link",
+                    ));
                 }
                 remove_existing_file(&target).map_err(write_error)?;
                 fs_err::hard_link(&source, &target).map_err(write_error)?;
@@ -389,21 +443,31 @@ pub fn read_entry(
     Ok(None)
 }
 
-/// Whether a relative path, with `..` folded, stays at or below its start.
-fn stays_inside(path: &Path) -> bool {
-    let mut depth: i64 = 0;
-    for component in path.components() {
+/// Whether a link `depth` folders below the destination, pointing at `target`, stays inside
+/// it: relative, climbing only at its start and at most `depth` folders, then only descending.
+fn link_stays_inside(target: &Path, depth: usize) -> bool {
+    let mut climbs = 0;
+    let mut descended = false;
+    for component in target.components() {
         match component {
-            Component::Normal(_) => depth += 1,
-            Component::ParentDir => depth -= 1,
+            Component::ParentDir if !descended => climbs += 1,
+            Component::Normal(_) => descended = true,
             Component::CurDir => {}
+            // `..` after a name, or an absolute path.
             _ => return false,
         }
-        if depth < 0 {
-            return false;
-        }
     }
-    true
+    climbs <= depth
+}
+
+/// Whether any folder on the way to `relative` under `root` is a link (or not a folder).
+fn passes_through_link(root: &Path, relative: &str) -> bool {
+    let mut current = root.to_path_buf();
+    let parts: Vec<_> = Path::new(relative).components().collect();
+    parts[..parts.len().saturating_sub(1)].iter().any(|part| {
+        current.push(part.as_os_str());
+        !std::fs::symlink_metadata(&current).is_ok_and(|metadata| metadata.is_dir())
+    })
 }
 
 enum Prepare {

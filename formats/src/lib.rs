@@ -11,6 +11,7 @@ pub mod archive;
 pub mod digest;
 pub mod lock;
 pub mod manifest;
+pub mod name;
 pub mod oci;
 pub mod package_index;
 pub mod spec;

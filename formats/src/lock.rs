@@ -25,7 +25,9 @@ pub struct Lock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LockedAddon {
+    #[serde(deserialize_with = "crate::name::plain_name")]
     pub name: String,
+    #[serde(deserialize_with = "crate::name::plain_version")]
     pub version: String,
     /// sha256 of `<name>-<version>.tar.gz`.
     pub sha256: Sha256Digest,

@@ -22,7 +22,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PackageIndex {
     pub schema_version: u32,
+    #[serde(deserialize_with = "crate::name::plain_name")]
     pub name: String,
+    #[serde(deserialize_with = "crate::name::plain_version")]
     pub version: String,
     /// Target architecture of the images (`amd64`, `arm64`, …).
     pub arch: String,

@@ -16,8 +16,14 @@ pub const API_VERSIONS: [&str; 2] = ["cluster.kurl.sh/v1beta1", "kurl.sh/v1beta1
 pub const KIND: &str = "Installer";
 /// The key under `spec` that holds the installer's own settings, not an add-on.
 pub const INSTALLER_SETTINGS_KEY: &str = "kurl";
-/// Hex digits of the spec digest that make an installer id, as kURL's ids.
-pub const ID_LENGTH: usize = 7;
+/// Hex digits of the spec digest that make an installer id: 128 bits, so that no one can
+/// craft another spec with the id of a spec someone else posted (kURL's 7 digits take seconds).
+pub const ID_LENGTH: usize = 32;
+/// The largest spec read, in bytes: kURL's specs are a few KiB.
+pub const MAX_SPEC_BYTES: usize = 512 * 1024;
+/// The deepest nesting a spec may have (block indentation, `- ` items and flow brackets
+/// together): the YAML parser's time grows with the square of the depth.
+pub const MAX_SPEC_DEPTH: usize = 64;
 
 /// A parsed Installer spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +86,34 @@ impl InstallerSpec {
             problem,
             hint: hint.map(str::to_string),
         };
+        if text.len() > MAX_SPEC_BYTES {
+            return Err(error(
+                None,
+                format!(
+                    "the spec is {} bytes, more than the {MAX_SPEC_BYTES} Berth reads",
+                    text.len()
+                ),
+                Some("an Installer spec is a few KiB; move large values into the add-on's files"),
+            ));
+        }
+        if let Some((line, character)) = text.lines().enumerate().find_map(|(index, line)| {
+            line.chars()
+                .find(|c| is_forbidden(*c))
+                .map(|c| (index + 1, c))
+        }) {
+            return Err(error(
+                Some(line),
+                format!("the spec holds the control character {:?}", character),
+                Some("a spec is text: remove the character"),
+            ));
+        }
+        if let Some(line) = too_deep(text, MAX_SPEC_DEPTH) {
+            return Err(error(
+                Some(line),
+                format!("the spec nests deeper than {MAX_SPEC_DEPTH} levels"),
+                Some("an Installer spec nests a few levels: add-on, field, value"),
+            ));
+        }
         let raw: RawSpec = serde_norway::from_str(text).map_err(|e| {
             error(
                 e.location().map(|l| l.line()),
@@ -127,8 +161,18 @@ impl InstallerSpec {
                 };
                 continue;
             }
+            crate::name::check_plain("add-on name", &name)
+                .map_err(|problem| error(line_of(text, &name), problem.to_string(), None))?;
             let addon = AddonSpec::from_value(&name, value)
                 .map_err(|problem| error(line_of(text, &name), problem, None))?;
+            if let Err(problem) = config_environment(&name, &addon.config) {
+                let field = match &problem {
+                    FieldError::BadName { field, .. }
+                    | FieldError::Reserved { field, .. }
+                    | FieldError::Collision { second: field, .. } => field.clone(),
+                };
+                return Err(error(line_of(text, &field), problem.to_string(), None));
+            }
             addons.insert(name, addon);
         }
         let name = raw
@@ -199,6 +243,8 @@ impl AddonSpec {
                 ));
             }
         };
+        crate::name::check_plain("version", &version)
+            .map_err(|problem| format!("spec.{name}.version: {problem}"))?;
         let s3_override = match map.remove("s3Override") {
             Some(Value::String(url)) if !url.is_empty() => Some(url),
             _ => None,
@@ -220,24 +266,87 @@ impl AddonSpec {
     }
 }
 
+/// Why an add-on's fields cannot become its hooks' variables.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FieldError {
+    #[error(
+        "field `{field}` of {addon} is not a name a variable can carry; use letters, digits, `-` and `_`"
+    )]
+    BadName { addon: String, field: String },
+    #[error("fields `{first}` and `{second}` of {addon} both become ${variable}; keep one")]
+    Collision {
+        addon: String,
+        first: String,
+        second: String,
+        variable: String,
+    },
+    #[error("field `{field}` of {addon} would become ${variable}, which Berth sets itself")]
+    Reserved {
+        addon: String,
+        field: String,
+        variable: String,
+    },
+}
+
+/// Whether `name` is a shell variable name: a letter or `_`, then letters, digits and `_`.
+pub fn is_variable_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == b'_')
+        && bytes.all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+}
+
 /// The environment an add-on's hooks see for its configuration: `<ADDON>_<FIELD>` in upper
 /// snake case. `true` becomes `1` and `false` the empty string, as kURL's hooks test them
-/// (`[ "$X" = "1" ]`, `[ -n "$X" ]`); lists and mappings are passed as JSON.
-pub fn config_environment(addon: &str, config: &Map<String, Value>) -> Vec<(String, String)> {
+/// (`[ "$X" = "1" ]`, `[ -n "$X" ]`); lists and mappings are passed as JSON. A field whose name
+/// cannot be a variable, two fields that become one variable (`fooBar`, `foo-bar`), and a field
+/// that would become `<ADDON>_VERSION` or `<ADDON>_S3_OVERRIDE` are refused.
+pub fn config_environment(
+    addon: &str,
+    config: &Map<String, Value>,
+) -> Result<Vec<(String, String)>, FieldError> {
     let prefix = upper_snake(addon);
-    config
-        .iter()
-        .map(|(field, value)| {
-            let text = match value {
-                Value::String(text) => text.clone(),
-                Value::Bool(true) => "1".into(),
-                Value::Bool(false) | Value::Null => String::new(),
-                Value::Number(number) => number.to_string(),
-                other => other.to_string(),
-            };
-            (format!("{prefix}_{}", upper_snake(field)), text)
-        })
-        .collect()
+    let reserved = [format!("{prefix}_VERSION"), format!("{prefix}_S3_OVERRIDE")];
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    let mut environment = Vec::with_capacity(config.len());
+    for (field, value) in config {
+        let plain = !field.is_empty()
+            && field
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
+        let variable = format!("{prefix}_{}", upper_snake(field));
+        if !plain || !is_variable_name(&variable) {
+            return Err(FieldError::BadName {
+                addon: addon.to_string(),
+                field: field.clone(),
+            });
+        }
+        if reserved.contains(&variable) {
+            return Err(FieldError::Reserved {
+                addon: addon.to_string(),
+                field: field.clone(),
+                variable,
+            });
+        }
+        if let Some(first) = seen.insert(variable.clone(), field) {
+            return Err(FieldError::Collision {
+                addon: addon.to_string(),
+                first: first.to_string(),
+                second: field.clone(),
+                variable,
+            });
+        }
+        let text = match value {
+            Value::String(text) => text.clone(),
+            Value::Bool(true) => "1".into(),
+            Value::Bool(false) | Value::Null => String::new(),
+            Value::Number(number) => number.to_string(),
+            other => other.to_string(),
+        };
+        environment.push((variable, text));
+    }
+    Ok(environment)
 }
 
 /// `tomlConfig` → `TOML_CONFIG`, `s3Override` → `S3_OVERRIDE`, `cert-manager` → `CERT_MANAGER`.
@@ -292,6 +401,53 @@ fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "a list",
         Value::Object(_) => "a mapping",
     }
+}
+
+/// Control characters a spec may not hold (tabs and line ends are text).
+fn is_forbidden(character: char) -> bool {
+    character.is_control() && !matches!(character, '\t' | '\n' | '\r')
+}
+
+/// The 1-based line where `text` first nests deeper than `limit`, counting open block
+/// indentation levels, `- ` items opened on the line, and open flow brackets. It errs on the
+/// side of counting (brackets inside quotes count too): a real spec is far from the limit.
+fn too_deep(text: &str, limit: usize) -> Option<usize> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow: usize = 0;
+    for (index, line) in text.lines().enumerate() {
+        let content = line.trim_start_matches(' ');
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - content.len();
+        if flow == 0 {
+            while indents.last().is_some_and(|&open| open >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let mut items = 0;
+        let mut rest = content;
+        while let Some(after) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("-\t")) {
+            items += 1;
+            rest = after.trim_start();
+        }
+        let mut deepest = flow;
+        for character in content.chars() {
+            match character {
+                '[' | '{' => {
+                    flow += 1;
+                    deepest = deepest.max(flow);
+                }
+                ']' | '}' => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if indents.len() + items + deepest > limit {
+            return Some(index + 1);
+        }
+    }
+    None
 }
 
 /// The 1-based line where `key:` first appears, for errors the YAML parser does not locate.

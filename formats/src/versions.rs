@@ -21,6 +21,7 @@ pub struct VersionsFile {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AddonVersions {
+    #[serde(deserialize_with = "crate::name::plain_name")]
     pub name: String,
     /// Newest first.
     pub versions: Vec<VersionEntry>,
@@ -29,6 +30,7 @@ pub struct AddonVersions {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionEntry {
+    #[serde(deserialize_with = "crate::name::plain_version")]
     pub version: String,
     /// The Kubernetes versions this add-on version works with, as a semver range (`>=1.24, <1.29`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,7 +4,7 @@
 //! Downloads retry with backoff and resume with `Range` where they stopped; a local dist is
 //! linked into the package cache, not copied, where the filesystem allows.
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,6 +34,10 @@ pub enum FetchError {
         attempts: u32,
         message: String,
     },
+    #[error("{location} is larger than the {limit} bytes there is room for")]
+    TooLarge { location: String, limit: u64 },
+    #[error("the download of {location} was interrupted")]
+    Interrupted { location: String },
     #[error("{location} is not a sha256sum line")]
     BadChecksum { location: String },
     #[error("`{text}` is not a dist: give a folder or an http(s):// URL")]
@@ -41,6 +45,21 @@ pub enum FetchError {
 }
 
 const ATTEMPTS: u32 = 5;
+
+/// The most a small file (versions.json, a `.sha256`) may be.
+const SMALL_FILE_LIMIT: u64 = 16 << 20;
+
+/// Room kept free on the node's disk when a package is downloaded.
+const DISK_RESERVE: u64 = 64 << 20;
+
+/// How long a server may go without sending a byte before the attempt is given up (and
+/// retried): `BERTH_STALL_TIMEOUT` seconds, 60 by default.
+fn stall_timeout() -> Duration {
+    std::env::var("BERTH_STALL_TIMEOUT")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .map_or(Duration::from_secs(60), Duration::from_secs)
+}
 
 impl Dist {
     pub fn parse(text: &str) -> Result<Self, FetchError> {
@@ -54,7 +73,9 @@ impl Dist {
                 .map_err(|_| FetchError::BadDist { text: text.into() })?;
             let client = reqwest::blocking::Client::builder()
                 .connect_timeout(Duration::from_secs(10))
-                .timeout(None)
+                // reqwest's blocking client applies this to the response head and to each
+                // read of the body: a stall, not a long download.
+                .timeout(stall_timeout())
                 .build()
                 .map_err(|error| FetchError::Http {
                     location: text.to_string(),
@@ -93,10 +114,17 @@ impl Dist {
                     .send()
                     .map_err(|e| Attempt::Retry(e.to_string()))?;
                 check_status(&location, response.status())?;
-                response
-                    .bytes()
-                    .map(|bytes| bytes.to_vec())
-                    .map_err(|e| Attempt::Retry(e.to_string()))
+                let mut bytes = Vec::new();
+                std::io::Read::take(response, SMALL_FILE_LIMIT + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| Attempt::Retry(e.to_string()))?;
+                if bytes.len() as u64 > SMALL_FILE_LIMIT {
+                    return Err(Attempt::Stop(FetchError::TooLarge {
+                        location: location.clone(),
+                        limit: SMALL_FILE_LIMIT,
+                    }));
+                }
+                Ok(bytes)
             }),
         }
     }
@@ -192,6 +220,21 @@ fn download(
     let mut response = request.send().map_err(|e| Attempt::Retry(e.to_string()))?;
     check_status(location, response.status())?;
     let resumed = response.status() == reqwest::StatusCode::PARTIAL_CONTENT;
+    // An endless or oversized body stops before the disk is full.
+    let folder = partial.parent().unwrap_or(Path::new("."));
+    let room = crate::unpack::free_space(folder).saturating_sub(DISK_RESERVE);
+    let too_large = || {
+        Attempt::Stop(FetchError::TooLarge {
+            location: location.to_string(),
+            limit: room,
+        })
+    };
+    if response
+        .content_length()
+        .is_some_and(|length| length > room)
+    {
+        return Err(too_large());
+    }
     let mut file = fs_err::OpenOptions::new()
         .create(true)
         .write(true)
@@ -204,8 +247,30 @@ fn download(
                 source,
             })
         })?;
-    response
-        .copy_to(&mut file)
-        .map_err(|e| Attempt::Retry(format!("the connection dropped: {e}")))?;
+    let mut buffer = vec![0; 1 << 16];
+    let mut received: u64 = 0;
+    loop {
+        if crate::interrupt::received().is_some() {
+            return Err(Attempt::Stop(FetchError::Interrupted {
+                location: location.to_string(),
+            }));
+        }
+        let count = response
+            .read(&mut buffer)
+            .map_err(|e| Attempt::Retry(format!("the connection dropped: {e}")))?;
+        if count == 0 {
+            break;
+        }
+        received += count as u64;
+        if received > room {
+            return Err(too_large());
+        }
+        file.write_all(&buffer[..count]).map_err(|source| {
+            Attempt::Stop(FetchError::Io {
+                location: partial.display().to_string(),
+                source,
+            })
+        })?;
+    }
     file.flush().map_err(|e| Attempt::Retry(e.to_string()))
 }

@@ -108,6 +108,26 @@ impl Runtime {
     }
 
     /// How `present` names the image of `record`.
+    /// The image references the runtime's containers run (stopped ones too).
+    fn used_by_containers(&self) -> Result<HashSet<String>, ImageError> {
+        let listing = match self {
+            Runtime::Containerd { ctr } => {
+                output(Command::new(ctr).args(["--namespace", NAMESPACE, "containers", "ls"]))?
+                    .lines()
+                    .skip(1)
+                    .filter_map(|line| line.split_whitespace().nth(1).map(str::to_string))
+                    .collect()
+            }
+            Runtime::Docker { docker } => {
+                output(Command::new(docker).args(["ps", "--all", "--format", "{{.Image}}"]))?
+                    .lines()
+                    .map(str::to_string)
+                    .collect()
+            }
+        };
+        Ok(listing)
+    }
+
     fn key(&self, layout: &Path, record: &ImageRecord) -> std::io::Result<(String, String)> {
         match self {
             Runtime::Containerd { .. } => {
@@ -128,17 +148,25 @@ impl Runtime {
     }
 
     /// Removes the images named in `records` from the runtime, with the `sha256:<id>`
-    /// references containerd's CRI plugin adds for them; those it does not hold are passed
-    /// over. Returns the references removed.
+    /// references containerd's CRI plugin adds for them; those it does not hold, and those a
+    /// container still uses (another node's, on a shared runtime), are passed over. Returns the
+    /// references removed.
     pub fn remove(&self, records: &[ImageRecord]) -> Result<Vec<String>, ImageError> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let present = self.present()?;
         let short = |reference: &str| {
             let short = reference.strip_prefix("docker.io/").unwrap_or(reference);
             short.strip_prefix("library/").unwrap_or(short).to_string()
         };
+        let in_use = self.used_by_containers()?;
+        let records: Vec<&ImageRecord> = records
+            .iter()
+            .filter(|record| {
+                !in_use.contains(&record.reference) && !in_use.contains(&short(&record.reference))
+            })
+            .collect();
+        let present = self.present()?;
         let references: Vec<String> = match self {
             Runtime::Containerd { .. } => present
                 .into_iter()
@@ -176,19 +204,22 @@ impl Runtime {
     }
 
     /// Imports the OCI layout at `layout` unless every image in `records` is present.
-    /// Returns whether it imported.
-    pub fn load(&self, layout: &Path, records: &[ImageRecord]) -> Result<bool, ImageError> {
+    /// Returns the references that were missing: the images Berth brought to the node, and
+    /// the only ones its reset removes.
+    pub fn load(&self, layout: &Path, records: &[ImageRecord]) -> Result<Vec<String>, ImageError> {
         let stream_error = |source| ImageError::Stream {
             path: layout.to_path_buf(),
             source,
         };
         let present = self.present()?;
-        let mut missing = false;
+        let mut missing = Vec::new();
         for record in records {
-            missing |= !present.contains(&self.key(layout, record).map_err(stream_error)?);
+            if !present.contains(&self.key(layout, record).map_err(stream_error)?) {
+                missing.push(record.reference.clone());
+            }
         }
-        if !missing {
-            return Ok(false);
+        if missing.is_empty() {
+            return Ok(missing);
         }
         let mut command = match self {
             Runtime::Containerd { ctr } => {
@@ -260,7 +291,7 @@ impl Runtime {
             path: layout.to_path_buf(),
             source,
         })?;
-        Ok(true)
+        Ok(missing)
     }
 }
 

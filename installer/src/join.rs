@@ -162,7 +162,7 @@ impl JoinStore {
                 secret,
                 control_plane,
                 set_at: rfc3339(now),
-                expires_at: secret.then(|| rfc3339(now + ttl)),
+                expires_at: secret.then(|| rfc3339(now + ttl.min(MAX_TTL))),
             },
         );
         self.save(&file)
@@ -239,7 +239,10 @@ pub fn join_command(file: &JoinFile, options: CommandOptions) -> Result<String, 
             .scripts_url
             .as_deref()
             .ok_or_else(|| JoinError::NoScriptsUrl { id: id.into() })?;
-        format!("curl -fsSL {url}/join.sh | sudo bash -s {arguments}")
+        format!(
+            "curl -fsSL {} | sudo bash -s {arguments}",
+            shell_word(&format!("{url}/join.sh"))
+        )
     })
 }
 
@@ -256,6 +259,25 @@ pub fn check_expiry(params: &mut Vec<(String, String)>) -> Result<(), JoinError>
         return Err(JoinError::CommandExpired { expired_at: value });
     }
     Ok(())
+}
+
+/// The longest a join secret may live.
+pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// A join secret's lifetime: a duration (`24h`, `90m`), or seconds alone as the engine passes
+/// it to hooks; from one second to [`MAX_TTL`].
+pub fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = match text.trim().parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => humantime::parse_duration(text).map_err(|error| error.to_string())?,
+    };
+    if ttl < Duration::from_secs(1) || ttl > MAX_TTL {
+        return Err(format!(
+            "`{text}` is not a lifetime from 1s to {}",
+            humantime::format_duration(MAX_TTL)
+        ));
+    }
+    Ok(ttl)
 }
 
 fn rfc3339(time: SystemTime) -> String {

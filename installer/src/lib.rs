@@ -13,7 +13,9 @@
 pub mod dist;
 pub mod engine;
 pub mod helpers;
+pub mod hook_environment;
 pub mod images;
+pub mod interrupt;
 pub mod join;
 pub mod kustomization;
 pub mod layout;

@@ -6,6 +6,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `eprintln!` that never panics: a closed standard error (a terminal gone, a pipe whose
+/// reader quit) must not stop an install half-way.
+macro_rules! say {
+    ($($argument:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($argument)*);
+    }};
+}
+
 mod commands;
 
 #[derive(Parser)]
@@ -68,7 +77,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             commands::print_error(&error);
-            ExitCode::FAILURE
+            // As a shell reports a command a signal ended: 130 for Ctrl-C, 143 for SIGTERM.
+            match berth::interrupt::received() {
+                Some(signal) => ExitCode::from(128 + signal as u8),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

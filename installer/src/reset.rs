@@ -1,7 +1,9 @@
 //! `berth reset`: takes a node back to before its install. Each installed add-on's
 //! `<name>_reset` hook runs (the add-on applied last goes first), in one hook session with the
-//! configuration the add-on was applied with, and the images Berth loaded for it are removed
-//! right after (while the runtime, which an earlier add-on may have installed, still runs).
+//! configuration the add-on was applied with, and the images Berth imported for it are removed
+//! right after (while the runtime, which an earlier add-on may have installed, still runs). An
+//! add-on whose first install failed part-way is reset too, with the configuration that
+//! install used. Images the runtime held before Berth, or that a container still uses, stay.
 //! Then Berth removes its folders (`var/lib/berth`, `var/log/berth`) and the `berth` link
 //! install.sh made. `etc/berth/node.yaml`, which the user writes, stays.
 
@@ -9,8 +11,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use berth_formats::package_index::PackageIndex;
+use serde_json::{Map, Value};
 
-use crate::engine::{EngineError, Reporter, addon_environment, node_environment};
+use crate::engine::{EngineError, Reporter};
+use crate::hook_environment::HookEnvironment;
 use crate::images::Runtime;
 use crate::layout::Layout;
 use crate::session::Session;
@@ -37,17 +41,37 @@ pub fn reset(
     reporter: &dyn Reporter,
 ) -> Result<ResetReport, EngineError> {
     let mut report = ResetReport::default();
-    let mut installed: Vec<AddonState> = StateStore::new(layout.state_dir())
-        .load_all()?
+    let (records, damaged) = StateStore::new(layout.state_dir()).load_all()?;
+    for damage in &damaged {
+        reporter.step(&format!(
+            "warning: {}; its add-on's reset hook cannot run",
+            damage.to_string().lines().next().unwrap_or_default()
+        ));
+    }
+    // Installed add-ons, and those whose first install failed part-way: its hooks may have
+    // started something.
+    let mut installed: Vec<(AddonState, String, Map<String, Value>)> = records
         .into_iter()
-        .filter(|state| state.current.is_some())
+        .filter_map(|state| {
+            let (version, config) = match (&state.current, &state.attempt) {
+                (Some(current), _) => (current.target.version.clone(), current.config.clone()),
+                (None, Some(attempt)) => (attempt.target.version.clone(), attempt.config.clone()),
+                (None, None) => return None,
+            };
+            Some((state, version, config))
+        })
         .collect();
-    installed.sort_by_key(|state| {
+    // The add-on applied last goes first; one never applied (a failed first install) was the
+    // last to be worked on.
+    installed.sort_by_key(|(state, _, _)| {
         let applied = state
             .current
             .as_ref()
             .map(|current| current.applied_at.as_str());
-        std::cmp::Reverse(applied.and_then(|time| humantime::parse_rfc3339(time).ok()))
+        std::cmp::Reverse((
+            state.current.is_none(),
+            applied.and_then(|time| humantime::parse_rfc3339(time).ok()),
+        ))
     });
     crate::session::end_orphans(&layout.work_dir());
     run_reset_hooks(layout, &installed, hook_timeout, reporter, &mut report)?;
@@ -80,20 +104,19 @@ fn unpacked_indices(layout: &Layout, name: &str) -> Vec<PackageIndex> {
 
 fn run_reset_hooks(
     layout: &Layout,
-    installed: &[AddonState],
+    installed: &[(AddonState, String, Map<String, Value>)],
     hook_timeout: Duration,
     reporter: &dyn Reporter,
     report: &mut ResetReport,
 ) -> Result<(), EngineError> {
-    let mut environment = node_environment(layout);
+    let mut environment = HookEnvironment::for_node(layout);
     let mut scripts = Vec::new();
-    for state in installed {
-        let current = state.current.as_ref().expect("installed");
-        let version = &current.target.version;
+    for (state, version, config) in installed {
         let script = layout.addon_dir(&state.name, version).join("install.sh");
-        scripts.push((&state.name, version, script.exists().then_some(script)));
-        environment.extend(addon_environment(&state.name, version, &current.config));
+        scripts.push((state, version, script.exists().then_some(script)));
+        environment.addon(&state.name, version, config)?;
     }
+    let environment = environment.into_vec();
     let hook_error = |name: &str, version: &str, hook: &str| {
         let (name, version, hook) = (name.to_string(), version.to_string(), hook.to_string());
         move |source| EngineError::Hook {
@@ -121,7 +144,8 @@ fn run_reset_hooks(
             .map_err(hook_error("berth", "", "the helper library"))?;
         session = Some(started);
     }
-    for (name, version, script) in &scripts {
+    for (state, version, script) in &scripts {
+        let name = &state.name;
         if let (Some(script), Some(session)) = (script, session.as_mut()) {
             session.source(script, hook_timeout).map_err(hook_error(
                 name,
@@ -143,7 +167,7 @@ fn run_reset_hooks(
         }
         // Its images go next, while the runtime still runs: an add-on applied before this one
         // (containerd) may stop it in its own reset hook.
-        remove_images(layout, name, report)?;
+        remove_images(layout, state, report)?;
     }
     match session {
         Some(session) => session
@@ -153,9 +177,19 @@ fn run_reset_hooks(
     }
 }
 
-/// Removes the images of every version of `name` unpacked on this node: Berth loaded them.
-fn remove_images(layout: &Layout, name: &str, report: &mut ResetReport) -> Result<(), EngineError> {
-    let indices = unpacked_indices(layout, name);
+/// Removes the images Berth imported for the add-on, of every version unpacked on this node;
+/// an image the runtime held before Berth came is left in place.
+fn remove_images(
+    layout: &Layout,
+    state: &AddonState,
+    report: &mut ResetReport,
+) -> Result<(), EngineError> {
+    let mut indices = unpacked_indices(layout, &state.name);
+    for index in &mut indices {
+        index
+            .images
+            .retain(|image| state.imported_images.contains(&image.reference));
+    }
     if indices.iter().all(|index| index.images.is_empty()) {
         return Ok(());
     }

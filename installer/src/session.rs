@@ -76,6 +76,12 @@ pub enum HookError {
         timeout: Duration,
         tail: Vec<String>,
     },
+    #[error("`{command}` was stopped: Berth received {signal}")]
+    Interrupted {
+        command: String,
+        signal: String,
+        tail: Vec<String>,
+    },
     #[error("the hook session is gone")]
     Gone,
     #[error("failed to talk to the hook session through {path}")]
@@ -92,6 +98,7 @@ impl HookError {
         match self {
             HookError::NonZeroExit { tail, .. }
             | HookError::Killed { tail, .. }
+            | HookError::Interrupted { tail, .. }
             | HookError::Timeout { tail, .. } => tail,
             _ => &[],
         }
@@ -186,6 +193,7 @@ impl Session {
             .spawn()
             .map_err(HookError::Spawn)?;
         let pid = Pid::from_raw(child.id() as i32);
+        crate::interrupt::set_session_group(pid.as_raw());
         // Lets the next run end this session if the process driving it dies (see end_orphans).
         let pid_file = work.join(PID_FILE);
         fs_err::write(&pid_file, pid.to_string()).map_err(channel(&pid_file))?;
@@ -293,6 +301,13 @@ impl Session {
                 self.drain_readers();
                 let tail = self.tail();
                 let command = what.to_string();
+                if let Some(signal) = crate::interrupt::received() {
+                    return Err(HookError::Interrupted {
+                        command,
+                        signal: signal.as_str().to_string(),
+                        tail,
+                    });
+                }
                 Err(match (status.code(), status.signal()) {
                     (Some(code), _) => HookError::NonZeroExit {
                         command,
@@ -355,6 +370,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        crate::interrupt::set_session_group(0);
         if !self.exited {
             self.kill();
         }

@@ -8,16 +8,18 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use berth_formats::Sha256Digest;
 use serde::{Deserialize, Serialize};
 
 /// What a run asks to be applied for one add-on. Two targets with the same fields need no work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Target {
+    #[serde(deserialize_with = "berth_formats::name::plain_version")]
     pub version: String,
     /// The installer id (a prefix of the spec's digest).
     pub id: String,
-    pub package_digest: String,
+    pub package_digest: Sha256Digest,
     /// sha256 of the add-on's effective configuration (canonical JSON).
     pub config_hash: String,
     /// Bumped when the engine changes how it applies add-ons, so every add-on reapplies.
@@ -41,6 +43,10 @@ pub struct Applied {
 #[serde(rename_all = "camelCase")]
 pub struct Attempt {
     pub target: Target,
+    /// The effective configuration the run applies, so a reset after a failed first install
+    /// runs the reset hook with it.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub config: serde_json::Map<String, serde_json::Value>,
     pub outcome: Outcome,
     /// The last phase that started.
     pub phase: String,
@@ -70,8 +76,13 @@ pub struct Condition {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AddonState {
+    #[serde(deserialize_with = "berth_formats::name::plain_name")]
     pub name: String,
     /// The version the latest run asked for.
+    #[serde(
+        deserialize_with = "berth_formats::name::plain_version_option",
+        default
+    )]
     pub desired: Option<String>,
     /// Applied in full and in place now.
     pub current: Option<Applied>,
@@ -83,6 +94,10 @@ pub struct AddonState {
     /// Every change of `Progressing`'s reason, oldest first (the newest are kept).
     #[serde(default)]
     pub history: Vec<Transition>,
+    /// The image references Berth imported for the add-on (those the runtime lacked): the
+    /// only images its reset removes.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub imported_images: std::collections::BTreeSet<String>,
 }
 
 /// One change of `Progressing`: what the add-on went through, when, and why.
@@ -108,6 +123,7 @@ impl AddonState {
             progressing: None,
             available: None,
             history: Vec::new(),
+            imported_images: Default::default(),
         }
     }
 
@@ -178,6 +194,8 @@ pub enum StateError {
         "another berth run holds {path}: {holder}\nhint: wait for it to finish; the lock is freed when that process ends"
     )]
     Locked { path: PathBuf, holder: String },
+    #[error(transparent)]
+    BadName(#[from] berth_formats::name::NameError),
     #[error("failed to lock {path}")]
     Lock {
         path: PathBuf,
@@ -201,24 +219,58 @@ impl StateStore {
         self.dir.join(format!("{name}.json"))
     }
 
-    /// The record of `name`, or a blank one when there is none.
+    /// The record of `name`, or a blank one when there is none. A record that does not parse,
+    /// or names another add-on than its file, is damaged.
     pub fn load(&self, name: &str) -> Result<AddonState, StateError> {
         let path = self.path(name);
+        let damaged = |message: String| StateError::Damaged {
+            path: path.clone(),
+            message,
+        };
+        berth_formats::name::check_plain("add-on name", name)?;
         match fs_err::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|error| StateError::Damaged {
-                path,
-                message: error.to_string(),
-            }),
+            Ok(bytes) => {
+                let state: AddonState =
+                    serde_json::from_slice(&bytes).map_err(|error| damaged(error.to_string()))?;
+                if state.name != name {
+                    return Err(damaged(format!("it names the add-on `{}`", state.name)));
+                }
+                Ok(state)
+            }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(AddonState::new(name)),
             Err(source) => Err(StateError::Read { path, source }),
         }
     }
 
-    /// Every record, by name.
-    pub fn load_all(&self) -> Result<Vec<AddonState>, StateError> {
+    /// The record of `name` for a plan: a damaged record reads as a blank one (the add-on is
+    /// installed again), with the damage beside it.
+    pub fn load_or_blank(
+        &self,
+        name: &str,
+    ) -> Result<(AddonState, Option<StateError>), StateError> {
+        match self.load(name) {
+            Err(error @ StateError::Damaged { .. }) => Ok((AddonState::new(name), Some(error))),
+            other => other.map(|state| (state, None)),
+        }
+    }
+
+    /// Moves the damaged record of `name` aside, to `<name>.json.damaged`, before a run writes
+    /// a new one: nothing of it is lost.
+    pub fn set_aside(&self, name: &str) -> Result<PathBuf, StateError> {
+        let path = self.path(name);
+        let aside = self.dir.join(format!("{name}.json.damaged"));
+        fs_err::rename(&path, &aside).map_err(|source| StateError::Write { path, source })?;
+        Ok(aside)
+    }
+
+    /// Every record, by name, and apart from them the records that are damaged: one damaged
+    /// record does not hide the others.
+    pub fn load_all(&self) -> Result<(Vec<AddonState>, Vec<StateError>), StateError> {
         let entries = match fs_err::read_dir(&self.dir) {
             Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Vec::new(), Vec::new()));
+            }
             Err(source) => {
                 return Err(StateError::Read {
                     path: self.dir.clone(),
@@ -234,7 +286,16 @@ impl StateStore {
             })
             .collect();
         names.sort();
-        names.iter().map(|name| self.load(name)).collect()
+        let mut states = Vec::new();
+        let mut damaged = Vec::new();
+        for name in &names {
+            match self.load(name) {
+                Ok(state) => states.push(state),
+                Err(error @ StateError::Damaged { .. }) => damaged.push(error),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok((states, damaged))
     }
 
     pub fn save(&self, state: &AddonState) -> Result<(), StateError> {
@@ -285,12 +346,14 @@ pub struct NodeLock {
 }
 
 impl NodeLock {
-    /// Takes the lock at once or fails, naming who holds it.
+    /// Takes the lock at once or fails, naming who holds it. From then on SIGINT, SIGTERM and
+    /// SIGHUP stop the run cleanly (see [`crate::interrupt`]).
     pub fn acquire(path: &Path, holder: &str) -> Result<Self, StateError> {
         let lock_error = |source| StateError::Lock {
             path: path.to_path_buf(),
             source,
         };
+        crate::interrupt::install().map_err(lock_error)?;
         if let Some(parent) = path.parent() {
             fs_err::create_dir_all(parent).map_err(lock_error)?;
         }
@@ -319,5 +382,16 @@ impl NodeLock {
         lock.set_len(0).map_err(lock_error)?;
         std::io::Write::write_all(&mut *lock, record.as_bytes()).map_err(lock_error)?;
         Ok(Self { _lock: lock })
+    }
+
+    /// Whether a run holds the lock at `path` now (reads only: a shared lock is tried).
+    pub fn is_held(path: &Path) -> bool {
+        let Ok(file) = fs_err::File::open(path).map(|file| file.into_parts().0) else {
+            return false;
+        };
+        matches!(
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock),
+            Err((_, nix::errno::Errno::EWOULDBLOCK))
+        )
     }
 }

@@ -1,7 +1,7 @@
-//! Verifying and unpacking a package in one pass: the bytes are hashed as they are extracted
-//! into a staging folder, and only a package whose digest matches is moved into place. A
-//! package that fails leaves nothing behind, and nothing is ever written outside the staging
-//! folder (the reader refuses absolute paths, `..` and links that point out).
+//! Verifying and unpacking a package: its digest is checked first, then it is extracted into a
+//! staging folder (bounded by the room on the disk) and moved into place. A package that fails
+//! leaves nothing behind, and nothing is ever written outside the staging folder (the reader
+//! refuses absolute paths, `..` and links that point out).
 //!
 //! A package from an airgap bundle comes unpacked (`packages/<name>-<version>/`, image blobs
 //! in the bundle's shared `blobs/sha256/`): its `package.json` is checked against the lock,
@@ -188,7 +188,11 @@ pub fn unpack_bundled(
             };
             let to = folder.join(relative);
             fs_err::create_dir_all(to.parent().expect("inside the folder")).map_err(io(&to))?;
-            let mut reader = HashingReader::new(fs_err::File::open(&from).map_err(io(&from))?);
+            // No more than the index says: a longer file fails its digest without filling the disk.
+            let mut reader = HashingReader::new(std::io::Read::take(
+                fs_err::File::open(&from).map_err(io(&from))?,
+                file.size + 1,
+            ));
             let mut writer = fs_err::File::create(&to).map_err(io(&to))?;
             std::io::copy(&mut reader, &mut writer).map_err(io(&from))?;
             let (actual, _) = reader.finish().map_err(io(&from))?;
@@ -211,22 +215,27 @@ pub fn unpack_bundled(
     result
 }
 
+/// Room kept free on the node's disk when a package is unpacked.
+const DISK_RESERVE: u64 = 64 << 20;
+
+/// Checks the package's digest, and only then unpacks it: a package the lock does not pin is
+/// never expanded (a small archive can expand a thousandfold). The unpacked bytes are bounded
+/// by the room left on the staging folder's filesystem.
 fn extract_checked(
     package: &Path,
     expected: &Sha256Digest,
     staging: &Path,
 ) -> Result<(), UnpackError> {
-    let file = fs_err::File::open(package).map_err(|source| UnpackError::Io {
+    let io = |source| UnpackError::Io {
         path: package.to_path_buf(),
         source,
-    })?;
-    let mut reader = HashingReader::new(std::io::BufReader::with_capacity(1 << 20, file));
-    let extracted = archive::extract(&mut reader, staging);
-    let (actual, _) = reader.finish().map_err(|source| UnpackError::Io {
-        path: package.to_path_buf(),
-        source,
-    })?;
-    // A wrong digest explains any extraction error that came with it, so it is named first.
+    };
+    let open = || {
+        fs_err::File::open(package)
+            .map(|file| std::io::BufReader::with_capacity(1 << 20, file))
+            .map_err(io)
+    };
+    let actual = Sha256Digest::of_reader(open()?).map_err(io)?;
     if &actual != expected {
         return Err(UnpackError::Mismatch {
             package: package.to_path_buf(),
@@ -234,10 +243,22 @@ fn extract_checked(
             actual,
         });
     }
-    extracted
+    let limits = archive::ExtractLimits {
+        max_bytes: free_space(staging).saturating_sub(DISK_RESERVE),
+        ..Default::default()
+    };
+    archive::extract_within(open()?, staging, limits)
         .map(|_| ())
         .map_err(|source| UnpackError::Extract {
             package: package.to_path_buf(),
             source,
         })
+}
+
+/// Bytes free for an unprivileged writer on the filesystem holding `path` (all of them when
+/// it cannot be told).
+pub fn free_space(path: &Path) -> u64 {
+    nix::sys::statvfs::statvfs(path).map_or(u64::MAX, |stats| {
+        stats.blocks_available() * stats.fragment_size()
+    })
 }

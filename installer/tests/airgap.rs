@@ -15,11 +15,11 @@ use support::{Node, TestDist, require, run, text};
 
 /// Bundles `spec` from the dist, with this build's `berth`, and extracts it into a folder.
 fn extracted_bundle(dist: &TestDist, spec: &Path) -> tempfile::TempDir {
-    let release = Arc::new(Release {
-        store: Store::Local(LocalStore::new(dist.dist.path())),
-        prefix: String::new(),
-        local_berth: Some(("amd64".into(), PathBuf::from(env!("CARGO_BIN_EXE_berth")))),
-    });
+    let release = Arc::new(Release::new(
+        Store::Local(LocalStore::new(dist.dist.path())),
+        String::new(),
+        Some(("amd64".into(), PathBuf::from(env!("CARGO_BIN_EXE_berth")))),
+    ));
     let spec_text = fs_err::read_to_string(spec).unwrap();
     let parsed = InstallerSpec::parse(spec, &spec_text).unwrap();
     let folder = tempfile::tempdir().unwrap();

@@ -103,7 +103,9 @@ fn a_node_installs_from_the_served_script_and_another_joins_it() {
             ])
             .arg(&spec)
             .arg("--berth")
-            .arg(env!("CARGO_BIN_EXE_berth")),
+            .arg(env!("CARGO_BIN_EXE_berth"))
+            .arg("--installers")
+            .arg(log.path().join("installers")),
         &log.path().join("serve.log"),
     );
     let first = Node::start(first);

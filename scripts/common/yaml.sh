@@ -1,11 +1,26 @@
 # Rendering and kustomization helpers with kURL's names and signatures. The insert_* edits go
 # through `berth kustomization`, which parses and writes YAML, so they hold for any layout.
 
+# __berth_check_yaml_values FILE: fails when a variable FILE names holds a line break. Spec
+# values reach hooks as variables; expanded into YAML, a line break would add keys of its own
+# (`x\nhostPID: true`), so such a value is refused instead.
+function __berth_check_yaml_values() {
+    local name
+    for name in $(grep -o '\$[{]\?[A-Za-z_][A-Za-z0-9_]*' "$1" | tr -d '${' | sort -u); do
+        if [[ "${!name-}" == *$'\n'* ]]; then
+            logFail "\$$name holds a line break, which would change the YAML structure of $1"
+            return 1
+        fi
+    done
+}
+
 function render_yaml() {
+    __berth_check_yaml_values "$DIR/yaml/$1" || return 1
     eval "echo \"$(cat "$DIR/yaml/$1")\""
 }
 
 function render_yaml_file() {
+    __berth_check_yaml_values "$1" || return 1
     eval "echo \"$(cat "$1")\""
 }
 
@@ -16,6 +31,7 @@ function render_yaml_file_2() {
         logFail "File $file does not exist"
         return 1
     fi
+    __berth_check_yaml_values "$file" || return 1
     local data
     data=$(<"$file")
     local delimiter="__berth_render_delimiter__"

@@ -34,14 +34,13 @@ impl ReleaseArgs {
             Some(release) => release_key(self.staging, release, ""),
             None => String::new(),
         };
-        Ok(Release {
+        Ok(Release::new(
             store,
             prefix,
-            local_berth: self
-                .berth
+            self.berth
                 .clone()
                 .or_else(sibling_berth)
                 .map(|path| (default_arch().to_string(), path)),
-        })
+        ))
     }
 }

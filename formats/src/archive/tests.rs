@@ -298,3 +298,68 @@ fn a_hard_link_pointing_out_is_refused() {
     assert!(matches!(error, ExtractError::Unsafe { .. }), "{error}");
     assert_eq!(found, ["dest"]);
 }
+
+#[test]
+fn a_chain_of_links_that_resolves_outside_is_refused() {
+    // Each target, read as text, stays inside; followed through the real tree, `z` leads two
+    // folders above the destination.
+    let (error, found) = extract_crafted(&[
+        Crafted::Symlink("d1/d2/d3/x", "../../.."),
+        Crafted::Symlink("z", "d1/d2/d3/x/../.."),
+        Crafted::File("escaped.txt", b"x"),
+    ]);
+    assert!(matches!(error, ExtractError::Unsafe { .. }), "{error}");
+    assert!(error.to_string().contains("`z`"), "{error}");
+    assert_eq!(
+        found,
+        [
+            "dest",
+            "dest/d1",
+            "dest/d1/d2",
+            "dest/d1/d2/d3",
+            "dest/d1/d2/d3/x"
+        ]
+    );
+    // A dangling link whose meaning a later link would change is refused as well.
+    let (error, _) = extract_crafted(&[
+        Crafted::Symlink("a/y", "q/../.."),
+        Crafted::Symlink("a/q", "."),
+    ]);
+    assert!(error.to_string().contains("`a/y`"), "{error}");
+}
+
+#[test]
+fn a_hard_link_through_a_link_is_refused() {
+    let (error, found) = extract_crafted(&[
+        Crafted::File("file.txt", b"x"),
+        Crafted::Symlink("inner", "."),
+        Crafted::HardLink("copy", "inner/file.txt"),
+    ]);
+    assert!(error.to_string().contains("`copy`"), "{error}");
+    assert_eq!(found, ["dest", "dest/file.txt", "dest/inner"]);
+}
+
+#[test]
+fn links_that_climb_then_descend_inside_are_kept() {
+    let outer = tempfile::tempdir().unwrap();
+    let archive = crafted(&[
+        Crafted::File("usr/lib/libc.so", b"elf"),
+        Crafted::Symlink("lib", "usr/lib"),
+        Crafted::Symlink("usr/bin/lib", "../lib"),
+        Crafted::Symlink("usr/bin/here", "./../lib/libc.so"),
+        Crafted::HardLink("usr/libc.copy", "usr/lib/libc.so"),
+    ]);
+    extract(archive.as_slice(), outer.path()).unwrap();
+    assert_eq!(
+        fs_err::read(outer.path().join("usr/bin/lib/libc.so")).unwrap(),
+        b"elf"
+    );
+    assert_eq!(
+        fs_err::read(outer.path().join("usr/bin/here")).unwrap(),
+        b"elf"
+    );
+    assert_eq!(
+        fs_err::read(outer.path().join("usr/libc.copy")).unwrap(),
+        b"elf"
+    );
+}

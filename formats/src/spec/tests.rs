@@ -28,7 +28,7 @@ fn a_kurl_spec_parses_with_each_addon_config_kept() {
     );
     assert!(spec.airgap());
     assert_eq!(
-        config_environment("containerd", &containerd.config),
+        config_environment("containerd", &containerd.config).unwrap(),
         [
             ("CONTAINERD_PRESERVE_CONFIG".to_string(), "1".to_string()),
             (
@@ -106,4 +106,83 @@ fn set_values_keep_their_scalar_type() {
     assert_eq!(parse_scalar("3"), json!(3));
     assert_eq!(parse_scalar("hello world"), json!("hello world"));
     assert_eq!(parse_scalar("[a"), json!("[a"));
+}
+
+#[test]
+fn deeply_nested_yaml_is_refused_before_it_is_parsed() {
+    // 200 KB of nested brackets held a parser for most of a minute.
+    let flow = format!(
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let mut block = String::from("apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n");
+    for level in 1..=200 {
+        block.push_str(&format!("{}k{level}:\n", " ".repeat(level)));
+    }
+    let items = format!(
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  x:\n  {}1\n",
+        "- ".repeat(100)
+    );
+    for text in [flow, block, items] {
+        let started = std::time::Instant::now();
+        let error = InstallerSpec::parse(Path::new("deep.yaml"), &text).unwrap_err();
+        assert!(error.problem.contains("nests deeper"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn a_real_spec_is_far_from_the_depth_limit() {
+    let text = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  containerd:\n    version: latest\n    tomlConfig: |\n      [plugins]\n        [plugins.\"io.containerd.grpc.v1.cri\"]\n          sandbox_image = \"x\"\n  kurl:\n    hostPreflightIgnore: true\n    excludeBuiltinHostPreflights: [a, {b: [c]}]\n";
+    InstallerSpec::parse(Path::new("ok.yaml"), text).unwrap();
+}
+
+#[test]
+fn oversized_specs_and_control_characters_are_refused() {
+    let big = format!(
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  demo:\n    version: latest\n    note: \"{}\"\n",
+        "x".repeat(MAX_SPEC_BYTES)
+    );
+    let error = InstallerSpec::parse(Path::new("big.yaml"), &big).unwrap_err();
+    assert!(error.problem.contains("bytes"), "{error}");
+    let nul = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  demo:\n    version: latest\n    note: \"a\0b\"\n";
+    let error = InstallerSpec::parse(Path::new("nul.yaml"), nul).unwrap_err();
+    assert_eq!(error.line, Some(6), "{error}");
+}
+
+#[test]
+fn addon_names_and_versions_that_are_not_plain_are_refused() {
+    for (name, version) in [("../x", "latest"), ("demo", "../../etc"), ("a b", "1.0.0")] {
+        let text = format!(
+            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  \"{name}\":\n    version: \"{version}\"\n"
+        );
+        let error = InstallerSpec::parse(Path::new("names.yaml"), &text).unwrap_err();
+        assert!(
+            error.problem.contains("not a plain name"),
+            "{name} {version}: {error}"
+        );
+    }
+}
+
+#[test]
+fn fields_that_cannot_be_variables_or_would_override_one_are_refused() {
+    for (fields, expected) in [
+        ("      Version: 9.9.9\n", "which Berth sets itself"),
+        ("      s3-override: x\n", "which Berth sets itself"),
+        ("      \"x=y\": 1\n", "not a name a variable can carry"),
+        ("      \"a b\": 1\n", "not a name a variable can carry"),
+        (
+            "      fooBar: 1\n      foo-bar: 2\n",
+            "both become $DEMO_FOO_BAR",
+        ),
+    ] {
+        let text = format!(
+            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  demo:\n    version: latest\n{}",
+            fields.replace("      ", "    ")
+        );
+        let error = parse(&text).unwrap_err();
+        assert!(error.problem.contains(expected), "{fields}: {error}");
+        assert!(error.line.is_some(), "{fields}: {error}");
+    }
 }

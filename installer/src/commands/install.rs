@@ -35,6 +35,11 @@ pub struct InstallArgs {
     /// variable (`public-address=10.0.0.1` as `PUBLIC_ADDRESS=10.0.0.1`).
     #[arg(long = "param", value_name = "KEY=VALUE")]
     params: Vec<String>,
+    /// Read more `key=value` arguments from standard input, each ended by a NUL byte: the
+    /// served scripts pass them so, since a command line is every user's to read and the
+    /// arguments may hold join secrets.
+    #[arg(long)]
+    params_from_stdin: bool,
     /// Reapply every add-on, even those already applied as asked.
     #[arg(long)]
     force_reapply: bool,
@@ -51,7 +56,7 @@ pub struct InstallArgs {
     #[arg(long, default_value_t = 1800)]
     hook_timeout: u64,
     /// How long the join secrets hooks publish stay valid (`24h`, `90m`, `30s`).
-    #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = berth::join::parse_ttl)]
     join_ttl: Duration,
     /// Where this installer's scripts are served (`<server>/<id>`); install.sh passes it, and
     /// `berth join-command` prints a join command that fetches join.sh from there.
@@ -134,7 +139,7 @@ fn execute(
     engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {
         format!("the {command} did not finish; run the same command again to continue")
     })?;
-    eprintln!(
+    say!(
         "berth: done in {:.1}s; see `berth status`",
         started.elapsed().as_secs_f64()
     );
@@ -184,11 +189,17 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<InstallSettings> {
         params: args
             .params
             .iter()
+            .cloned()
+            .chain(if args.params_from_stdin {
+                params_from_stdin()?
+            } else {
+                Vec::new()
+            })
             .map(|text| {
                 text.split_once('=')
                     .filter(|(key, _)| !key.is_empty())
                     .map(|(key, value)| (key.to_string(), value.to_string()))
-                    .with_context(|| format!("--param {text}: expected KEY=VALUE"))
+                    .with_context(|| format!("argument `{text}`: expected KEY=VALUE"))
             })
             .collect::<anyhow::Result<_>>()?,
         permissions: Permissions {
@@ -201,6 +212,28 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<InstallSettings> {
         scripts_url: args.scripts_url.clone(),
         reuse_unpacked: false,
     })
+}
+
+/// The NUL-ended `key=value` records on standard input (at most 1 MiB of them).
+fn params_from_stdin() -> anyhow::Result<Vec<String>> {
+    use std::io::Read as _;
+    const LIMIT: u64 = 1 << 20;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .context("failed to read the arguments on standard input")?;
+    if bytes.len() as u64 > LIMIT {
+        bail!("more than 1 MiB of arguments on standard input");
+    }
+    bytes
+        .split(|byte| *byte == 0)
+        .filter(|record| !record.is_empty())
+        .map(|record| {
+            String::from_utf8(record.to_vec())
+                .context("an argument on standard input is not UTF-8 text")
+        })
+        .collect()
 }
 
 fn print_plan(plan: &Plan, json: bool, out: &mut dyn std::io::Write) -> anyhow::Result<()> {

@@ -9,7 +9,7 @@ pub struct Stderr;
 
 impl berth::engine::Reporter for Stderr {
     fn step(&self, message: &str) {
-        eprintln!("berth: {message}");
+        say!("berth: {message}");
     }
 }
 
@@ -30,8 +30,8 @@ pub fn print_error(error: &anyhow::Error) {
         }
         hints.extend(hint);
     }
-    eprintln!("{text}");
+    say!("{text}");
     for hint in hints {
-        eprintln!("hint: {hint}");
+        say!("hint: {hint}");
     }
 }

@@ -55,19 +55,11 @@ pub enum JoinParamCommand {
         #[arg(long)]
         control_plane: bool,
         /// How long a secret stays valid.
-        #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = parse_ttl)]
+        #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = berth::join::parse_ttl)]
         ttl: Duration,
         #[command(flatten)]
         root: RootArgs,
     },
-}
-
-/// A duration (`24h`), or seconds alone as the engine passes it to hooks.
-fn parse_ttl(text: &str) -> Result<Duration, String> {
-    match text.parse::<u64>() {
-        Ok(seconds) => Ok(Duration::from_secs(seconds)),
-        Err(_) => humantime::parse_duration(text).map_err(|error| error.to_string()),
-    }
 }
 
 pub fn join_param_run(command: JoinParamCommand) -> anyhow::Result<ExitCode> {
@@ -113,7 +105,7 @@ pub fn rollback_run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     )?;
     let plan = engine::rollback_plan(&layout, &args.addon, args.to.as_deref())?;
     let addon = &plan.addons[0];
-    eprintln!("berth: {} {}: {}", addon.name, addon.version, addon.reason);
+    say!("berth: {} {}: {}", addon.name, addon.version, addon.reason);
     let settings = InstallSettings {
         dist: Dist::Local(layout.package_cache()),
         // Not read: the plan comes from the records, not from a spec.
@@ -131,7 +123,7 @@ pub fn rollback_run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     };
     engine::apply(&settings, &plan, &lock, &Stderr)
         .context("the rollback did not finish; run the same command again to continue")?;
-    eprintln!(
+    say!(
         "berth: rolled {} back to {} in {:.1}s; see `berth status`",
         addon.name,
         addon.version,
@@ -162,7 +154,7 @@ pub fn reset_run(args: ResetArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        eprintln!(
+        say!(
             "berth: reset: {} hook(s) ran, {} image(s) and {} path(s) removed",
             report.hooks.len(),
             report.images.len(),

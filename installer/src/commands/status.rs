@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use berth::layout::Layout;
-use berth::state::{AddonState, StateStore};
+use berth::state::{AddonState, NodeLock, Outcome, StateStore};
 
 use crate::RootArgs;
 
@@ -16,10 +16,38 @@ pub struct StatusArgs {
 
 pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
-    let states = StateStore::new(layout.state_dir()).load_all()?;
+    let (mut states, damaged) = StateStore::new(layout.state_dir()).load_all()?;
+    // A run that was killed leaves its add-ons Installing (or Upgrading…): with no run holding
+    // the node's lock, say that it stopped.
+    if !NodeLock::is_held(&layout.lock_file()) {
+        for state in &mut states {
+            let running = state
+                .attempt
+                .as_ref()
+                .is_some_and(|attempt| attempt.outcome == Outcome::Running);
+            if running && state.progressing.as_ref().is_some_and(|p| p.status) {
+                let phase = state.attempt.as_ref().map_or("", |a| a.phase.as_str());
+                state.set_progressing(
+                    false,
+                    "Interrupted",
+                    format!("the run stopped during {phase} and no run is under way; run the install again to continue"),
+                );
+            }
+        }
+    }
+    // The other records are shown all the same; a damaged one is named, and the exit status
+    // says something is wrong.
+    let status = if damaged.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    };
+    for damage in &damaged {
+        say!("berth: {damage}");
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&states)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(status);
     }
     let rows: Vec<[String; 6]> = states.iter().map(row).collect();
     let header = [
@@ -46,11 +74,15 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         println!("{}", cells.join("  ").trim_end());
     }
     for state in &states {
-        if let Some(progressing) = state.progressing.as_ref().filter(|p| p.reason == "Failed") {
+        if let Some(progressing) = state
+            .progressing
+            .as_ref()
+            .filter(|p| matches!(p.reason.as_str(), "Failed" | "Interrupted"))
+        {
             println!("\n{}: {}", state.name, progressing.message);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(status)
 }
 
 fn row(state: &AddonState) -> [String; 6] {

@@ -148,6 +148,9 @@ pub struct PlannedAddon {
     /// The record the decision was made from.
     #[serde(skip)]
     pub record: AddonState,
+    /// The add-on's record on the node is damaged (`record` is blank): the run moves it aside.
+    #[serde(skip)]
+    pub record_damaged: bool,
 }
 
 /// Every add-on of the spec, in install order, with what the run will do to it.
@@ -192,6 +195,8 @@ pub enum EngineError {
     NotLocked { name: String, id: String },
     #[error("{path}: {problem}")]
     NodeConfig { path: PathBuf, problem: String },
+    #[error("the hooks' environment cannot be made")]
+    Environment(#[from] crate::hook_environment::EnvironmentError),
     #[error("failed to fetch {name} {version}")]
     Fetch {
         name: String,
@@ -221,6 +226,8 @@ pub enum EngineError {
         #[source]
         source: HookError,
     },
+    #[error("interrupted by {signal}")]
+    Interrupted { signal: String },
     #[error("the plan refuses to go on:\n{}", lines.join("\n"))]
     Refused { lines: Vec<String> },
     #[error("{name}: {problem}")]
@@ -244,36 +251,14 @@ fn cached_digest(layout: &Layout, file: &str) -> Option<berth_formats::Sha256Dig
     cache.join(file).exists().then_some(digest)
 }
 
-/// What every hook session sees of the node: `DIR`, `BERTH_ROOT` and `BERTH_BIN`.
-pub(crate) fn node_environment(layout: &Layout) -> Vec<(String, String)> {
-    let mut environment = vec![
-        (
-            "DIR".to_string(),
-            layout.install_dir().display().to_string(),
-        ),
-        (
-            "BERTH_ROOT".to_string(),
-            layout.root().display().to_string(),
-        ),
-    ];
-    if let Ok(binary) = std::env::current_exe() {
-        environment.push(("BERTH_BIN".to_string(), binary.display().to_string()));
+/// Stops the run at a step boundary once Berth has been asked to stop.
+fn check_interrupt() -> Result<(), EngineError> {
+    match crate::interrupt::received() {
+        Some(signal) => Err(EngineError::Interrupted {
+            signal: signal.as_str().to_string(),
+        }),
+        None => Ok(()),
     }
-    environment
-}
-
-/// What hooks see of one add-on: `<ADDON>_VERSION` and its fields.
-pub(crate) fn addon_environment(
-    name: &str,
-    version: &str,
-    config: &Map<String, Value>,
-) -> Vec<(String, String)> {
-    let mut environment = vec![(
-        format!("{}_VERSION", berth_formats::spec::upper_snake(name)),
-        version.to_string(),
-    )];
-    environment.extend(berth_formats::spec::config_environment(name, config));
-    environment
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {

@@ -118,22 +118,26 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
         let target = Target {
             version: version.clone(),
             id: id.clone(),
-            package_digest: package_digest.to_string(),
+            package_digest,
             config_hash: config_hash.to_string(),
             generation: ENGINE_GENERATION,
         };
-        let record = store.load(&name)?;
+        let (record, damage) = store.load_or_blank(&name)?;
         let decision = decide(&record, &target, settings.permissions);
         ordered.push((
             position,
             PlannedAddon {
-                reason: decision.to_string(),
+                reason: match &damage {
+                    Some(damage) => format!("{decision}; {}", first_line(&damage.to_string())),
+                    None => decision.to_string(),
+                },
                 name,
                 version,
                 decision,
                 target,
                 config,
                 record,
+                record_damaged: damage.is_some(),
             },
         ));
     }
@@ -183,7 +187,7 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             Applied {
                 target: Target {
                     version: version.to_string(),
-                    package_digest: digest.to_string(),
+                    package_digest: digest,
                     ..current.target.clone()
                 },
                 applied_at: String::new(),
@@ -201,6 +205,7 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             target: applied.target,
             config: applied.config,
             record,
+            record_damaged: false,
         }],
         airgap: false,
     })
@@ -282,4 +287,8 @@ fn node_overrides(path: &Path) -> Result<Vec<FieldsOfAddon>, EngineError> {
             "expected a mapping of add-on names to their fields".into(),
         )),
     }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
 }

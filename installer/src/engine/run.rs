@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::{PackageIndex, package_file_name};
-use berth_formats::spec::upper_snake;
 
 use super::{
-    EngineError, InstallSettings, Mode, Plan, PlannedAddon, Reporter, addon_environment,
-    cached_digest, io_error, node_environment,
+    EngineError, InstallSettings, Mode, Plan, PlannedAddon, Reporter, cached_digest,
+    check_interrupt, io_error,
 };
 use crate::dist::Dist;
+use crate::hook_environment::HookEnvironment;
 use crate::images::{ImageError, Runtime};
 use crate::session::{HookError, Session};
 use crate::state::{AddonState, Applied, Attempt, NodeLock, Outcome, StateStore};
@@ -92,11 +92,15 @@ impl<'a> Run<'a> {
         let store = StateStore::new(settings.layout.state_dir());
         let mut members = Vec::new();
         for planned in &plan.addons {
+            if planned.record_damaged {
+                store.set_aside(&planned.name)?;
+            }
             let mut state = planned.record.clone();
             state.desired = Some(planned.version.clone());
             if planned.decision.applies() {
                 state.attempt = Some(Attempt {
                     target: planned.target.clone(),
+                    config: planned.config.clone(),
                     outcome: Outcome::Running,
                     phase: "fetch".into(),
                     run: run_id.to_string(),
@@ -140,6 +144,7 @@ impl<'a> Run<'a> {
 
         // fetch: every package is verified and in place before any hook runs.
         for index in 0..self.members.len() {
+            check_interrupt()?;
             let member = &self.members[index];
             let addon_dir = layout.addon_dir(&member.planned.name, &member.planned.version);
             if member.planned.decision.applies() || !addon_dir.join("install.sh").exists() {
@@ -166,7 +171,7 @@ impl<'a> Run<'a> {
             .into_parts()
             .0;
         let work = layout.work_dir().join(&self.run_id);
-        let mut session = Session::start(&work, &self.environment(), Box::new(log))
+        let mut session = Session::start(&work, &self.environment()?, Box::new(log))
             .map_err(|source| self.hook_error(None, "bash", source))?;
         let helpers = crate::helpers::entry_point(&layout.helpers_dir());
         session
@@ -199,6 +204,7 @@ impl<'a> Run<'a> {
 
         for (phase_number, phase) in phases.iter().enumerate() {
             for index in 0..self.members.len() {
+                check_interrupt()?;
                 let member = &self.members[index];
                 let applies = member.planned.decision.applies();
                 // Applied add-ons are done; AlreadyApplied ones run only their install-phase hook.
@@ -248,28 +254,28 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    fn environment(&self) -> Vec<(String, String)> {
-        let mut environment = node_environment(&self.settings.layout);
-        environment.push(("INSTALLER_ID".to_string(), self.plan.id.clone()));
-        environment.push((
-            "BERTH_JOIN_TTL".to_string(),
+    fn environment(&self) -> Result<Vec<(String, String)>, EngineError> {
+        let mut environment = HookEnvironment::for_node(&self.settings.layout);
+        environment.berth("INSTALLER_ID", &self.plan.id)?;
+        environment.berth(
+            "BERTH_JOIN_TTL",
             self.settings.join_ttl.as_secs().to_string(),
-        ));
+        )?;
         if self.plan.airgap {
-            environment.push(("AIRGAP".to_string(), "1".to_string()));
-        }
-        for (key, value) in &self.settings.params {
-            environment.push((upper_snake(key), value.clone()));
+            environment.berth("AIRGAP", "1")?;
         }
         for member in &self.members {
             let planned = member.planned;
-            environment.extend(addon_environment(
-                &planned.name,
-                &planned.version,
-                &planned.config,
-            ));
+            environment.addon(&planned.name, &planned.version, &planned.config)?;
         }
-        environment
+        for (key, value) in &self.settings.params {
+            // `airgap=1` is what the scripts pass for an airgap install.
+            if key == "airgap" && self.plan.airgap {
+                continue;
+            }
+            environment.param(key, value)?;
+        }
+        Ok(environment.into_vec())
     }
 
     fn fetch(&mut self, index: usize) -> Result<PackageIndex, EngineError> {
@@ -280,11 +286,7 @@ impl<'a> Run<'a> {
         let cache = layout.package_cache();
         fs_err::create_dir_all(&cache).map_err(io_error(&cache))?;
         let cached = cache.join(&file);
-        let expected: Sha256Digest = planned
-            .target
-            .package_digest
-            .parse()
-            .expect("digests in targets are well formed");
+        let expected: Sha256Digest = planned.target.package_digest;
         let fetch_error = |source| EngineError::Fetch {
             name: name.to_string(),
             version: version.to_string(),
@@ -398,13 +400,19 @@ impl<'a> Run<'a> {
         reporter.step(&format!(
             "{name} {version}: {} image(s) {} ({:.1}s)",
             package.images.len(),
-            if imported {
-                "imported"
-            } else {
+            if imported.is_empty() {
                 "already present"
+            } else {
+                "imported"
             },
             started.elapsed().as_secs_f64()
         ));
+        // Recorded at once: a reset after a failed hook still knows what Berth brought.
+        if !imported.is_empty() {
+            let member = &mut self.members[index];
+            member.state.imported_images.extend(imported);
+            self.store.save(&member.state)?;
+        }
         Ok(())
     }
 

@@ -5,7 +5,7 @@ fn target(version: &str) -> Target {
     Target {
         version: version.into(),
         id: "abc1234".into(),
-        package_digest: "sha256:aa".into(),
+        package_digest: berth_formats::Sha256Digest::of(b"a"),
         config_hash: "sha256:cc".into(),
         generation: 1,
     }
@@ -20,6 +20,7 @@ fn installed(version: &str) -> AddonState {
     });
     state.attempt = Some(Attempt {
         target: target(version),
+        config: Default::default(),
         outcome: Outcome::Succeeded,
         phase: "outro".into(),
         run: "install-1".into(),
@@ -30,6 +31,7 @@ fn installed(version: &str) -> AddonState {
 fn with_attempt(mut state: AddonState, version: &str, outcome: Outcome) -> AddonState {
     state.attempt = Some(Attempt {
         target: target(version),
+        config: Default::default(),
         outcome,
         phase: "install".into(),
         run: "install-2".into(),
@@ -57,7 +59,7 @@ fn every_row_of_the_decision_rule() {
         ..target("1.0.0")
     };
     let other_package = Target {
-        package_digest: "sha256:bb".into(),
+        package_digest: berth_formats::Sha256Digest::of(b"b"),
         ..target("1.0.0")
     };
     let other_generation = Target {

@@ -1,0 +1,274 @@
+//! The installers `serve` has been given: each posted spec is kept as `<id>.yaml` in a folder
+//! of its own, so the server's URLs outlive a restart, and a bounded number of them is held
+//! parsed in memory.
+//!
+//! An id is a prefix of the canonical spec's sha256, long enough that no other spec can be
+//! made to share it; and once an id is bound to a spec it is never bound to another, so a URL a
+//! user was handed always serves what they posted.
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use berth_formats::spec::{ID_LENGTH, InstallerSpec, MAX_SPEC_BYTES};
+
+/// How many parsed installers are kept in memory at most.
+const CACHE_ENTRIES: usize = 1024;
+
+/// One installer: the spec as posted and as parsed.
+#[derive(Debug)]
+pub struct Installer {
+    pub yaml: String,
+    pub spec: InstallerSpec,
+}
+
+/// What an insert did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inserted {
+    New,
+    /// The same spec was posted before.
+    Existing,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallerError {
+    #[error("this server holds {limit} installers, its limit; no more are taken")]
+    Full { limit: usize },
+    #[error("installer {id} is already bound to another spec")]
+    Conflict { id: String },
+    #[error("the stored installer {id} is damaged: {message}")]
+    Damaged { id: String, message: String },
+    #[error("failed to keep installer {id}")]
+    Io {
+        id: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The installers of one server, kept in `dir`.
+pub struct InstallerStore {
+    dir: PathBuf,
+    limit: usize,
+    state: Mutex<StoreState>,
+}
+
+struct StoreState {
+    count: usize,
+    cache: HashMap<String, Arc<Installer>>,
+}
+
+impl InstallerStore {
+    /// Opens (creating) `dir`, which holds at most `limit` installers.
+    pub fn open(dir: &Path, limit: usize) -> std::io::Result<Self> {
+        fs_err::create_dir_all(dir)?;
+        let count = fs_err::read_dir(dir)?
+            .filter_map(Result::ok)
+            .filter(|entry| is_id_file(&entry.file_name().to_string_lossy()))
+            .count();
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            limit,
+            state: Mutex::new(StoreState {
+                count,
+                cache: HashMap::new(),
+            }),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.state().count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, StoreState> {
+        // A panic while the lock was held leaves a cache that is still whole.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.yaml"))
+    }
+
+    /// The installer `id`, or `None` when there is none (or `id` is not an id). Blocks: reads
+    /// and parses the stored spec the first time.
+    pub fn get(&self, id: &str) -> Result<Option<Arc<Installer>>, InstallerError> {
+        if !is_id(id) {
+            return Ok(None);
+        }
+        if let Some(found) = self.state().cache.get(id) {
+            return Ok(Some(Arc::clone(found)));
+        }
+        let path = self.path(id);
+        let mut yaml = String::new();
+        match fs_err::File::open(&path) {
+            Ok(file) => {
+                file.take(MAX_SPEC_BYTES as u64 + 1)
+                    .read_to_string(&mut yaml)
+                    .map_err(|source| InstallerError::Io {
+                        id: id.to_string(),
+                        source,
+                    })?;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(InstallerError::Io {
+                    id: id.to_string(),
+                    source,
+                });
+            }
+        }
+        let spec =
+            InstallerSpec::parse(Path::new(&format!("{id}.yaml")), &yaml).map_err(|error| {
+                InstallerError::Damaged {
+                    id: id.to_string(),
+                    message: error.to_string(),
+                }
+            })?;
+        if spec.id() != id {
+            return Err(InstallerError::Damaged {
+                id: id.to_string(),
+                message: format!("it holds installer {}", spec.id()),
+            });
+        }
+        let installer = Arc::new(Installer { yaml, spec });
+        self.remember(id, &installer);
+        Ok(Some(installer))
+    }
+
+    /// Keeps `spec` (posted as `yaml`) under its id. Blocks: writes the file and syncs it.
+    pub fn insert(
+        &self,
+        yaml: String,
+        spec: InstallerSpec,
+    ) -> Result<(Arc<Installer>, Inserted), InstallerError> {
+        let id = spec.id();
+        if let Some(existing) = self.get(&id)? {
+            if existing.spec.canonical_json() != spec.canonical_json() {
+                return Err(InstallerError::Conflict { id });
+            }
+            return Ok((existing, Inserted::Existing));
+        }
+        let io = |source| InstallerError::Io {
+            id: id.clone(),
+            source,
+        };
+        {
+            let mut state = self.state();
+            if state.count >= self.limit {
+                return Err(InstallerError::Full { limit: self.limit });
+            }
+            // Counted before the write, so concurrent posts cannot pass the limit together.
+            state.count += 1;
+        }
+        let written = (|| {
+            let mut temporary = tempfile::NamedTempFile::new_in(&self.dir)?;
+            std::io::Write::write_all(&mut temporary, yaml.as_bytes())?;
+            temporary.as_file().sync_all()?;
+            // Never replaces a file: a concurrent post of the same spec may have won.
+            temporary
+                .persist_noclobber(self.path(&id))
+                .map_err(|error| error.error)?;
+            fs_err::File::open(&self.dir)?.sync_all()
+        })();
+        if let Err(error) = written {
+            self.state().count -= 1;
+            if error.kind() == std::io::ErrorKind::AlreadyExists {
+                return self.insert(yaml, spec);
+            }
+            return Err(io(error));
+        }
+        let installer = Arc::new(Installer { yaml, spec });
+        self.remember(&id, &installer);
+        Ok((installer, Inserted::New))
+    }
+
+    fn remember(&self, id: &str, installer: &Arc<Installer>) {
+        let mut state = self.state();
+        if state.cache.len() >= CACHE_ENTRIES {
+            // Any entry will do: the evicted one is read again from disk when asked for.
+            if let Some(evicted) = state.cache.keys().next().cloned() {
+                state.cache.remove(&evicted);
+            }
+        }
+        state.cache.insert(id.to_string(), Arc::clone(installer));
+    }
+}
+
+/// Whether `text` has the form of an installer id: [`ID_LENGTH`] lowercase hex digits.
+pub fn is_id(text: &str) -> bool {
+    text.len() == ID_LENGTH
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+}
+
+fn is_id_file(name: &str) -> bool {
+    name.strip_suffix(".yaml").is_some_and(is_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(port: u32) -> (String, InstallerSpec) {
+        let yaml = format!(
+            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  demo:\n    version: 1.0.0\n    port: {port}\n"
+        );
+        let spec = InstallerSpec::parse(Path::new("x.yaml"), &yaml).unwrap();
+        (yaml, spec)
+    }
+
+    #[test]
+    fn installers_outlive_the_store_and_the_limit_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = InstallerStore::open(dir.path(), 2).unwrap();
+        let (yaml, first) = spec(1);
+        let id = first.id();
+        assert_eq!(
+            store.insert(yaml.clone(), first.clone()).unwrap().1,
+            Inserted::New
+        );
+        assert_eq!(store.insert(yaml, first).unwrap().1, Inserted::Existing);
+        let (yaml, second) = spec(2);
+        store.insert(yaml, second).unwrap();
+        let (yaml, third) = spec(3);
+        assert!(matches!(
+            store.insert(yaml, third),
+            Err(InstallerError::Full { limit: 2 })
+        ));
+        drop(store);
+        let reopened = InstallerStore::open(dir.path(), 2).unwrap();
+        assert_eq!(reopened.len(), 2);
+        assert_eq!(
+            reopened.get(&id).unwrap().unwrap().spec.addons["demo"].config["port"],
+            1
+        );
+        assert!(reopened.get("../../etc/passwd").unwrap().is_none());
+    }
+
+    #[test]
+    fn an_id_is_never_bound_to_another_spec() {
+        let dir = tempfile::tempdir().unwrap();
+        let (yaml, first) = spec(1);
+        let id = first.id();
+        // Another spec stored under the first one's id, as a collision would.
+        let (other_yaml, _) = spec(2);
+        fs_err::write(dir.path().join(format!("{id}.yaml")), &other_yaml).unwrap();
+        let reopened = InstallerStore::open(dir.path(), 10).unwrap();
+        assert!(matches!(
+            reopened.insert(yaml, first),
+            Err(InstallerError::Damaged { .. })
+        ));
+        assert_eq!(
+            fs_err::read_to_string(dir.path().join(format!("{id}.yaml"))).unwrap(),
+            other_yaml
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! The variables a hook session starts with, from four sources: Berth's own (`DIR`,
+//! `BERTH_ROOT`, …), each add-on's version and fields, and kURL's `key=value` script arguments.
+//! Each variable has one source: a field or argument that would set a variable another source
+//! sets, or one the shell itself obeys (`PATH`, `BASH_ENV`, `LD_PRELOAD`, …), is refused with
+//! both origins named, never silently overridden.
+
+use std::collections::BTreeMap;
+
+use berth_formats::spec::{FieldError, config_environment, is_variable_name, upper_snake};
+use serde_json::{Map, Value};
+
+use crate::layout::Layout;
+
+/// Variables bash, the dynamic loader or the helpers obey: never set from an argument.
+const SHELL_VARIABLES: [&str; 18] = [
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "IFS",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "HOME",
+    "SHELL",
+    "CDPATH",
+    "GLOBIGNORE",
+    "PROMPT_COMMAND",
+    "BASH_XTRACEFD",
+    "TMPDIR",
+    "POSIXLY_CORRECT",
+    "CONTAINERD_ADDRESS",
+    "KUBECONFIG",
+    "BERTH_CONTAINER_RUNTIME",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum EnvironmentError {
+    #[error(transparent)]
+    Field(#[from] FieldError),
+    #[error(
+        "{origin}: `{name}` is not a name a variable can carry; use letters, digits, `-` and `_`"
+    )]
+    BadName { origin: String, name: String },
+    #[error("{origin} would set ${variable}, which {first} sets")]
+    Collision {
+        variable: String,
+        first: String,
+        origin: String,
+    },
+    #[error("{origin} would set ${variable}, which the shell or Berth obeys")]
+    Reserved { variable: String, origin: String },
+}
+
+/// The variables of one hook session, each with where it came from.
+#[derive(Debug, Default)]
+pub struct HookEnvironment {
+    variables: BTreeMap<String, (String, String)>,
+}
+
+impl HookEnvironment {
+    /// What every hook session sees of the node: `DIR`, `BERTH_ROOT` and `BERTH_BIN`.
+    pub fn for_node(layout: &Layout) -> Self {
+        let mut environment = Self::default();
+        let mut berth = |name: &str, value: String| {
+            environment
+                .variables
+                .insert(name.to_string(), (value, "Berth".to_string()));
+        };
+        berth("DIR", layout.install_dir().display().to_string());
+        berth("BERTH_ROOT", layout.root().display().to_string());
+        if let Ok(binary) = std::env::current_exe() {
+            berth("BERTH_BIN", binary.display().to_string());
+        }
+        environment
+    }
+
+    /// A variable Berth itself sets (`INSTALLER_ID`, `AIRGAP`, …).
+    pub fn berth(&mut self, name: &str, value: impl Into<String>) -> Result<(), EnvironmentError> {
+        self.set(name.to_string(), value.into(), "Berth".to_string())
+    }
+
+    /// `<ADDON>_VERSION` and a variable per field of the add-on's configuration.
+    pub fn addon(
+        &mut self,
+        name: &str,
+        version: &str,
+        config: &Map<String, Value>,
+    ) -> Result<(), EnvironmentError> {
+        self.set(
+            format!("{}_VERSION", upper_snake(name)),
+            version.to_string(),
+            format!("the version of {name}"),
+        )?;
+        for (variable, value) in config_environment(name, config)? {
+            self.set(variable, value, format!("a field of {name}"))?;
+        }
+        Ok(())
+    }
+
+    /// kURL's `key=value` script argument: `public-address` becomes `PUBLIC_ADDRESS`.
+    pub fn param(&mut self, key: &str, value: &str) -> Result<(), EnvironmentError> {
+        let origin = format!("the argument `{key}=…`");
+        let plain = !key.is_empty()
+            && key
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_'));
+        let variable = upper_snake(key);
+        if !plain || !is_variable_name(&variable) {
+            return Err(EnvironmentError::BadName {
+                origin,
+                name: key.to_string(),
+            });
+        }
+        self.set(variable, value.to_string(), origin)
+    }
+
+    fn set(
+        &mut self,
+        variable: String,
+        value: String,
+        origin: String,
+    ) -> Result<(), EnvironmentError> {
+        if SHELL_VARIABLES.contains(&variable.as_str())
+            || variable.starts_with("LD_")
+            || variable.starts_with("BASH_")
+            || variable.starts_with("BERTH_") && origin != "Berth"
+        {
+            return Err(EnvironmentError::Reserved { variable, origin });
+        }
+        if let Some((_, first)) = self.variables.get(&variable) {
+            return Err(EnvironmentError::Collision {
+                variable,
+                first: first.clone(),
+                origin,
+            });
+        }
+        self.variables.insert(variable, (value, origin));
+        Ok(())
+    }
+
+    /// The variables, by name.
+    pub fn into_vec(self) -> Vec<(String, String)> {
+        self.variables
+            .into_iter()
+            .map(|(name, (value, _))| (name, value))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node() -> HookEnvironment {
+        HookEnvironment::for_node(&Layout::new("/tmp/berth-test-root"))
+    }
+
+    #[test]
+    fn arguments_that_would_steer_the_shell_or_berth_are_refused() {
+        for key in [
+            "path",
+            "bash-env",
+            "dir",
+            "ld-preload",
+            "berth-root",
+            "ifs",
+            "bash_func_x",
+        ] {
+            let error = node().param(key, "x").unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    EnvironmentError::Reserved { .. } | EnvironmentError::Collision { .. }
+                ),
+                "{key}: {error}"
+            );
+        }
+        for key in ["x=y", "a b", "", "1st", "a.b"] {
+            assert!(
+                matches!(
+                    node().param(key, "x"),
+                    Err(EnvironmentError::BadName { .. })
+                ),
+                "{key}"
+            );
+        }
+        let mut environment = node();
+        environment.param("public-address", "10.0.0.1").unwrap();
+        assert!(
+            environment
+                .into_vec()
+                .contains(&("PUBLIC_ADDRESS".into(), "10.0.0.1".into()))
+        );
+    }
+
+    #[test]
+    fn two_sources_of_one_variable_are_refused_with_both_named() {
+        let mut environment = node();
+        let mut config = Map::new();
+        config.insert("bar".into(), Value::from(1));
+        environment.addon("foo", "1.0.0", &config).unwrap();
+        // `foo-bar`'s version would be FOO_BAR_VERSION: no clash with FOO_BAR.
+        environment.addon("foo-bar", "1.0.0", &Map::new()).unwrap();
+        let error = environment.param("foo-bar", "x").unwrap_err();
+        assert!(error.to_string().contains("a field of foo"), "{error}");
+        let error = environment.addon("foo", "2.0.0", &Map::new()).unwrap_err();
+        assert!(error.to_string().contains("the version of foo"), "{error}");
+    }
+}

@@ -1,0 +1,78 @@
+//! Ctrl-C, `kill` and a closed terminal during a run. The hook session runs in a process group
+//! of its own (so a terminal's Ctrl-C reaches Berth alone); on SIGINT, SIGTERM or SIGHUP Berth
+//! ends that group (SIGTERM, then SIGKILL after a grace period), the run stops at the hook it
+//! was in, every unfinished add-on is recorded as Failed with the signal named, and the node
+//! lock is released as the process exits. A second signal ends Berth at once: the next run
+//! continues from the records, as after `kill -9`.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// The signal that interrupted the run, 0 while none has.
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// The process group of the hook session running now, 0 when none runs.
+static SESSION_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// How long hooks get to end after SIGTERM before their group is killed.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Starts listening for SIGINT, SIGTERM and SIGHUP (once per process; later calls do nothing).
+pub fn install() -> std::io::Result<()> {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if INSTALLED.get().is_some() {
+        return Ok(());
+    }
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    let _ = INSTALLED.set(());
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            if RECEIVED.swap(signal, Ordering::SeqCst) != 0 {
+                // The second signal: stop now.
+                end_session(Signal::SIGKILL);
+                std::process::exit(128 + signal);
+            }
+            end_session(Signal::SIGTERM);
+            let group = SESSION_GROUP.load(Ordering::SeqCst);
+            if group > 0 {
+                std::thread::spawn(move || {
+                    std::thread::sleep(GRACE);
+                    if SESSION_GROUP.load(Ordering::SeqCst) == group {
+                        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+                    }
+                });
+            }
+        }
+    });
+    Ok(())
+}
+
+fn end_session(signal: Signal) {
+    let group = SESSION_GROUP.load(Ordering::SeqCst);
+    if group > 0 {
+        let _ = killpg(Pid::from_raw(group), signal);
+    }
+}
+
+/// The signal that interrupted the run, if one did.
+pub fn received() -> Option<Signal> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        number => Signal::try_from(number).ok(),
+    }
+}
+
+/// Records the process group of the session that runs hooks now (0: none).
+pub(crate) fn set_session_group(group: i32) {
+    SESSION_GROUP.store(group, Ordering::SeqCst);
+    // A signal that came while the session was starting still ends it.
+    if group > 0 && received().is_some() {
+        end_session(Signal::SIGTERM);
+    }
+}
