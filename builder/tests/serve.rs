@@ -69,10 +69,15 @@ struct Serving {
 fn serve(dist: &Path, extra: &[&str]) -> Serving {
     let port = free_port();
     let log = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_berth-build"));
+    command.arg("serve");
+    if !extra.contains(&"--installers") {
+        command
+            .arg("--installers")
+            .arg(log.path().join("installers"));
+    }
     let server = Server::spawn(
-        Command::new(env!("CARGO_BIN_EXE_berth-build"))
-            .args(["serve", "--installers"])
-            .arg(log.path().join("installers"))
+        command
             .arg("--from")
             .arg(dist)
             .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -461,4 +466,267 @@ fn an_s3_store_is_served_as_a_folder_is() {
     let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{all}");
     assert!(all.contains("hello") && all.contains("Install"), "{all}");
+}
+
+#[test]
+fn an_installer_id_is_128_bits_and_its_url_outlives_a_restart() {
+    let dist = Dist::new();
+    let kept = tempfile::tempdir().unwrap();
+    let kept_dir = kept.path().display().to_string();
+    let serving = serve(&dist.dist, &["--installers", &kept_dir]);
+    let (status, url) = post(&serving.url, &dist.spec(SPEC));
+    assert_eq!(status, "201", "{url}");
+    let id = url.rsplit('/').next().unwrap().to_string();
+    assert_eq!(id.len(), 32, "{id}");
+    assert!(id.bytes().all(|byte| byte.is_ascii_hexdigit()), "{id}");
+    // The same spec again binds nothing new.
+    assert_eq!(post(&serving.url, &dist.spec(SPEC)).0, "200");
+    drop(serving);
+    let restarted = serve(&dist.dist, &["--installers", &kept_dir]);
+    let script = curl(&["-fsS", &format!("{}/{id}", restarted.url)]);
+    assert!(script.status.success(), "{}", text(&script.stderr));
+    assert!(text(&script.stdout).contains(&id));
+}
+
+#[test]
+fn nested_yaml_is_refused_at_once_while_the_server_keeps_answering() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    // About 200 KB of nested brackets held a worker for most of a minute.
+    let nested = format!(
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let spec = dist.spec(&nested);
+    let started = std::time::Instant::now();
+    let posts: Vec<_> = (0..4)
+        .map(|_| {
+            let url = serving.url.clone();
+            let spec = spec.clone();
+            std::thread::spawn(move || post(&url, &spec))
+        })
+        .collect();
+    assert_eq!(
+        ureq_status(&format!("{}/versions.json", serving.url)),
+        Some(200)
+    );
+    for handle in posts {
+        let (status, body) = handle.join().unwrap();
+        assert_eq!(status, "400", "{body}");
+        assert!(body.contains("nests deeper"), "{body}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // A spec past the size bound is refused before it is read whole.
+    let big = dist.spec(&format!("{SPEC}# {}\n", "x".repeat(600 * 1024)));
+    assert_eq!(post(&serving.url, &big).0, "413");
+}
+
+#[test]
+fn a_full_installer_store_refuses_more_posts() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &["--max-installers", "1"]);
+    assert_eq!(post(&serving.url, &dist.spec(SPEC)).0, "201");
+    let other = SPEC
+        .replace("name: demo", "name: other")
+        .replace("version: latest", "version: latest\n    greeting: hi");
+    let (status, body) = post(&serving.url, &dist.spec(&other));
+    assert_eq!(status, "507", "{body}");
+    assert!(body.contains("its limit"), "{body}");
+}
+
+#[test]
+fn a_slow_request_head_is_cut_off_and_connections_are_bounded() {
+    use std::io::{Read as _, Write as _};
+    let dist = Dist::new();
+    let serving = serve(
+        &dist.dist,
+        &["--header-timeout", "1", "--max-connections", "2"],
+    );
+    let address = serving.url.trim_start_matches("http://").to_string();
+    // Two clients that send half a request head and then nothing hold every connection.
+    let mut idle: Vec<std::net::TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = std::net::TcpStream::connect(&address).unwrap();
+            stream
+                .write_all(b"GET /versions.json HTTP/1.1\r\n")
+                .unwrap();
+            stream
+        })
+        .collect();
+    // They are cut off at the timeout, and a real request is answered after them.
+    let started = std::time::Instant::now();
+    assert_eq!(
+        ureq_status(&format!("{}/versions.json", serving.url)),
+        Some(200)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    for stream in &mut idle {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut rest = Vec::new();
+        let read = stream.read_to_end(&mut rest);
+        assert!(
+            read.is_ok(),
+            "the server closed the slow connection: {read:?}"
+        );
+    }
+}
+
+#[test]
+fn a_spec_line_that_ended_the_old_heredoc_installs_whole() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &["--berth", berth_binary().to_str().unwrap()]);
+    let text_spec = format!(
+        "{SPEC}    note: |\n      BERTH_SPEC_END\n      echo injected > {}/injected\n      BERTH_LOCK_END\n",
+        dist.addons.root().display()
+    );
+    let (status, url) = post(&serving.url, &dist.spec(&text_spec));
+    assert_eq!(status, "201", "{url}");
+    let id = url.rsplit('/').next().unwrap();
+    let script = curl(&["-fsS", &url]);
+    assert!(script.status.success(), "{}", text(&script.stderr));
+    let root = tempfile::tempdir().unwrap();
+    let output = run_script(&script.stdout, root.path(), &[]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(!dist.addons.root().join("injected").exists());
+    let kept = root
+        .path()
+        .join(format!("var/lib/berth/installers/{id}/installer.yaml"));
+    assert_eq!(fs_err::read_to_string(kept).unwrap(), text_spec);
+}
+
+#[test]
+fn bad_paths_are_bad_requests_and_answers_name_no_store_path() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let status = |path: &str| {
+        let output = curl(&[
+            "-sS",
+            "-w",
+            "\n%{http_code}",
+            &format!("{}{path}", serving.url),
+        ]);
+        let all = text(&output.stdout);
+        let (body, code) = all.rsplit_once('\n').unwrap();
+        (code.to_string(), body.to_string())
+    };
+    let (code, _) = status("/dist/a%00b");
+    assert_eq!(code, "400");
+    let (code, body) = status("/dist/nothing-1.0.0.tar.gz");
+    assert_eq!(code, "404", "{body}");
+    assert!(!body.contains(&dist.dist.display().to_string()), "{body}");
+    let (code, body) = status("/");
+    assert_eq!(code, "200");
+    assert!(
+        body.contains("POST") && body.contains("/installer"),
+        "{body}"
+    );
+}
+
+#[test]
+fn bundles_past_the_bound_are_answered_503() {
+    let dist = Dist::new();
+    let serving = serve(
+        &dist.dist,
+        &[
+            "--max-bundles",
+            "1",
+            "--berth",
+            berth_binary().to_str().unwrap(),
+        ],
+    );
+    let (_, url) = post(&serving.url, &dist.spec(SPEC));
+    let id = url.rsplit('/').next().unwrap();
+    let bundle = format!("{}/bundle/{id}.tar.gz", serving.url);
+    // A client that reads one byte a second holds the one place once its answer has begun.
+    let headers = tempfile::NamedTempFile::new().unwrap();
+    let mut slow = Command::new("curl")
+        .args(["-sS", "--limit-rate", "1", "-o", "/dev/null", "-D"])
+        .arg(headers.path())
+        .arg(&bundle)
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the first bundle to be under way",
+        Duration::from_secs(10),
+        || fs_err::read_to_string(headers.path()).is_ok_and(|head| head.contains(" 200")),
+    );
+    let output = curl(&["-sS", "-o", "/dev/null", "-w", "%{http_code}", &bundle]);
+    assert_eq!(text(&output.stdout), "503");
+    slow.kill().unwrap();
+    slow.wait().unwrap();
+    wait_until(
+        "the place to be given back",
+        Duration::from_secs(30),
+        || {
+            let output = curl(&["-sS", "-o", "/dev/null", "-w", "%{http_code}", &bundle]);
+            text(&output.stdout) == "200"
+        },
+    );
+}
+
+#[test]
+fn a_script_cut_short_runs_nothing() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &["--berth", berth_binary().to_str().unwrap()]);
+    let (_, url) = post(&serving.url, &dist.spec(SPEC));
+    let script = curl(&["-fsS", &url]).stdout;
+    for tenth in 1..10 {
+        let cut = &script[..script.len() * tenth / 10];
+        let root = tempfile::tempdir().unwrap();
+        let output = run_script(cut, root.path(), &[]);
+        assert!(
+            !text(&output.stderr).contains("berth:"),
+            "{tenth}/10 of the script ran: {}",
+            text(&output.stderr)
+        );
+        assert_eq!(
+            fs_err::read_dir(root.path()).unwrap().count(),
+            0,
+            "{tenth}/10 of the script wrote files"
+        );
+    }
+}
+
+#[test]
+fn operator_values_are_quoted_in_the_scripts() {
+    let dist = Dist::new();
+    let spec = dist.spec(SPEC);
+    let out = tempfile::tempdir().unwrap();
+    let marker = out.path().join("PWNED");
+    let dist_url = format!("http://127.0.0.1:1/$(touch {})'\"x", marker.display());
+    let (ok, _, stderr) = dist.build.run(&[
+        "script",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--dist-url",
+        &dist_url,
+        "--from",
+        dist.dist.to_str().unwrap(),
+        "--berth",
+        berth_binary().to_str().unwrap(),
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let root = tempfile::tempdir().unwrap();
+    let script = fs_err::read(out.path().join("install.sh")).unwrap();
+    let output = run_script(&script, root.path(), &[]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains(&format!("{dist_url}/bin/berth-linux-")),
+        "the URL is used as written: {}",
+        text(&output.stderr)
+    );
+    assert!(!marker.exists(), "a value ran as a command");
 }

@@ -158,7 +158,16 @@ impl Dist {
                 }
             }
             Dist::Http(_, client) => {
-                with_retries(&location, || download(client, &location, &partial))?
+                let downloaded = with_retries(&location, || download(client, &location, &partial));
+                // A body larger than the room there is, or cut short by a signal, is no start
+                // for the next run: it goes.
+                if matches!(
+                    downloaded,
+                    Err(FetchError::TooLarge { .. } | FetchError::Interrupted { .. })
+                ) {
+                    let _ = fs_err::remove_file(&partial);
+                }
+                downloaded?
             }
         }
         fs_err::rename(&partial, destination).map_err(io(destination))

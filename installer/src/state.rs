@@ -298,12 +298,25 @@ impl StateStore {
         Ok((states, damaged))
     }
 
+    /// Writes the record, readable by root alone: a failure's message holds the tail of a
+    /// hook's output, which may show a secret.
     pub fn save(&self, state: &AddonState) -> Result<(), StateError> {
         let path = self.path(&state.name);
         let mut bytes = serde_json::to_vec_pretty(state).expect("state serializes");
         bytes.push(b'\n');
-        write_atomically(&path, &bytes).map_err(|source| StateError::Write { path, source })
+        let write = || {
+            private_dir(&self.dir)?;
+            write_atomically_with_mode(&path, &bytes, 0o600)
+        };
+        write().map_err(|source| StateError::Write { path, source })
     }
+}
+
+/// Creates `dir` if needed and makes it 0700: what is in it is root's alone.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs_err::create_dir_all(dir)?;
+    fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.

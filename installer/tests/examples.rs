@@ -184,3 +184,40 @@ fn an_unreachable_dist_fails_with_the_url_tried() {
         "{output}"
     );
 }
+
+#[test]
+fn reset_removes_only_images_berth_imported_and_no_container_uses() {
+    let containerd = Containerd::start();
+    let (_, dist) = TestDist::examples(&["banner"]);
+    let spec = dist.spec("banner.yaml", &[("banner", "version: latest")]);
+    let image = "docker.io/berth/banner:1.0.0";
+    let listed =
+        || String::from_utf8_lossy(&containerd.ctr(&["images", "ls", "-q"]).stdout).contains(image);
+    // Node A brings the image; node B, on the same runtime, finds it there.
+    let first = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let output = succeeded(&first.install(&spec, &dist.url(), &[]));
+    assert!(output.contains("1 image(s) imported"), "{output}");
+    let second = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let output = succeeded(&second.install(&spec, &dist.url(), &[]));
+    assert!(output.contains("1 image(s) already present"), "{output}");
+    succeeded(&second.berth(&["reset"]));
+    assert!(listed(), "B's reset removed an image B did not import");
+    // A container still uses it: A's reset leaves it too.
+    let created = containerd.ctr(&["containers", "create", image, "berth-test-keep"]);
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    succeeded(&first.berth(&["reset"]));
+    assert!(listed(), "A's reset removed an image a container uses");
+    containerd.ctr(&["containers", "delete", "berth-test-keep"]);
+
+    // Without a container, the node that imported it removes it.
+    let third = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let images = containerd.ctr(&["images", "rm", image]);
+    assert!(images.status.success());
+    succeeded(&third.install(&spec, &dist.url(), &[]));
+    succeeded(&third.berth(&["reset"]));
+    assert!(!listed(), "the importing node's reset left its image");
+}

@@ -133,7 +133,8 @@ fn execute(
             return Err(error.into());
         }
     };
-    print_plan(&plan, false, &mut std::io::stderr())?;
+    // Shown as a step: a closed standard error must not stop the install.
+    let _ = print_plan(&plan, false, &mut std::io::stderr());
     JoinStore::new(settings.layout.join_file())
         .record_installer(&plan.id, settings.scripts_url.as_deref())?;
     engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {

@@ -2,6 +2,8 @@
 //! session, record state as each add-on finishes.
 
 use std::collections::HashSet;
+
+use fs_err::os::unix::fs::OpenOptionsExt as _;
 use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
@@ -162,10 +164,12 @@ impl<'a> Run<'a> {
         }
 
         let log_path = layout.log_dir().join(format!("{}.log", self.run_id));
-        fs_err::create_dir_all(layout.log_dir()).map_err(io_error(&layout.log_dir()))?;
+        // Hook output may show secrets: the log is root's alone.
+        crate::state::private_dir(&layout.log_dir()).map_err(io_error(&layout.log_dir()))?;
         let log = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&log_path)
             .map_err(io_error(&log_path))?
             .into_parts()
