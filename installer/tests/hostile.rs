@@ -365,6 +365,36 @@ fn kill_9_at_every_phase_boundary_then_a_rerun_completes() {
     }
 }
 
+#[test]
+fn kill_9_during_a_download_then_a_rerun_completes() {
+    let (dist, spec) = dist_with("demo", "function demo() { echo demo >> \"$TRACE\"; }\n");
+    let server =
+        FileServer::serve_with(dist.dist.path(), Fault::Stall("/demo-1.0.0.tar.gz".into()));
+    let scratch = tempfile::tempdir().unwrap();
+    let node = Node::new().env("TRACE", scratch.path().join("trace"));
+    let mut first = node
+        .install_command(&spec, &server.url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the download to start", Duration::from_secs(30), || {
+        server
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|request| request.contains("demo-1.0.0.tar.gz"))
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(lock_is_free(&node));
+    let mended = FileServer::serve(dist.dist.path(), None);
+    succeeded(&node.install(&spec, &mended.url, &[]));
+    assert_eq!(fs_err::read_to_string(scratch.path().join("trace")).unwrap(), "demo\n");
+    assert_eq!(node.status()["demo"]["progressing"]["reason"], "Succeeded");
+}
+
 /// Starts an install that stops in its install hook, then sends it `signal`; returns the
 /// node, the hook's pid and the install's exit status.
 fn interrupted_install(signal: &str) -> (Node, tempfile::TempDir, i32, std::process::ExitStatus) {
