@@ -246,6 +246,18 @@ fn join_secrets_expire_and_never_reach_a_log() {
         output.contains("the join secret demo-join-token expired"),
         "{output}"
     );
+    // The first node's demo refuses the expired token itself: a command stripped of its
+    // expiry gets no further.
+    let stripped: Vec<String> = words
+        .iter()
+        .filter(|word| !word.starts_with("join-expires="))
+        .cloned()
+        .collect();
+    let output = failed(&join(&stripped));
+    assert!(
+        output.contains("refused this node's join token (HTTP 403)"),
+        "{output}"
+    );
 
     // A re-run on the first node publishes the secret again; the fresh command joins.
     succeeded(&first.install(

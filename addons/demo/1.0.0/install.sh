@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # The demo add-on: runs docker.io/berth/demo:<version> as a container on the host network,
 # answering `demo <version>` on spec.demo.port (default 8080). The first node publishes its
-# address and a join token; a joining node's hook shows the token to the first node's demo
-# (which answers 403 to any other), then runs demo itself.
+# address and a join token that expires after the install's join TTL; a joining node's hook
+# shows the token to the first node's demo (which answers 403 to any other, and to this one
+# once it has expired), then runs demo itself. A re-run renews a token that is about to expire.
 
 # The container: `berth-demo` on a node; a Berth root other than / (a second node tried on
 # the same machine) gets its own name, so the two do not replace each other's container or
@@ -27,17 +28,31 @@ function demo_preflight() {
 }
 
 function demo() {
-    local token
-    token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-    demo_start "$token"
-    mkdir -p "$DIR/demo"
-    (umask 077 && printf '%s' "$token" >"$DIR/demo/join-token")
+    demo_new_token
+    demo_start "$(cat "$DIR/demo/join-token")" "$(cat "$DIR/demo/join-expires")"
     demo_publish
     logSuccess "demo $DEMO_VERSION answers on port $(demo_port)"
 }
 
 function demo_already_applied() {
+    # A token with less than a minute left is renewed, and demo restarted to take it.
+    local expires
+    expires=$(cat "$DIR/demo/join-expires" 2>/dev/null || echo 0)
+    if [ "$expires" -le $(($(date +%s) + 60)) ]; then
+        demo_new_token
+        demo_start "$(cat "$DIR/demo/join-token")" "$(cat "$DIR/demo/join-expires")"
+    fi
     demo_publish
+}
+
+# A fresh join token, valid for the install's join TTL, kept (0600) in $DIR/demo.
+function demo_new_token() {
+    mkdir -p "$DIR/demo"
+    (
+        umask 077
+        head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/demo/join-token"
+        echo $(($(date +%s) + ${BERTH_JOIN_TTL:-86400})) >"$DIR/demo/join-expires"
+    )
 }
 
 function demo_join() {
@@ -50,7 +65,9 @@ function demo_join() {
     if [ "$answer" != 200 ]; then
         bail "the demo at $DEMO_ADDRESS refused this node's join token (HTTP $answer)"
     fi
-    demo_start "$DEMO_JOIN_TOKEN"
+    # This node takes no joins of its own (its token expired in 1970): join commands name the
+    # first node.
+    demo_start "$DEMO_JOIN_TOKEN" 1
     logSuccess "joined the demo at $DEMO_ADDRESS; demo $DEMO_VERSION answers here on port $(demo_port)"
 }
 
@@ -65,18 +82,22 @@ function demo_reset() {
     rm -rf "$DIR/demo"
 }
 
-# Publishes what a joining node needs: this node's demo address and its join token (a secret).
+# Publishes what a joining node needs: this node's demo address and its join token (a secret
+# that expires when demo stops taking it).
 function demo_publish() {
-    local address
+    local address remaining
     address=$(berth_private_address)
+    remaining=$(($(cat "$DIR/demo/join-expires") - $(date +%s)))
+    [ "$remaining" -ge 1 ] || remaining=1
     berth_set_join_param demo-address "$address:$(demo_port)"
-    berth_set_join_param --secret demo-join-token "$(cat "$DIR/demo/join-token")"
+    berth_set_join_param --secret --ttl="$remaining" demo-join-token "$(cat "$DIR/demo/join-token")"
 }
 
+# demo_start TOKEN EXPIRES: runs demo, taking joins with TOKEN until EXPIRES (Unix seconds).
 function demo_start() {
     demo_stop
     ctr --namespace k8s.io run --detach --net-host "docker.io/berth/demo:$DEMO_VERSION" \
-        "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" >/dev/null
+        "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" "$2" >/dev/null
     spinner_until 30 demo_answers || bail "demo $DEMO_VERSION did not answer on port $(demo_port) within 30 s"
 }
 

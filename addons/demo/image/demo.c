@@ -1,8 +1,9 @@
 /* The demo add-on's program: a tiny HTTP server that answers with its version.
-     /demo PORT [TOKEN]
+     /demo PORT [TOKEN [EXPIRES]]
    GET /             -> 200 "demo VERSION"
-   GET /join/TOKEN   -> 200 "welcome to demo VERSION" when TOKEN is the one it was started with,
-                        403 otherwise: a new node's join hook proves it holds the join secret.
+   GET /join/TOKEN   -> 200 "welcome to demo VERSION" when TOKEN is the one it was started with
+                        and the time (Unix seconds) is before EXPIRES, when given; 403
+                        otherwise: a new node's join hook proves it holds a live join secret.
    Built with no C library (gcc -static -nostdlib), so the image is a few kilobytes.
    x86-64 Linux system calls. VERSION comes from the compiler command line. */
 
@@ -19,6 +20,7 @@
 #define SYS_listen 50
 #define SYS_setsockopt 54
 #define SYS_exit 60
+#define SYS_time 201
 
 static long syscall6(long number, long a, long b, long c, long d, long e) {
     long result;
@@ -96,8 +98,15 @@ static int asks_for(const char *request, const char *prefix, const char *token) 
 void serve(long *stack) {
     long count = stack[0];
     char **arguments = (char **)(stack + 1);
-    if (count < 2) fail("usage: /demo PORT [TOKEN]");
+    if (count < 2) fail("usage: /demo PORT [TOKEN [EXPIRES]]");
     const char *token = count > 2 ? arguments[2] : 0;
+    unsigned long expires = 0;
+    if (count > 3) {
+        for (const char *p = arguments[3]; *p; p++) {
+            if (*p < '0' || *p > '9') fail("EXPIRES must be Unix seconds");
+            expires = expires * 10 + (unsigned long)(*p - '0');
+        }
+    }
     unsigned long port = 0;
     for (const char *p = arguments[1]; *p; p++) {
         if (*p < '0' || *p > '9') fail("PORT must be a number");
@@ -122,6 +131,9 @@ void serve(long *stack) {
         request[got > 0 ? got : 0] = 0;
         if (asks_for(request, "GET /", 0))
             respond(client, "200 OK", "demo " VERSION "\n");
+        else if (token && asks_for(request, "GET /join/", token) && expires &&
+                 (unsigned long)syscall6(SYS_time, 0, 0, 0, 0, 0) >= expires)
+            respond(client, "403 Forbidden", "the join token has expired\n");
         else if (token && asks_for(request, "GET /join/", token))
             respond(client, "200 OK", "welcome to demo " VERSION "\n");
         else if (starts_with(request, "GET /join/"))
