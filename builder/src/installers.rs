@@ -96,6 +96,11 @@ impl InstallerStore {
         self.dir.join(format!("{id}.yaml"))
     }
 
+    /// The installer `id` if it is held parsed in memory: no disk, no parsing.
+    pub fn cached(&self, id: &str) -> Option<Arc<Installer>> {
+        self.state().cache.get(id).cloned()
+    }
+
     /// The installer `id`, or `None` when there is none (or `id` is not an id). Blocks: reads
     /// and parses the stored spec the first time.
     pub fn get(&self, id: &str) -> Result<Option<Arc<Installer>>, InstallerError> {

@@ -262,6 +262,9 @@ fn wants_json(headers: &HeaderMap) -> bool {
 }
 
 async fn installer(server: &Shared, id: &str) -> Result<Arc<Installer>, Response> {
+    if let Some(installer) = server.installers.cached(id) {
+        return Ok(installer);
+    }
     let store = Arc::clone(server);
     let wanted = id.to_string();
     let found = parse_off_the_workers(server, move || store.installers.get(&wanted)).await;

@@ -56,6 +56,17 @@ fn write_package(folder: &Path, file: &str, bytes: &[u8], digest_of: &[u8]) -> P
     path
 }
 
+/// `berth unpack PACKAGE --to DESTINATION`.
+fn unpack(package: &Path, destination: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_berth"))
+        .arg("unpack")
+        .arg(package)
+        .arg("--to")
+        .arg(destination)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn unpack_refuses_a_package_whose_index_names_a_path() {
     let outer = tempfile::tempdir().unwrap();
@@ -65,13 +76,7 @@ fn unpack_refuses_a_package_whose_index_names_a_path() {
         let index = index_json(name, version);
         let bytes = crafted_package(&[("addons/x/1/package.json", &index)]);
         let package = write_package(outer.path(), "x-1.tar.gz", &bytes, &bytes);
-        let output = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .arg("unpack")
-            .arg(&package)
-            .arg("--to")
-            .arg(&destination)
-            .output()
-            .unwrap();
+        let output = unpack(&package, &destination);
         let all = failed(&output);
         assert!(all.contains("not a plain name"), "{name} {version}: {all}");
         assert!(!all.contains("panicked"), "{all}");
@@ -140,13 +145,7 @@ fn a_package_that_expands_past_the_disk_is_stopped_before_it_fills_it() {
     let outer = tempfile::tempdir().unwrap();
     let bytes = bomb(256 << 20);
     let package = write_package(outer.path(), "bomb-1.0.0.tar.gz", &bytes, &bytes);
-    let output = Command::new(env!("CARGO_BIN_EXE_berth"))
-        .arg("unpack")
-        .arg(&package)
-        .arg("--to")
-        .arg(disk.path())
-        .output()
-        .unwrap();
+    let output = unpack(&package, disk.path());
     let all = failed(&output);
     assert!(all.contains("expands past"), "{all}");
     assert!(
@@ -164,18 +163,17 @@ fn a_package_that_is_not_the_one_pinned_is_never_expanded() {
     // The `.sha256` pins other bytes: the package is judged before it is expanded.
     let package = write_package(outer.path(), "bomb-1.0.0.tar.gz", &bytes, b"other");
     let started = Instant::now();
-    let output = Command::new(env!("CARGO_BIN_EXE_berth"))
-        .arg("unpack")
-        .arg(&package)
-        .arg("--to")
-        .arg(disk.path())
-        .output()
-        .unwrap();
+    let output = unpack(&package, disk.path());
     let all = failed(&output);
     assert!(all.contains("does not match its expected digest"), "{all}");
     assert!(!all.contains("expands past"), "{all}");
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(files_below(disk.path()).is_empty());
+}
+
+/// What the hooks appended to `$TRACE` in `scratch`.
+fn trace(scratch: &tempfile::TempDir) -> String {
+    fs_err::read_to_string(scratch.path().join("trace")).unwrap()
 }
 
 fn dist_with(name: &str, install_sh: &str) -> (TestDist, PathBuf) {
@@ -229,10 +227,7 @@ fn a_download_cut_every_time_is_a_clear_error_and_a_rerun_completes() {
     assert!(lock_is_free(&node));
     let mended = FileServer::serve(dist.dist.path(), None);
     succeeded(&node.install(&spec, &mended.url, &[]));
-    assert_eq!(
-        fs_err::read_to_string(scratch.path().join("trace")).unwrap(),
-        "demo\n"
-    );
+    assert_eq!(trace(&scratch), "demo\n");
 }
 
 #[test]
@@ -297,10 +292,7 @@ fn a_full_disk_mid_unpack_is_a_clear_error_and_a_rerun_completes_once_there_is_r
     assert!(!scratch.path().join("trace").exists(), "no hook ran");
     disk.grow(400);
     succeeded(&node.install(&spec, &dist.url(), &[]));
-    assert_eq!(
-        fs_err::read_to_string(scratch.path().join("trace")).unwrap(),
-        "big\n"
-    );
+    assert_eq!(trace(&scratch), "big\n");
 }
 
 /// Hooks for every phase; the one named by $STOP_AT waits (after writing $STARTED) until
@@ -351,7 +343,7 @@ fn kill_9_at_every_phase_boundary_then_a_rerun_completes() {
             status["phased"]["progressing"]["reason"], "Succeeded",
             "{phase}: {rerun}"
         );
-        let trace = fs_err::read_to_string(scratch.path().join("trace")).unwrap();
+        let trace = trace(&scratch);
         assert!(
             trace.ends_with("preflight\npre_init\ninstall\npost_init\noutro\n"),
             "{phase}: the re-run ran every hook: {trace}"
@@ -391,7 +383,7 @@ fn kill_9_during_a_download_then_a_rerun_completes() {
     assert!(lock_is_free(&node));
     let mended = FileServer::serve(dist.dist.path(), None);
     succeeded(&node.install(&spec, &mended.url, &[]));
-    assert_eq!(fs_err::read_to_string(scratch.path().join("trace")).unwrap(), "demo\n");
+    assert_eq!(trace(&scratch), "demo\n");
     assert_eq!(node.status()["demo"]["progressing"]["reason"], "Succeeded");
 }
 
@@ -510,7 +502,7 @@ function broken_reset() {
         "the reset hook ran"
     );
     assert_eq!(
-        fs_err::read_to_string(scratch.path().join("trace")).unwrap(),
+        trace(&scratch),
         "reset 9999\n",
         "with the configuration the failed install used"
     );
@@ -551,10 +543,7 @@ fn a_damaged_record_stops_neither_status_nor_an_install() {
         node.status()["second"]["progressing"]["reason"],
         "Succeeded"
     );
-    assert_eq!(
-        fs_err::read_to_string(scratch.path().join("trace")).unwrap(),
-        "second\nsecond\n"
-    );
+    assert_eq!(trace(&scratch), "second\nsecond\n");
 }
 
 #[test]
@@ -596,7 +585,8 @@ fn lifetimes_out_of_range_are_refused_not_a_panic() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(b"value").unwrap();
+        // berth may refuse the argument before it reads standard input.
+        let _ = child.stdin.take().unwrap().write_all(b"value");
         let all = failed(&child.wait_with_output().unwrap());
         assert!(!all.contains("panicked"), "{ttl}: {all}");
         assert!(all.contains("not a lifetime"), "{ttl}: {all}");
