@@ -26,6 +26,8 @@ pub enum KustomizationError {
     },
     #[error("{path}: the file is not a mapping")]
     NotAMapping { path: PathBuf },
+    #[error("{path}: the edited file cannot be written back as YAML: {message}")]
+    Serialize { path: PathBuf, message: String },
     #[error("failed to write {path}")]
     Write {
         path: PathBuf,
@@ -118,11 +120,46 @@ fn read(path: &Path) -> Result<Value, KustomizationError> {
 }
 
 fn write(path: &Path, document: &Value) -> Result<(), KustomizationError> {
-    let text = serde_norway::to_string(document).expect("YAML values serialize");
+    // Not every document that parses writes back: a tag such as `!-` does not.
+    let text =
+        serde_norway::to_string(document).map_err(|error| KustomizationError::Serialize {
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        })?;
     crate::state::write_atomically(path, text.as_bytes()).map_err(|source| {
         KustomizationError::Write {
             path: path.to_path_buf(),
             source,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by `bench/fuzz.sh` (the kustomization target): a tag that parses but does not
+    /// serialize made the editor panic.
+    #[test]
+    fn a_document_that_cannot_be_written_back_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kustomization.yaml");
+        let found = b"a:\n  - se~rvice.ersUsZp kustoon\namsources:\n !- se~rces:\n  - se~rvibe.uss:\n  - sl~~vice.yaml\n";
+        fs_err::write(&path, found).unwrap();
+        let result = insert(
+            &path,
+            "patchesStrategicMerge",
+            Value::String("patch.yaml".into()),
+        );
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error, KustomizationError::Serialize { .. }),
+            "{error}"
+        );
+        assert_eq!(
+            fs_err::read(&path).unwrap(),
+            found,
+            "the file is left as it was"
+        );
+    }
 }
