@@ -26,15 +26,20 @@ cleanup() {
 trap cleanup EXIT
 
 echo "building this checkout and $before (release)..." >&2
+# Both trees build in this checkout's target folder, so only the workspace's own crates build
+# twice, not every dependency; their artifacts go first each time, since the two trees' crates
+# share names and versions.
+target="$PWD/target"
+workspace_crates=(-p berth-formats -p berth -p berth-build)
+cargo clean --release --quiet "${workspace_crates[@]}"
 cargo build --release --quiet -p berth -p berth-build
 mkdir -p "$work/after" "$work/before"
 cp target/release/berth target/release/berth-build "$work/after/"
 git worktree add --quiet --detach "$work/before-tree" "$before"
-# The same target folder (this checkout's binaries are copied already): only the workspace's
-# own crates build again, not every dependency.
-(cd "$work/before-tree" && CARGO_TARGET_DIR="$OLDPWD/target" \
-    cargo build --release --quiet -p berth -p berth-build)
+(cd "$work/before-tree" && CARGO_TARGET_DIR="$target" cargo clean --release --quiet "${workspace_crates[@]}" &&
+    CARGO_TARGET_DIR="$target" cargo build --release --quiet -p berth -p berth-build)
 cp target/release/berth target/release/berth-build "$work/before/"
+cargo clean --release --quiet "${workspace_crates[@]}"
 
 echo "building the demo and hello packages..." >&2
 mkdir -p "$work/repo/addons"
@@ -70,14 +75,14 @@ for side in before after; do
     # One hostile post, bounded at 120 s; a render asked meanwhile shows whether serve still answers.
     started=$(date +%s.%N)
     curl -sS -m 120 -o /dev/null --data-binary @"$work/nested.yaml" "$url/installer" 2>/dev/null || true
-    figures[nested-$side]=$(echo "$(date +%s.%N) - $started" | bc)
-    figures[rss-$side]=$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$server_pid/status")
+    figures[nested-$side]=$(printf '%.3f' "$(echo "$(date +%s.%N) - $started" | bc)")
+    figures[rss-$side]=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
     kill "$server_pid"
     wait "$server_pid" 2>/dev/null || true
     server_pid=""
 done
 
-ratio() { echo "scale=2; $1 / $2" | bc; }
+ratio() { echo "scale=4; $1 / $2" | bc; }
 printf '%-34s %14s %14s %8s\n' "" "before ($before)" "after" "after/before"
 for row in render post bundle; do
     printf '%-34s %14s %14s %8s\n' "$row: requests/s" "${figures[$row-before]}" "${figures[$row-after]}" \
