@@ -416,11 +416,11 @@ function slow() {
     wait_until("the hook to start", Duration::from_secs(30), || {
         scratch.path().join("started").exists()
     });
-    let killed = Command::new("kill")
-        .args([&format!("-{signal}"), &run.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    let number = match signal {
+        "INT" => nix::sys::signal::Signal::SIGINT,
+        _ => nix::sys::signal::Signal::SIGTERM,
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(run.id() as i32), number).unwrap();
     let started = Instant::now();
     let status = loop {
         if let Some(status) = run.try_wait().unwrap() {
