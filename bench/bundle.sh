@@ -28,8 +28,10 @@ max_rss_kib() { sed -n 's/^\s*Maximum resident set size (kbytes): //p' "$1"; }
 
 echo "kURL method (tar czf of the packages)..." >&2
 start=$(now)
+packages=()
+for package in "$work"/dist/*.tar.gz; do packages+=("./${package##*/}"); done
 /usr/bin/time -v -o "$work/kurl.time" \
-    tar -C "$work/dist" -czf "$work/kurl-bundle.tar.gz" $(cd "$work/dist" && ls ./*.tar.gz) versions.json
+    tar -C "$work/dist" -czf "$work/kurl-bundle.tar.gz" "${packages[@]}" versions.json
 kurl_seconds=$(elapsed "$start" "$(now)")
 kurl_bytes=$(stat -c %s "$work/kurl-bundle.tar.gz")
 kurl_rss=$(max_rss_kib "$work/kurl.time")

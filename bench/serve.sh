@@ -72,7 +72,7 @@ for side in before after; do
     ab -q -n "$bundles" -c 2 "$url/bundle/$id.tar.gz" >"$work/bundle-$side.txt" 2>&1
     figures[bundle-$side]=$(rate "$work/bundle-$side.txt")
     figures[bundle-bytes-$side]=$(sed -n 's/^Document Length: *\([0-9]*\).*/\1/p' "$work/bundle-$side.txt")
-    # One hostile post, bounded at 120 s; a render asked meanwhile shows whether serve still answers.
+    # One hostile post, bounded at 120 s: how long it holds the server.
     started=$(date +%s.%N)
     curl -sS -m 120 -o /dev/null --data-binary @"$work/nested.yaml" "$url/installer" 2>/dev/null || true
     figures[nested-$side]=$(printf '%.3f' "$(echo "$(date +%s.%N) - $started" | bc)")

@@ -435,7 +435,13 @@ async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>
     .await;
     let plan = match prepared {
         Ok(plan) => plan,
-        Err(error) => return text(StatusCode::BAD_GATEWAY, error.to_string()),
+        Err(error) => {
+            tracing::warn!("bundle {id}: {error}");
+            return text(
+                StatusCode::BAD_GATEWAY,
+                "the server failed to prepare the bundle; its log says why",
+            );
+        }
     };
     let (writer, reader) = tokio::io::duplex(256 * 1024);
     let server = Arc::clone(&server);

@@ -428,7 +428,11 @@ fn too_deep(text: &str, limit: usize) -> Option<usize> {
         }
         let mut items = 0;
         let mut rest = content;
-        while let Some(after) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("-\t")) {
+        // `- ` items and `? ` complex keys each open a level on the line.
+        while let Some(after) = ["- ", "-\t", "? ", "?\t"]
+            .iter()
+            .find_map(|marker| rest.strip_prefix(marker))
+        {
             items += 1;
             rest = after.trim_start();
         }

@@ -49,9 +49,6 @@ const ATTEMPTS: u32 = 5;
 /// The most a small file (versions.json, a `.sha256`) may be.
 const SMALL_FILE_LIMIT: u64 = 16 << 20;
 
-/// Room kept free on the node's disk when a package is downloaded.
-const DISK_RESERVE: u64 = 64 << 20;
-
 /// How long a server may go without sending a byte before the attempt is given up (and
 /// retried): `BERTH_STALL_TIMEOUT` seconds, 60 by default.
 fn stall_timeout() -> Duration {
@@ -231,7 +228,7 @@ fn download(
     let resumed = response.status() == reqwest::StatusCode::PARTIAL_CONTENT;
     // An endless or oversized body stops before the disk is full.
     let folder = partial.parent().unwrap_or(Path::new("."));
-    let room = crate::unpack::free_space(folder).saturating_sub(DISK_RESERVE);
+    let room = crate::unpack::free_space(folder).saturating_sub(crate::unpack::DISK_RESERVE);
     let too_large = || {
         Attempt::Stop(FetchError::TooLarge {
             location: location.to_string(),

@@ -38,16 +38,9 @@ pub fn install() -> std::io::Result<()> {
                 end_session(Signal::SIGKILL);
                 std::process::exit(128 + signal);
             }
+            // The session ends: bash exits, the run records the interruption, and dropping
+            // the session gives what the hooks started its grace period (see `end_group`).
             end_session(Signal::SIGTERM);
-            let group = SESSION_GROUP.load(Ordering::SeqCst);
-            if group > 0 {
-                std::thread::spawn(move || {
-                    std::thread::sleep(GRACE);
-                    if SESSION_GROUP.load(Ordering::SeqCst) == group {
-                        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
-                    }
-                });
-            }
         }
     });
     Ok(())
@@ -57,6 +50,19 @@ fn end_session(signal: Signal) {
     let group = SESSION_GROUP.load(Ordering::SeqCst);
     if group > 0 {
         let _ = killpg(Pid::from_raw(group), signal);
+    }
+}
+
+/// Waits up to the grace period for every process of `group` (a hook session's, sent SIGTERM)
+/// to end, then kills what is left: a hook's child that ignores SIGTERM does not outlive Berth.
+pub(crate) fn end_group(group: Pid) {
+    let deadline = std::time::Instant::now() + GRACE;
+    while killpg(group, None).is_ok() {
+        if std::time::Instant::now() >= deadline {
+            let _ = killpg(group, Signal::SIGKILL);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use berth_formats::package_index::PackageIndex;
 use serde_json::{Map, Value};
 
-use crate::engine::{EngineError, Reporter};
+use crate::engine::{EngineError, Reporter, first_line};
 use crate::hook_environment::HookEnvironment;
 use crate::images::Runtime;
 use crate::layout::Layout;
@@ -42,11 +42,15 @@ pub fn reset(
 ) -> Result<ResetReport, EngineError> {
     let mut report = ResetReport::default();
     let (records, damaged) = StateStore::new(layout.state_dir()).load_all()?;
-    for damage in &damaged {
-        reporter.step(&format!(
-            "warning: {}; its add-on's reset hook cannot run",
-            damage.to_string().lines().next().unwrap_or_default()
-        ));
+    // A damaged record's add-on cannot be reset (its version and configuration are unknown):
+    // stop before anything is removed, so nothing of it is lost.
+    if !damaged.is_empty() {
+        return Err(EngineError::DamagedRecords {
+            records: damaged
+                .iter()
+                .map(|damage| first_line(&damage.to_string()).to_string())
+                .collect(),
+        });
     }
     // Installed add-ons, and those whose first install failed part-way: its hooks may have
     // started something.

@@ -374,6 +374,9 @@ impl Drop for Session {
         if !self.exited {
             self.kill();
         }
+        if crate::interrupt::received().is_some() {
+            crate::interrupt::end_group(self.pid);
+        }
     }
 }
 

@@ -291,7 +291,10 @@ impl StateStore {
         for name in &names {
             match self.load(name) {
                 Ok(state) => states.push(state),
-                Err(error @ StateError::Damaged { .. }) => damaged.push(error),
+                // A file whose name is no add-on's is as damaged as one that does not parse.
+                Err(error @ (StateError::Damaged { .. } | StateError::BadName(_))) => {
+                    damaged.push(error)
+                }
                 Err(error) => return Err(error),
             }
         }
@@ -379,9 +382,19 @@ impl NodeLock {
             .map_err(lock_error)?
             .into_parts()
             .0;
-        let mut lock =
+        // `berth status` takes the lock shared for an instant (`is_held`): a run starting
+        // then tries again for a moment before it says another run holds it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        let mut file = file;
+        let mut lock = loop {
             match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
-                Ok(lock) => lock,
+                Ok(lock) => break lock,
+                Err((returned, nix::errno::Errno::EWOULDBLOCK))
+                    if std::time::Instant::now() < deadline =>
+                {
+                    file = returned;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
                 Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
                     let holder = fs_err::read_to_string(path).unwrap_or_default();
                     return Err(StateError::Locked {
@@ -390,7 +403,8 @@ impl NodeLock {
                     });
                 }
                 Err((_, errno)) => return Err(lock_error(errno.into())),
-            };
+            }
+        };
         let record = format!("pid {} ({holder}) since {}\n", std::process::id(), now());
         lock.set_len(0).map_err(lock_error)?;
         std::io::Write::write_all(&mut *lock, record.as_bytes()).map_err(lock_error)?;

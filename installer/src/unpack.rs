@@ -47,8 +47,9 @@ pub enum UnpackError {
     },
 }
 
-/// Checks `package` against `expected` while extracting it, then moves the add-on folder
-/// `addons/<name>/<version>` into `install_dir`. Returns the package's index.
+/// Checks `package` against `expected`, extracts it (checking the bytes extracted against
+/// `expected` again), then moves the add-on folder `addons/<name>/<version>` into
+/// `install_dir`. Returns the package's index.
 pub fn unpack(
     package: &Path,
     expected: &Sha256Digest,
@@ -215,12 +216,14 @@ pub fn unpack_bundled(
     result
 }
 
-/// Room kept free on the node's disk when a package is unpacked.
-const DISK_RESERVE: u64 = 64 << 20;
+/// Room kept free on the node's disk when a package is downloaded or unpacked.
+pub const DISK_RESERVE: u64 = 64 << 20;
 
 /// Checks the package's digest, and only then unpacks it: a package the lock does not pin is
-/// never expanded (a small archive can expand a thousandfold). The unpacked bytes are bounded
-/// by the room left on the staging folder's filesystem.
+/// never expanded (a small archive can expand a thousandfold). The bytes unpacked are hashed
+/// too, so a file changed between the two reads (a dist hard-linked into the cache) is refused
+/// before anything is moved into place. The unpacked bytes are bounded by the room left on the
+/// staging folder's filesystem.
 fn extract_checked(
     package: &Path,
     expected: &Sha256Digest,
@@ -247,7 +250,19 @@ fn extract_checked(
         max_bytes: free_space(staging).saturating_sub(DISK_RESERVE),
         ..Default::default()
     };
-    archive::extract_within(open()?, staging, limits)
+    let mut reader = HashingReader::new(open()?);
+    let extracted = archive::extract_within(&mut reader, staging, limits);
+    // The rest of the stream (the tar's end blocks, the gzip trailer) counts too.
+    std::io::copy(&mut reader, &mut std::io::sink()).map_err(io)?;
+    let (again, _) = reader.finish().map_err(io)?;
+    if &again != expected {
+        return Err(UnpackError::Mismatch {
+            package: package.to_path_buf(),
+            expected: *expected,
+            actual: again,
+        });
+    }
+    extracted
         .map(|_| ())
         .map_err(|source| UnpackError::Extract {
             package: package.to_path_buf(),

@@ -395,7 +395,8 @@ fn interrupted_install(signal: &str) -> (Node, tempfile::TempDir, i32, std::proc
         r#"
 function slow() {
     echo $$ > "$HOOK_PID"
-    sleep 300 &
+    # A child that ignores SIGTERM: the grace period ends it with SIGKILL.
+    bash -c "trap '' TERM; exec sleep 300" &
     echo $! > "$CHILD_PID"
     touch "$STARTED"
     wait
@@ -559,19 +560,11 @@ fn a_damaged_digest_in_a_record_is_an_error_not_a_panic() {
     let all = failed(&node.berth(&["rollback", "demo"]));
     assert!(!all.contains("panicked"), "{all}");
     assert!(all.contains("damaged"), "{all}");
-    let all = succeeded(&node.berth(&["reset"]));
-    assert!(
-        all.contains("damaged"),
-        "reset says what it could not undo: {all}"
-    );
-}
-
-fn text_of(output: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+    // Reset stops before it removes anything: the damaged record's add-on cannot be undone.
+    let all = failed(&node.berth(&["reset"]));
+    assert!(!all.contains("panicked"), "{all}");
+    assert!(all.contains("demo.json is damaged"), "{all}");
+    assert!(record.exists(), "nothing was removed");
 }
 
 #[test]
@@ -651,17 +644,25 @@ function render() {
 }
 "#,
     );
-    fs_err::write(
-        &spec,
-        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  render:\n    version: latest\n    name: \"x\\nhostPID: true\"\n",
-    )
-    .unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let node = Node::new().env("OUT", scratch.path().join("out.yaml"));
-    let all = failed(&node.install(&spec, &dist.url(), &[]));
-    assert!(all.contains("$RENDER_NAME holds a line break"), "{all}");
-    let written = fs_err::read_to_string(scratch.path().join("out.yaml")).unwrap_or_default();
-    assert!(!written.contains("hostPID"), "{written}");
+    // Every line break YAML knows, written as YAML escapes: LF, CR, NEL, LS, PS.
+    for escape in ["\\n", "\\r", "\\N", "\\L", "\\P"] {
+        fs_err::write(
+            &spec,
+            format!(
+                "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  render:\n    version: latest\n    name: \"x{escape}hostPID: true\"\n"
+            ),
+        )
+        .unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let node = Node::new().env("OUT", scratch.path().join("out.yaml"));
+        let all = failed(&node.install(&spec, &dist.url(), &[]));
+        assert!(
+            all.contains("$RENDER_NAME holds a line break"),
+            "{escape}: {all}"
+        );
+        let written = fs_err::read_to_string(scratch.path().join("out.yaml")).unwrap_or_default();
+        assert!(!written.contains("hostPID"), "{escape}: {written}");
+    }
 }
 
 #[test]
@@ -684,7 +685,7 @@ fn a_record_whose_version_names_a_path_sources_nothing_on_reset() {
         ),
     )
     .unwrap();
-    let all = text_of(&node.berth(&["reset"]));
+    let all = failed(&node.berth(&["reset"]));
     assert!(all.contains("not a plain name"), "{all}");
     assert!(
         !scratch.path().join("marker").exists(),

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # General helpers with kURL's names and signatures.
 
 function commandExists() {
@@ -15,6 +16,7 @@ function semverParse() {
 }
 
 # Compares two versions; sets SEMVER_COMPARE_RESULT to -1, 0 or 1.
+# shellcheck disable=SC2034 # SEMVER_COMPARE_RESULT is the result callers read, as in kURL
 function semverCompare() {
     local a_major a_minor a_patch
     semverParse "$1"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Host package helpers with kURL's names and signatures. A package carries, for each target
 # distro, a local repository in `<distro>/archives/`: the .deb files and their Packages index,
 # or the .rpm files and their repodata/. These helpers point apt, dnf or yum at that repository

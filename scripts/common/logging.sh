@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Logging helpers with kURL's names. Messages go to stderr, so a hook's stdout stays its data.
 
 GREEN='\033[0;32m'

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Rendering and kustomization helpers with kURL's names and signatures. The insert_* edits go
 # through `berth kustomization`, which parses and writes YAML, so they hold for any layout.
 
@@ -7,7 +8,9 @@
 function __berth_check_yaml_values() {
     local name
     for name in $(grep -o '\$[{]\?[A-Za-z_][A-Za-z0-9_]*' "$1" | tr -d '${' | sort -u); do
-        if [[ "${!name-}" == *$'\n'* ]]; then
+        # LF, CR, and U+0085, U+2028, U+2029 in UTF-8: YAML reads each as a line break.
+        if [[ "${!name-}" == *[$'\n\r']* || "${!name-}" == *$'\xc2\x85'* ||
+            "${!name-}" == *$'\xe2\x80\xa8'* || "${!name-}" == *$'\xe2\x80\xa9'* ]]; then
             logFail "\$$name holds a line break, which would change the YAML structure of $1"
             return 1
         fi

@@ -226,6 +226,11 @@ pub enum EngineError {
         #[source]
         source: HookError,
     },
+    #[error(
+        "{}\nhint: their add-ons cannot be reset; fix each record, or move it out of the state folder to leave its add-on as it is, then run berth reset again",
+        records.join("\n")
+    )]
+    DamagedRecords { records: Vec<String> },
     #[error("interrupted by {signal}")]
     Interrupted { signal: String },
     #[error("the plan refuses to go on:\n{}", lines.join("\n"))]
@@ -249,6 +254,11 @@ fn cached_digest(layout: &Layout, file: &str) -> Option<berth_formats::Sha256Dig
     let text = fs_err::read_to_string(cache.join(format!("{file}.sha256"))).ok()?;
     let digest = berth_formats::package_index::parse_checksum_file(&text).ok()?;
     cache.join(file).exists().then_some(digest)
+}
+
+/// The first line of a message (its hints and causes follow on other lines).
+pub(crate) fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
 }
 
 /// Stops the run at a step boundary once Berth has been asked to stop.

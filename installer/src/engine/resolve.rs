@@ -10,7 +10,9 @@ use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
-use super::{ENGINE_GENERATION, EngineError, InstallSettings, Plan, PlannedAddon, cached_digest};
+use super::{
+    ENGINE_GENERATION, EngineError, InstallSettings, Plan, PlannedAddon, cached_digest, first_line,
+};
 use crate::layout::Layout;
 use crate::plan::{Decision, decide};
 use crate::state::{Applied, StateStore, Target};
@@ -287,8 +289,4 @@ fn node_overrides(path: &Path) -> Result<Vec<FieldsOfAddon>, EngineError> {
             "expected a mapping of add-on names to their fields".into(),
         )),
     }
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or_default()
 }

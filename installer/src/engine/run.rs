@@ -11,7 +11,7 @@ use berth_formats::package_index::{PackageIndex, package_file_name};
 
 use super::{
     EngineError, InstallSettings, Mode, Plan, PlannedAddon, Reporter, cached_digest,
-    check_interrupt, io_error,
+    check_interrupt, first_line, io_error,
 };
 use crate::dist::Dist;
 use crate::hook_environment::HookEnvironment;
@@ -506,10 +506,13 @@ impl<'a> Run<'a> {
             let text = if culprit.as_deref() == Some(member.planned.name.as_str()) {
                 message.clone()
             } else {
-                format!(
-                    "not finished: the run stopped at {}",
-                    culprit.as_deref().unwrap_or("an error")
-                )
+                match (crate::interrupt::received(), &culprit) {
+                    (Some(signal), _) => {
+                        format!("not finished: interrupted by {}", signal.as_str())
+                    }
+                    (None, Some(culprit)) => format!("not finished: the run stopped at {culprit}"),
+                    (None, None) => format!("not finished: {}", first_line(&message)),
+                }
             };
             state.set_progressing(false, "Failed", text);
             match &state.current {
