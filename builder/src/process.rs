@@ -80,21 +80,9 @@ pub fn run(program: &Path, arguments: impl AsRef<[OsString]>) -> Result<Vec<u8>,
 fn display_command(program: &Path, arguments: &[OsString]) -> String {
     std::iter::once(program.as_os_str())
         .chain(arguments.iter().map(OsString::as_os_str))
-        .map(|word| shell_quote(&word.to_string_lossy()))
+        .map(|word| berth_formats::shell::word(&word.to_string_lossy()))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// Builds an argument list from anything string-like.

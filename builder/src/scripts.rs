@@ -39,13 +39,6 @@ pub enum ScriptError {
     Render { script: String, message: String },
 }
 
-/// `text` as one bash word: single quotes, each `'` written as `'\''`. Inside single quotes
-/// bash reads every character as itself, line breaks included, so no value (a spec, a URL)
-/// can end the word early.
-pub fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
 /// `text` for a `#` comment: a line break would end the comment, so control characters
 /// become `?`.
 fn comment(text: &str) -> String {
@@ -64,7 +57,7 @@ fn comment(text: &str) -> String {
 /// filter (a quoted word) or the `comment` filter.
 pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptError> {
     let mut environment = Environment::new();
-    environment.add_filter("sh", |text: &str| shell_quote(text));
+    environment.add_filter("sh", |text: &str| berth_formats::shell::quote(text));
     environment.add_filter("comment", |text: &str| comment(text));
     environment.set_undefined_behavior(UndefinedBehavior::Strict);
     environment.set_keep_trailing_newline(true);

@@ -164,15 +164,14 @@ fn release_error(server: &Server, error: ReleaseError) -> Response {
         _ => StatusCode::BAD_GATEWAY,
     };
     tracing::warn!("{error}");
-    let store_root = server.release.store.describe(&server.release.key(""));
-    let message = error.to_string().replace(&store_root, "");
     if status == StatusCode::BAD_GATEWAY {
         return text(
             status,
             "the server failed to read its release; its log says why",
         );
     }
-    text(status, message)
+    let store_root = server.release.store.describe(&server.release.key(""));
+    text(status, error.to_string().replace(&store_root, ""))
 }
 
 fn installer_error(error: InstallerError) -> Response {

@@ -462,11 +462,18 @@ fn link_stays_inside(target: &Path, depth: usize) -> bool {
 
 /// Whether any folder on the way to `relative` under `root` is a link (or not a folder).
 fn passes_through_link(root: &Path, relative: &str) -> bool {
+    parent_folders(root, relative)
+        .any(|folder| !std::fs::symlink_metadata(folder).is_ok_and(|metadata| metadata.is_dir()))
+}
+
+/// The folders on the way from `root` to `relative`, nearest to `root` first.
+fn parent_folders(root: &Path, relative: &str) -> impl Iterator<Item = PathBuf> {
     let mut current = root.to_path_buf();
     let parts: Vec<_> = Path::new(relative).components().collect();
-    parts[..parts.len().saturating_sub(1)].iter().any(|part| {
+    let parents = parts.len().saturating_sub(1);
+    parts.into_iter().take(parents).map(move |part| {
         current.push(part.as_os_str());
-        !std::fs::symlink_metadata(&current).is_ok_and(|metadata| metadata.is_dir())
+        current.clone()
     })
 }
 
@@ -477,10 +484,7 @@ enum Prepare {
 
 /// Creates the parent folders of `relative` under `root`, refusing to go through a link.
 fn prepare_parents(root: &Path, relative: &str) -> Result<(), Prepare> {
-    let mut current = root.to_path_buf();
-    let parents: Vec<_> = Path::new(relative).components().collect();
-    for component in &parents[..parents.len().saturating_sub(1)] {
-        current.push(component.as_os_str());
+    for current in parent_folders(root, relative) {
         match std::fs::symlink_metadata(&current) {
             Ok(metadata) if metadata.file_type().is_symlink() => return Err(Prepare::ThroughLink),
             Ok(metadata) if metadata.is_dir() => {}

@@ -223,7 +223,10 @@ pub fn join_command(file: &JoinFile, options: CommandOptions) -> Result<String, 
         words.push("airgap".to_string());
     }
     for (key, param) in &chosen {
-        words.push(shell_word(&format!("{key}={}", param.value)));
+        words.push(berth_formats::shell::word(&format!(
+            "{key}={}",
+            param.value
+        )));
     }
     if let Some(earliest) = earliest {
         words.push(format!("{EXPIRES_PARAM}={}", rfc3339(earliest)));
@@ -241,7 +244,7 @@ pub fn join_command(file: &JoinFile, options: CommandOptions) -> Result<String, 
             .ok_or_else(|| JoinError::NoScriptsUrl { id: id.into() })?;
         format!(
             "curl -fsSL {} | sudo bash -s {arguments}",
-            shell_word(&format!("{url}/join.sh"))
+            berth_formats::shell::word(&format!("{url}/join.sh"))
         )
     })
 }
@@ -285,18 +288,6 @@ pub fn parse_ttl(text: &str) -> Result<Duration, String> {
 
 fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
-}
-
-/// Quotes a word for bash when it holds anything but safe characters.
-fn shell_word(word: &str) -> String {
-    let safe = word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_=./:,@+%".contains(c));
-    if safe {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use berth_formats::shell::quote_line;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
@@ -223,19 +224,23 @@ impl Session {
     /// Sources `file` into the session (defining its hooks).
     pub fn source(&mut self, file: &Path, timeout: Duration) -> Result<(), HookError> {
         let path = file.display().to_string();
-        self.request(&format!("__berth_source {}", quote(&path)), &path, timeout)
-            .map(|_| ())
+        self.request(
+            &format!("__berth_source {}", quote_line(&path)),
+            &path,
+            timeout,
+        )
+        .map(|_| ())
     }
 
     /// Runs the bash function `name` (nothing, if it is not defined).
     pub fn hook(&mut self, name: &str, timeout: Duration) -> Result<(), HookError> {
-        self.request(&format!("__berth_hook {}", quote(name)), name, timeout)
+        self.request(&format!("__berth_hook {}", quote_line(name)), name, timeout)
             .map(drop)
     }
 
     /// Which of `names` are defined functions.
     pub fn defined(&mut self, names: &[String]) -> Result<HashSet<String>, HookError> {
-        let quoted: Vec<String> = names.iter().map(|name| quote(name)).collect();
+        let quoted: Vec<String> = names.iter().map(|name| quote_line(name)).collect();
         let status = self.request(
             &format!("__berth_defined {}", quoted.join(" ")),
             "defined",
@@ -274,7 +279,7 @@ impl Session {
         }
         debug_assert!(
             !command.contains('\n'),
-            "commands are one line: use quote()"
+            "commands are one line: use quote_line()"
         );
         let line = format!("{command}\n");
         self.commands
@@ -441,26 +446,4 @@ pub fn end_orphans(work_root: &Path) {
         }
         let _ = fs_err::remove_dir_all(&folder);
     }
-}
-
-/// Quotes `text` for bash as one line: single quotes, or `$'…'` with escapes when it holds
-/// line breaks or other control characters.
-pub fn quote(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return format!("'{}'", text.replace('\'', r"'\''"));
-    }
-    let mut quoted = String::from("$'");
-    for character in text.chars() {
-        match character {
-            '\\' => quoted.push_str(r"\\"),
-            '\'' => quoted.push_str(r"\'"),
-            '\n' => quoted.push_str(r"\n"),
-            '\t' => quoted.push_str(r"\t"),
-            '\r' => quoted.push_str(r"\r"),
-            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('\'');
-    quoted
 }

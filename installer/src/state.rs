@@ -373,7 +373,7 @@ impl NodeLock {
         if let Some(parent) = path.parent() {
             fs_err::create_dir_all(parent).map_err(lock_error)?;
         }
-        let file = fs_err::OpenOptions::new()
+        let mut file = fs_err::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
@@ -385,7 +385,6 @@ impl NodeLock {
         // `berth status` takes the lock shared for an instant (`is_held`): a run starting
         // then tries again for a moment before it says another run holds it.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        let mut file = file;
         let mut lock = loop {
             match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
                 Ok(lock) => break lock,

@@ -6,7 +6,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use support::{Node, TestDist, failed, succeeded, wait_until};
+use support::{Node, TestDist, failed, spawn_quietly, succeeded, wait_until};
 
 /// Hooks that append their name to $TRACE, for every phase; `a_pre_init` sets a global.
 const TRACING_A: &str = r#"
@@ -422,12 +422,7 @@ impl SlowRun {
             .env("TRACE", scratch.join("trace"))
             .env("STARTED", scratch.join("started"))
             .env("RELEASE", scratch.join("release"));
-        let first = node
-            .install_command(&spec, &dist.url())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let first = spawn_quietly(&mut node.install_command(&spec, &dist.url()));
         wait_until(
             "the first run's hook to start",
             Duration::from_secs(30),

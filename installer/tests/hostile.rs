@@ -11,7 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
-use support::{Fault, FileServer, Node, TestDist, failed, files_below, succeeded, wait_until};
+use support::{
+    Fault, FileServer, Node, TestDist, failed, files_below, spawn_quietly, succeeded, wait_until,
+};
 
 /// A gzipped tar written entry by entry, so names the `tar` crate would refuse get through.
 fn crafted_package(entries: &[(&str, &[u8])]) -> Vec<u8> {
@@ -322,13 +324,10 @@ fn kill_9_at_every_phase_boundary_then_a_rerun_completes() {
             .env("TRACE", scratch.path().join("trace"))
             .env("STARTED", scratch.path().join("started"))
             .env("RELEASE", scratch.path().join("release"));
-        let mut first = node
-            .install_command(&spec, &dist.url())
-            .env("STOP_AT", phase)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut first = spawn_quietly(
+            node.install_command(&spec, &dist.url())
+                .env("STOP_AT", phase),
+        );
         wait_until(
             &format!("the run to reach {phase}"),
             Duration::from_secs(30),
@@ -364,12 +363,7 @@ fn kill_9_during_a_download_then_a_rerun_completes() {
         FileServer::serve_with(dist.dist.path(), Fault::Stall("/demo-1.0.0.tar.gz".into()));
     let scratch = tempfile::tempdir().unwrap();
     let node = Node::new().env("TRACE", scratch.path().join("trace"));
-    let mut first = node
-        .install_command(&spec, &server.url)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = spawn_quietly(&mut node.install_command(&spec, &server.url));
     wait_until("the download to start", Duration::from_secs(30), || {
         server
             .requests
@@ -408,12 +402,7 @@ function slow() {
         .env("STARTED", scratch.path().join("started"))
         .env("HOOK_PID", scratch.path().join("hook.pid"))
         .env("CHILD_PID", scratch.path().join("child.pid"));
-    let mut run = node
-        .install_command(&spec, &dist.url())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = spawn_quietly(&mut node.install_command(&spec, &dist.url()));
     wait_until("the hook to start", Duration::from_secs(30), || {
         scratch.path().join("started").exists()
     });

@@ -2,12 +2,11 @@
 //! session, record state as each add-on finishes.
 
 use std::collections::HashSet;
-
-use fs_err::os::unix::fs::OpenOptionsExt as _;
 use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::{PackageIndex, package_file_name};
+use fs_err::os::unix::fs::OpenOptionsExt as _;
 
 use super::{
     EngineError, InstallSettings, Mode, Plan, PlannedAddon, Reporter, cached_digest,

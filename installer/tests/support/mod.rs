@@ -104,6 +104,15 @@ impl Node {
     }
 }
 
+/// Starts `command` with its output discarded, for a run the test stops or waits on itself.
+pub fn spawn_quietly(command: &mut Command) -> std::process::Child {
+    command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
