@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use berth_build::bundle;
-use berth_build::release::Release;
-use berth_build::store::{LocalStore, Store};
+use berth_build::deliver::bundle;
+use berth_build::publish::release::Release;
+use berth_build::publish::store::{LocalStore, Store};
 use berth_formats::spec::InstallerSpec;
 use support::{Node, TestDist, require, run, text};
 

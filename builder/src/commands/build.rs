@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use berth_build::build;
+use berth_build::package::build;
 
 use crate::BuildArgs;
 

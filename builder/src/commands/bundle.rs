@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use berth_build::bundle;
+use berth_build::deliver::bundle;
 use berth_formats::spec::InstallerSpec;
 
 use super::release::ReleaseArgs;

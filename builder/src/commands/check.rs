@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use crate::CheckArgs;
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let report = berth_build::check::check(&args.paths)?;
+    let report = berth_build::source::check::check(&args.paths)?;
     for problem in &report.problems {
         println!("{problem}");
     }

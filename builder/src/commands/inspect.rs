@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use crate::InspectArgs;
 
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let index = berth_build::inspect::read_index(&args.package)?;
+    let index = berth_build::package::inspect::read_index(&args.package)?;
     if args.json {
         print!("{}", String::from_utf8_lossy(&index.to_bytes()));
         return Ok(ExitCode::SUCCESS);

@@ -15,11 +15,11 @@ pub mod versions;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use berth_build::cache::BlobCache;
-use berth_build::download::RetryPolicy;
+use berth_build::fetch::cache::BlobCache;
+use berth_build::fetch::download::RetryPolicy;
+use berth_build::fetch::registry::{RegistryClient, RegistrySettings};
 use berth_build::host_packages::distros::{Distro, DistrosFile};
 use berth_build::package::{BuildContext, PackageSettings};
-use berth_build::registry::{RegistryClient, RegistrySettings};
 
 use crate::FetchArgs;
 use crate::progress::Bars;

@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
-use berth_build::release::Release;
-use berth_build::store::{Store, StoreLocation, release_key};
+use berth_build::publish::release::Release;
+use berth_build::publish::store::{Store, StoreLocation, release_key};
 
 use super::upload::{StoreArgs, default_arch, sibling_berth};
 

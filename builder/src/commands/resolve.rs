@@ -2,8 +2,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use berth_build::cache::BlobCache;
-use berth_build::download::RetryPolicy;
+use berth_build::fetch::cache::BlobCache;
+use berth_build::fetch::download::RetryPolicy;
 use berth_build::host_packages::distros::Format;
 use berth_build::host_packages::fetch::Fetcher;
 

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use berth_build::scripts::{self, SCRIPTS, ScriptContext};
+use berth_build::deliver::scripts::{self, SCRIPTS, ScriptContext};
 use berth_formats::spec::InstallerSpec;
 
 use super::release::ReleaseArgs;

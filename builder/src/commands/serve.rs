@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use berth_build::installers::InstallerStore;
-use berth_build::serve::{ConnectionLimits, DEFAULT_BUNDLES, Server, router, serve};
+use berth_build::deliver::installers::InstallerStore;
+use berth_build::deliver::serve::{ConnectionLimits, DEFAULT_BUNDLES, Server, router, serve};
 use berth_formats::spec::InstallerSpec;
 
 use super::release::ReleaseArgs;

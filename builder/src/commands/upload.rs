@@ -3,8 +3,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use berth_build::store::{Put, S3Settings, Store, StoreLocation};
-use berth_build::upload::{UploadSettings, upload};
+use berth_build::publish::store::{Put, S3Settings, Store, StoreLocation};
+use berth_build::publish::upload::{UploadSettings, upload};
 
 /// Where and how to reach a store; shared by the commands that read or write one.
 #[derive(clap::Args, Clone)]

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use berth_build::build::repository_versions;
+use berth_build::package::build::repository_versions;
 
 #[derive(clap::Args)]
 pub struct VersionsArgs {

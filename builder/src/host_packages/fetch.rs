@@ -13,8 +13,8 @@ use berth_formats::Sha256Digest;
 use super::apt::{AptError, AptIndex, AptPackage, AptSource, release_digests};
 use super::repodata;
 use super::rpm::{RpmError, RpmIndex, RpmPackage, RpmSource};
-use crate::cache::BlobCache;
-use crate::download::{self, DownloadError, Expected, RetryPolicy};
+use crate::fetch::cache::BlobCache;
+use crate::fetch::download::{self, DownloadError, Expected, RetryPolicy};
 use crate::reporter::Progress;
 
 #[derive(Debug, thiserror::Error)]

@@ -87,7 +87,7 @@ impl BerthBuild {
 /// What a host package `Fetcher` borrows: an HTTP client and a blob cache of its own.
 pub struct Client {
     http: reqwest::Client,
-    cache: berth_build::cache::BlobCache,
+    cache: berth_build::fetch::cache::BlobCache,
     _cache_dir: tempfile::TempDir,
 }
 
@@ -96,7 +96,7 @@ impl Client {
         let cache_dir = tempfile::tempdir().unwrap();
         Self {
             http: reqwest::Client::new(),
-            cache: berth_build::cache::BlobCache::open(cache_dir.path()).unwrap(),
+            cache: berth_build::fetch::cache::BlobCache::open(cache_dir.path()).unwrap(),
             _cache_dir: cache_dir,
         }
     }
@@ -105,7 +105,7 @@ impl Client {
         berth_build::host_packages::fetch::Fetcher {
             http: &self.http,
             cache: &self.cache,
-            retry: berth_build::download::RetryPolicy::default(),
+            retry: berth_build::fetch::download::RetryPolicy::default(),
         }
     }
 }

@@ -183,14 +183,15 @@ impl TestDist {
         let repository = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let mut dist = Self::new();
         dist.distros = distros;
-        let folders: Vec<PathBuf> = berth_build::build::discover(&repository.join("addons"))
-            .unwrap()
-            .into_iter()
-            .filter(|folder| {
-                let name = folder.parent().unwrap().file_name().unwrap();
-                names.iter().any(|wanted| name == *wanted)
-            })
-            .collect();
+        let folders: Vec<PathBuf> =
+            berth_build::package::build::discover(&repository.join("addons"))
+                .unwrap()
+                .into_iter()
+                .filter(|folder| {
+                    let name = folder.parent().unwrap().file_name().unwrap();
+                    names.iter().any(|wanted| name == *wanted)
+                })
+                .collect();
         for folder in &folders {
             dist.package(folder);
         }
@@ -244,16 +245,16 @@ impl TestDist {
             .enable_all()
             .build()
             .unwrap();
-        let retry = berth_build::download::RetryPolicy::default();
+        let retry = berth_build::fetch::download::RetryPolicy::default();
         let context = berth_build::package::BuildContext {
-            registry: berth_build::registry::RegistryClient::new(
-                berth_build::registry::RegistrySettings {
+            registry: berth_build::fetch::registry::RegistryClient::new(
+                berth_build::fetch::registry::RegistrySettings {
                     insecure: Vec::new(),
                     retry,
                 },
             ),
             http: reqwest::Client::new(),
-            cache: berth_build::cache::BlobCache::open(self.cache.path()).unwrap(),
+            cache: berth_build::fetch::cache::BlobCache::open(self.cache.path()).unwrap(),
             retry,
             reporter: Arc::new(Silent),
         };

@@ -76,7 +76,7 @@ fn check_manifest(path: &Path, problems: &mut Vec<String>) {
         }
     };
     let folder = path.parent().unwrap_or(Path::new("."));
-    match crate::addon::locate(folder) {
+    match crate::source::addon::locate(folder) {
         Ok(location) => {
             if let Err(errors) = manifest.check_paths(&location.repository_root) {
                 problems.extend(errors.0.iter().map(ToString::to_string));

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use berth_formats::Sha256Digest;
 use berth_formats::manifest::{AssetDirective, AssetSource};
 
-use crate::addon::LocalInput;
-use crate::cache::BlobCache;
-use crate::download::{self, DownloadError, Expected, RetryPolicy};
+use crate::fetch::cache::BlobCache;
+use crate::fetch::download::{self, DownloadError, Expected, RetryPolicy};
 use crate::reporter::Reporter;
+use crate::source::addon::LocalInput;
 
 /// An asset ready to be packaged.
 #[derive(Debug, Clone)]

@@ -12,11 +12,11 @@ use minijinja::{Environment, UndefinedBehavior, context};
 pub const SCRIPTS: [&str; 4] = ["install.sh", "join.sh", "upgrade.sh", "tasks.sh"];
 
 const TEMPLATES: [(&str, &str); 5] = [
-    ("common.sh", include_str!("../../templates/common.sh")),
-    ("install.sh", include_str!("../../templates/install.sh")),
-    ("join.sh", include_str!("../../templates/join.sh")),
-    ("upgrade.sh", include_str!("../../templates/upgrade.sh")),
-    ("tasks.sh", include_str!("../../templates/tasks.sh")),
+    ("common.sh", include_str!("../../../templates/common.sh")),
+    ("install.sh", include_str!("../../../templates/install.sh")),
+    ("join.sh", include_str!("../../../templates/join.sh")),
+    ("upgrade.sh", include_str!("../../../templates/upgrade.sh")),
+    ("tasks.sh", include_str!("../../../templates/tasks.sh")),
 ];
 
 /// What every script of one installer is rendered with.

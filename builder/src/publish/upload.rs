@@ -11,7 +11,7 @@ use berth_formats::package_index::checksum_file_text;
 use berth_formats::versions::VERSIONS_FILE;
 use futures::{StreamExt as _, TryStreamExt as _};
 
-use crate::store::{Put, Store, StoreError, release_key};
+use crate::publish::store::{Put, Store, StoreError, release_key};
 
 /// What to publish and where.
 #[derive(Debug, Clone)]

@@ -9,9 +9,9 @@ use berth_formats::oci::{self, Descriptor, ImageIndex, ImageManifest};
 use futures::{StreamExt, TryStreamExt};
 use oci_spec::distribution::Reference;
 
-use crate::archive_image::{self, ArchiveImageError};
-use crate::cache::BlobCache;
-use crate::registry::{RegistryClient, RegistryError};
+use crate::fetch::archive_image::{self, ArchiveImageError};
+use crate::fetch::cache::BlobCache;
+use crate::fetch::registry::{RegistryClient, RegistryError};
 use crate::reporter::Reporter;
 
 /// An image the Manifest asks for, with its source resolved to a registry or a local file.

@@ -11,8 +11,8 @@ use berth_formats::package_index::{package_file_name, parse_checksum_file};
 use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile};
 
-use crate::store::{Store, StoreError};
-use crate::upload::berth_binary_file;
+use crate::publish::store::{Store, StoreError};
+use crate::publish::upload::berth_binary_file;
 
 /// Architectures a release may carry a node binary for.
 pub const ARCHES: [&str; 2] = ["amd64", "arm64"];

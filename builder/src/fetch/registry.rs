@@ -17,8 +17,8 @@ use oci_spec::distribution::Reference;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{Client, RequestBuilder, Response, StatusCode};
 
-use crate::cache::BlobCache;
-use crate::download::{self, DownloadError, Downloaded, Expected, RetryPolicy};
+use crate::fetch::cache::BlobCache;
+use crate::fetch::download::{self, DownloadError, Downloaded, Expected, RetryPolicy};
 use crate::reporter::Progress;
 
 /// Every manifest kind this client understands, in the Accept header of manifest requests.

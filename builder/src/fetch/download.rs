@@ -14,7 +14,7 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_RANGE, RANGE};
 
-use crate::cache::BlobCache;
+use crate::fetch::cache::BlobCache;
 use crate::reporter::Progress;
 
 /// How often and how patiently transient failures are retried.

@@ -12,8 +12,8 @@ use berth_formats::Sha256Digest;
 use berth_formats::oci::{self, Descriptor, ImageIndex, ImageManifest};
 use oci_spec::distribution::Reference;
 
-use crate::cache::BlobCache;
-use crate::image::choose_platform;
+use crate::fetch::cache::BlobCache;
+use crate::fetch::image::choose_platform;
 
 /// Why an image archive could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -20,12 +20,12 @@ use berth_formats::spec::{InstallerSpec, MAX_SPEC_BYTES};
 use berth_formats::versions::VERSIONS_FILE;
 use tokio::sync::Semaphore;
 
-use crate::bundle;
-use crate::installers::{Inserted, Installer, InstallerError, InstallerStore};
-use crate::release::{Release, ReleaseError};
-use crate::scripts::{self, SCRIPTS, ScriptContext};
-use crate::store::StoreError;
-use crate::upload::berth_binary_file;
+use crate::deliver::bundle;
+use crate::deliver::installers::{Inserted, Installer, InstallerError, InstallerStore};
+use crate::deliver::scripts::{self, SCRIPTS, ScriptContext};
+use crate::publish::release::{Release, ReleaseError};
+use crate::publish::store::StoreError;
+use crate::publish::upload::berth_binary_file;
 
 /// What the server holds.
 pub struct Server {

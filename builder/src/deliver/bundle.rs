@@ -28,9 +28,9 @@ use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{AddonVersions, VERSIONS_FILE, VersionEntry, VersionsFile};
 use tokio_util::io::SyncIoBridge;
 
-use crate::release::{Release, ReleaseError};
-use crate::scripts::{self, SCRIPTS, ScriptContext, ScriptError};
-use crate::upload::berth_binary_file;
+use crate::deliver::scripts::{self, SCRIPTS, ScriptContext, ScriptError};
+use crate::publish::release::{Release, ReleaseError};
+use crate::publish::upload::berth_binary_file;
 
 /// The spec's file name in a bundle.
 pub const SPEC_FILE: &str = "installer.yaml";

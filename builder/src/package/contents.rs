@@ -1,0 +1,213 @@
+//! What goes into one package archive: every file is recorded for `package.json` as it is
+//! added, under the package's root folder, and `package.json` itself goes in first.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use berth_formats::Sha256Digest;
+use berth_formats::archive::{ReproducibleArchive, Source, WriteError};
+use berth_formats::oci;
+use berth_formats::package_index::{FileRecord, PACKAGE_INDEX_FILE, PackageIndex};
+
+use super::PackageError;
+use super::image_layout;
+use crate::fetch::asset::FetchedAsset;
+use crate::fetch::cache::BlobCache;
+use crate::fetch::image::PackagedImage;
+use crate::host_packages::DistroArchives;
+use crate::source::addon::AddonFile;
+
+pub(super) struct Contents {
+    root: String,
+    archive: ReproducibleArchive,
+    files: Vec<FileRecord>,
+}
+
+impl Contents {
+    pub fn new(root: String, mtime: u64, compression: u32) -> Self {
+        Self {
+            root,
+            archive: ReproducibleArchive::new(mtime, compression),
+            files: Vec::new(),
+        }
+    }
+
+    /// Adds one file as it is recorded. The archive refuses a path added twice, which here
+    /// means two sources for one file.
+    fn add(
+        &mut self,
+        relative: String,
+        source: Source,
+        digest: Sha256Digest,
+        size: u64,
+        executable: bool,
+    ) -> Result<(), PackageError> {
+        let path = format!("{}/{relative}", self.root);
+        self.archive
+            .insert(&path, source)
+            .map_err(|error| collision_or_write(error, &relative))?;
+        self.files.push(FileRecord {
+            path: relative,
+            size,
+            sha256: digest,
+            executable,
+        });
+        Ok(())
+    }
+
+    fn add_file(
+        &mut self,
+        relative: String,
+        path: PathBuf,
+        digest: Sha256Digest,
+        size: u64,
+        executable: bool,
+    ) -> Result<(), PackageError> {
+        let source = Source::File {
+            path,
+            executable,
+            expected: Some(digest),
+        };
+        self.add(relative, source, digest, size, executable)
+    }
+
+    fn add_bytes(&mut self, relative: String, data: Vec<u8>) -> Result<(), PackageError> {
+        let digest = Sha256Digest::of(&data);
+        let size = data.len() as u64;
+        let source = Source::Bytes {
+            data,
+            executable: false,
+        };
+        self.add(relative, source, digest, size, false)
+    }
+
+    /// The add-on folder's files and what `dockerout` builds produced, at their own paths.
+    pub fn add_addon_files(
+        &mut self,
+        files: impl IntoIterator<Item = AddonFile>,
+    ) -> Result<(), PackageError> {
+        for file in files {
+            self.add_file(
+                file.relative,
+                file.path,
+                file.digest,
+                file.size,
+                file.executable,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `asset` files, under `assets/`.
+    pub fn add_assets(&mut self, assets: &[FetchedAsset]) -> Result<(), PackageError> {
+        for fetched in assets {
+            self.add_file(
+                format!("assets/{}", fetched.file),
+                fetched.path.clone(),
+                fetched.digest,
+                fetched.size,
+                false,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The images as one OCI layout under `images/`, blobs read from the cache.
+    pub fn add_images(
+        &mut self,
+        images: &[PackagedImage],
+        cache: &BlobCache,
+    ) -> Result<(), PackageError> {
+        if images.is_empty() {
+            return Ok(());
+        }
+        let images_dir = oci::IMAGES_DIR;
+        self.add_bytes(
+            format!("{images_dir}/{}", oci::LAYOUT_FILE),
+            oci::LAYOUT_CONTENT.as_bytes().to_vec(),
+        )?;
+        self.add_bytes(
+            format!("{images_dir}/{}", oci::INDEX_FILE),
+            image_layout::layout_index(images),
+        )?;
+        for (digest, size) in image_layout::blobs(images) {
+            self.add_file(
+                format!("{images_dir}/{}/{}", oci::BLOBS_DIR, digest.hex()),
+                cache.path(&digest),
+                digest,
+                size,
+                false,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Host packages per distro: `<distro>/Deps` when the distro has dependencies to install,
+    /// `<distro>/archives/` with the package files and repository metadata. Returns the file
+    /// names per distro for `package.json`.
+    pub fn add_host_archives(
+        &mut self,
+        host_archives: Vec<DistroArchives>,
+    ) -> Result<BTreeMap<String, Vec<String>>, PackageError> {
+        let mut listed = BTreeMap::new();
+        for archives in host_archives {
+            if !archives.deps.is_empty() {
+                let data = format!("{}\n", archives.deps.join("\n")).into_bytes();
+                self.add_bytes(format!("{}/Deps", archives.distro), data)?;
+            }
+            if archives.files.is_empty() {
+                continue;
+            }
+            let folder = format!("{}/archives", archives.distro);
+            for file in &archives.files {
+                self.add_file(
+                    format!("{folder}/{}", file.file_name),
+                    file.path.clone(),
+                    file.digest,
+                    file.size,
+                    false,
+                )?;
+            }
+            for (relative, data) in archives.metadata {
+                self.add_bytes(format!("{folder}/{relative}"), data)?;
+            }
+            listed.insert(
+                archives.distro,
+                archives
+                    .files
+                    .into_iter()
+                    .map(|file| file.file_name)
+                    .collect(),
+            );
+        }
+        Ok(listed)
+    }
+
+    /// The files recorded so far, sorted by path.
+    pub fn files(&mut self) -> Vec<FileRecord> {
+        let mut files = std::mem::take(&mut self.files);
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        files
+    }
+
+    /// Puts `package.json` first in the archive and hands the archive over for writing.
+    pub fn finish(mut self, index: &PackageIndex) -> Result<ReproducibleArchive, PackageError> {
+        let source = Source::Bytes {
+            data: index.to_bytes(),
+            executable: false,
+        };
+        self.archive
+            .insert_lead(&format!("{}/{PACKAGE_INDEX_FILE}", self.root), source)
+            .map_err(|error| collision_or_write(error, PACKAGE_INDEX_FILE))?;
+        Ok(self.archive)
+    }
+}
+
+fn collision_or_write(error: WriteError, relative: &str) -> PackageError {
+    match error {
+        WriteError::Duplicate { .. } => PackageError::Collision {
+            path: relative.to_string(),
+        },
+        other => PackageError::Write(other),
+    }
+}

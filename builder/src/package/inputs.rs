@@ -1,0 +1,196 @@
+//! Everything a Manifest names beyond its folder, fetched and verified before the archive is
+//! laid out: images, assets, host packages, and what `dockerout` builds produce.
+
+use std::path::Path;
+
+use berth_formats::manifest::{Directive, ImageSource};
+
+use super::{BuildContext, PackageError, PackageSettings, io_error};
+use crate::fetch::asset::{self, FetchedAsset};
+use crate::fetch::dockerout::{DockerOutError, Engine};
+use crate::fetch::image::{ImageFetcher, ImageOrigin, ImageRequest, PackagedImage};
+use crate::host_packages::fetch::Fetcher;
+use crate::host_packages::{self, DistroArchives};
+use crate::source::addon::{self, AddonSource};
+
+/// The fetched inputs of one add-on. `dockerout` files live in `work`, removed when dropped.
+pub(super) struct Inputs {
+    pub images: Vec<PackagedImage>,
+    pub assets: Vec<FetchedAsset>,
+    pub host_archives: Vec<DistroArchives>,
+    pub dockerout: Vec<addon::AddonFile>,
+    pub work: tempfile::TempDir,
+}
+
+/// Fetches every input of `source`, in Manifest order within each kind.
+pub(super) async fn gather(
+    context: &BuildContext,
+    source: &AddonSource,
+    settings: &PackageSettings,
+) -> Result<Inputs, PackageError> {
+    let images = fetch_images(context, source, settings).await?;
+    let mut assets = Vec::new();
+    for entry in &source.manifest.entries {
+        if let Directive::Asset(directive) = &entry.directive {
+            assets.push(
+                asset::fetch(
+                    &context.http,
+                    &context.cache,
+                    context.retry,
+                    context.reporter.as_ref(),
+                    directive,
+                    source.local_input(entry.line),
+                )
+                .await?,
+            );
+        }
+    }
+    let fetcher = Fetcher {
+        http: &context.http,
+        cache: &context.cache,
+        retry: context.retry,
+    };
+    let host_archives = host_packages::gather(
+        &fetcher,
+        &source.manifest,
+        &settings.distros,
+        settings.mtime,
+    )
+    .await?;
+    let work = context
+        .cache
+        .temp_dir()
+        .map_err(io_error(context.cache.root()))?;
+    let dockerout = run_dockerout(source, work.path()).await?;
+    Ok(Inputs {
+        images,
+        assets,
+        host_archives,
+        dockerout,
+        work,
+    })
+}
+
+async fn fetch_images(
+    context: &BuildContext,
+    source: &AddonSource,
+    settings: &PackageSettings,
+) -> Result<Vec<PackagedImage>, PackageError> {
+    let requests: Vec<ImageRequest> = source
+        .manifest
+        .entries
+        .iter()
+        .filter_map(|entry| match &entry.directive {
+            Directive::Image(image) => Some(ImageRequest {
+                name: image.name.clone(),
+                source: match &image.source {
+                    ImageSource::Registry(reference) => ImageOrigin::Registry(reference.clone()),
+                    ImageSource::Archive(_) => ImageOrigin::Archive(
+                        source
+                            .local_input(entry.line)
+                            .expect("archive paths are resolved on load")
+                            .path
+                            .clone(),
+                    ),
+                },
+                no_remote_load: image.no_remote_load,
+            }),
+            _ => None,
+        })
+        .collect();
+    let fetcher = ImageFetcher {
+        client: &context.registry,
+        cache: &context.cache,
+        arch: &settings.arch,
+        concurrency: settings.concurrency,
+        reporter: context.reporter.as_ref(),
+    };
+    Ok(fetcher.fetch(&requests).await?)
+}
+
+/// Runs each `dockerout` directive into `work/<n>` and lists the files it produced, placed
+/// under the directive's destination.
+async fn run_dockerout(
+    source: &AddonSource,
+    work: &Path,
+) -> Result<Vec<addon::AddonFile>, PackageError> {
+    let builds: Vec<_> = source
+        .manifest
+        .entries
+        .iter()
+        .filter_map(|entry| match &entry.directive {
+            Directive::DockerOut(build) => Some((entry.line, build.clone())),
+            _ => None,
+        })
+        .collect();
+    if builds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let manifest_path = source.manifest.path.clone();
+    let failure = |line: usize, destination: &str, error: DockerOutError| PackageError::DockerOut {
+        manifest: manifest_path.clone(),
+        line,
+        destination: destination.to_string(),
+        source: error,
+    };
+    let engine =
+        Engine::detect().map_err(|error| failure(builds[0].0, &builds[0].1.destination, error))?;
+    let mut files = Vec::new();
+    for (number, (line, build)) in builds.into_iter().enumerate() {
+        let out = work.join(number.to_string());
+        fs_err::create_dir_all(&out).map_err(io_error(&out))?;
+        let dockerfile = source
+            .local_input(line)
+            .expect("Dockerfile paths are resolved on load")
+            .clone();
+        let tag = format!(
+            "localhost/berth-dockerout-{}:{}",
+            sanitize(&format!(
+                "{}-{}-{}",
+                source.name, source.version, build.destination
+            )),
+            &dockerfile.digest.hex()[..16]
+        );
+        tracing::info!("dockerout {} with {}", build.destination, engine.name());
+        let engine = engine.clone();
+        let version = build.version.clone();
+        let out_dir = out.clone();
+        tokio::task::spawn_blocking(move || {
+            engine.build_and_run(&dockerfile.path, version.as_deref(), &tag, &out_dir)
+        })
+        .await
+        .expect("dockerout does not panic")
+        .map_err(|error| failure(line, &build.destination, error))?;
+        for entry in walkdir::WalkDir::new(&out).sort_by_file_name() {
+            let entry = entry.map_err(|error| PackageError::Io {
+                path: out.clone(),
+                source: error.into(),
+            })?;
+            if entry.file_type().is_file() {
+                let relative = entry
+                    .path()
+                    .strip_prefix(&out)
+                    .expect("below out")
+                    .to_string_lossy();
+                let destination = build.destination.trim_end_matches('/');
+                files.push(addon::hash_file(
+                    entry.path(),
+                    format!("{destination}/{relative}"),
+                )?);
+            }
+        }
+    }
+    Ok(files)
+}
+
+fn sanitize(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}

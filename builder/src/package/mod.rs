@@ -1,0 +1,199 @@
+//! Turns one add-on folder into `<name>-<version>.tar.gz` (+ `.sha256`).
+//!
+//! Order of work: read the add-on and compute its inputs digest; fetch images, assets and
+//! dockerout output (all verified into the cache or a temporary folder); lay the images out as
+//! one OCI layout with each blob once; write `package.json` first and every other file sorted;
+//! write the archive to a temporary file in `--out` and rename it into place only when complete,
+//! so a failure never leaves a partial package behind.
+
+pub mod build;
+mod contents;
+mod image_layout;
+mod inputs;
+pub mod inspect;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use berth_formats::Sha256Digest;
+use berth_formats::archive::WriteError;
+use berth_formats::package_index::{self, ImageRecord, PackageIndex, SCHEMA_VERSION};
+
+use contents::Contents;
+
+use crate::fetch::asset::AssetError;
+use crate::fetch::cache::BlobCache;
+use crate::fetch::dockerout::DockerOutError;
+use crate::fetch::download::RetryPolicy;
+use crate::fetch::image::ImageError;
+use crate::fetch::registry::RegistryClient;
+use crate::host_packages::HostPackageError;
+use crate::host_packages::distros::Distro;
+use crate::reporter::Reporter;
+use crate::source::addon::{AddonError, AddonSource};
+
+/// What every package build shares: network clients and the blob cache.
+pub struct BuildContext {
+    pub registry: RegistryClient,
+    pub http: reqwest::Client,
+    pub cache: BlobCache,
+    pub retry: RetryPolicy,
+    pub reporter: Arc<dyn Reporter>,
+}
+
+/// How to build a package.
+#[derive(Debug, Clone)]
+pub struct PackageSettings {
+    pub out_dir: PathBuf,
+    /// Target architecture for images (`amd64`, `arm64`, `arm/v7`).
+    pub arch: String,
+    /// Blob downloads in flight at once.
+    pub concurrency: usize,
+    /// gzip level, 0–9.
+    pub compression: u32,
+    /// mtime of every entry (`SOURCE_DATE_EPOCH`).
+    pub mtime: u64,
+    /// Keep an existing package whose inputs digest matches instead of rebuilding it.
+    pub skip_unchanged: bool,
+    /// Target distros of the Manifest's host package directives.
+    pub distros: Vec<Distro>,
+}
+
+/// What happened to one add-on.
+#[derive(Debug, Clone)]
+pub struct PackageOutcome {
+    pub name: String,
+    pub version: String,
+    pub path: PathBuf,
+    pub sha256: Sha256Digest,
+    pub size: u64,
+    pub images: usize,
+    pub files: usize,
+    /// The package was already there with the same inputs digest.
+    pub unchanged: bool,
+}
+
+/// Why a package could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    #[error(transparent)]
+    Addon(#[from] AddonError),
+    #[error(transparent)]
+    Image(#[from] ImageError),
+    #[error(transparent)]
+    Asset(#[from] AssetError),
+    #[error("{manifest}:{line}: dockerout `{destination}`")]
+    DockerOut {
+        manifest: PathBuf,
+        line: usize,
+        destination: String,
+        #[source]
+        source: DockerOutError,
+    },
+    #[error(transparent)]
+    HostPackages(#[from] HostPackageError),
+    #[error("{path} comes from two places (the add-on folder and the Manifest); rename one")]
+    Collision { path: String },
+    #[error("failed to write the package")]
+    Write(#[source] WriteError),
+    #[error("failed to write {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> PackageError + '_ {
+    move |source| PackageError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Builds the package for the add-on folder `directory`.
+pub async fn package(
+    context: &BuildContext,
+    directory: &Path,
+    settings: &PackageSettings,
+) -> Result<PackageOutcome, PackageError> {
+    let source = {
+        let directory = directory.to_path_buf();
+        tokio::task::spawn_blocking(move || AddonSource::load(&directory))
+            .await
+            .expect("add-on load does not panic")?
+    };
+    let inputs_digest = source.inputs_digest(&settings.arch);
+    let file_name = package_index::package_file_name(&source.name, &source.version);
+    let out_path = settings.out_dir.join(&file_name);
+    fs_err::create_dir_all(&settings.out_dir).map_err(io_error(&settings.out_dir))?;
+    if settings.skip_unchanged
+        && let Some(outcome) = write::unchanged(&source, &out_path, &inputs_digest)
+    {
+        return Ok(outcome);
+    }
+
+    let inputs = inputs::gather(context, &source, settings).await?;
+    let root = package_index::package_root(&source.name, &source.version);
+    let mut contents = Contents::new(root, settings.mtime, settings.compression);
+    contents.add_addon_files(source.files.iter().cloned().chain(inputs.dockerout))?;
+    contents.add_assets(&inputs.assets)?;
+    contents.add_images(&inputs.images, &context.cache)?;
+    let host_packages = contents.add_host_archives(inputs.host_archives)?;
+    let files = contents.files();
+    let total: u64 = files.iter().map(|file| file.size).sum();
+    let file_count = files.len();
+    let index = PackageIndex {
+        schema_version: SCHEMA_VERSION,
+        name: source.name.clone(),
+        version: source.version.clone(),
+        arch: settings.arch.clone(),
+        inputs_digest,
+        files,
+        images: inputs
+            .images
+            .iter()
+            .map(|image| ImageRecord {
+                name: image.name.clone(),
+                reference: image.reference.clone(),
+                manifest_digest: image.manifest.digest,
+                media_type: image.manifest.media_type.clone(),
+                size: image.size(),
+                no_remote_load: image.no_remote_load,
+            })
+            .collect(),
+        host_packages,
+    };
+    let archive = contents.finish(&index)?;
+
+    let label = format!("write {file_name}");
+    let cache = context.cache.clone();
+    let reporter = context.reporter.clone();
+    let out_dir = settings.out_dir.clone();
+    let (sha256, size) = tokio::task::spawn_blocking(move || {
+        write::write_atomically(
+            &archive,
+            &out_dir,
+            &file_name,
+            &cache,
+            reporter.as_ref(),
+            &label,
+            total,
+        )
+    })
+    .await
+    .expect("package write does not panic")?;
+    // The dockerout output is read while the archive is written; only now can it go.
+    drop(inputs.work);
+    Ok(PackageOutcome {
+        name: source.name,
+        version: source.version,
+        path: out_path,
+        sha256,
+        size,
+        images: index.images.len(),
+        files: file_count,
+        unchanged: false,
+    })
+}

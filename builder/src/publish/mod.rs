@@ -1,0 +1,6 @@
+//! The fourth stage: a built dist folder published to a [`store`] ([`upload`]), and a release
+//! read back from a store with the node binaries it serves ([`release`]).
+
+pub mod release;
+pub mod store;
+pub mod upload;

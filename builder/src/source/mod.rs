@@ -1,0 +1,5 @@
+//! The first stage: an add-on repository as the vendor wrote it. [`addon`] reads one folder and
+//! its Manifest and digests its inputs; [`check`] lints a whole repository without fetching.
+
+pub mod addon;
+pub mod check;
