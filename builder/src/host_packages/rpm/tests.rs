@@ -1,3 +1,6 @@
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
 use super::*;
 
 /// A package of the test repository: `requires` and `provides` as metadata writes them.

@@ -1,20 +1,20 @@
 //! A client for the OCI distribution API (what `docker pull` speaks), with no daemon.
 //!
-//! It fetches manifests and blobs from any registry: anonymously, with basic auth, or with a
-//! bearer token obtained from the registry's token service, using credentials from the docker
-//! config (`~/.docker/config.json` or `$DOCKER_CONFIG`, including credential helpers). Plain
-//! HTTP is used for loopback registries and for those named as insecure; HTTPS otherwise.
+//! It fetches manifests and blobs from any registry, retrying as the build's policy says, and
+//! gets in as [`authentication`] learns each repository asks. Plain HTTP is used for loopback
+//! registries and for those named as insecure; HTTPS otherwise.
 
-use std::collections::HashMap;
+mod authentication;
+
+use authentication::Authorizations;
+
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use base64::Engine as _;
 use berth_formats::Sha256Digest;
 use berth_formats::oci;
 use oci_spec::distribution::Reference;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use reqwest::{Client, RequestBuilder, Response, StatusCode};
 
 use crate::fetch::cache::BlobCache;
@@ -91,9 +91,7 @@ pub struct FetchedManifest {
 pub struct RegistryClient {
     http: Client,
     settings: RegistrySettings,
-    /// What each `registry/repository` asked for once it answered: an authorization header
-    /// learned from its challenge, or `None` when it serves anonymously.
-    authorizations: Mutex<HashMap<String, Option<HeaderValue>>>,
+    authorizations: Authorizations,
 }
 
 impl RegistryClient {
@@ -107,7 +105,7 @@ impl RegistryClient {
         Self {
             http,
             settings,
-            authorizations: Mutex::new(HashMap::new()),
+            authorizations: Authorizations::default(),
         }
     }
 
@@ -196,11 +194,11 @@ impl RegistryClient {
             digest: Some(descriptor.digest),
             size: Some(descriptor.size),
         };
-        if !cache.contains(&descriptor.digest) && !self.has_answered(reference) {
+        if !cache.contains(&descriptor.digest) && !self.authorizations.known(reference) {
             // Learn the repository's authorization once, before the body streams.
             self.send(reference, || self.http.head(&url)).await?;
         }
-        let authorization = self.authorization(reference);
+        let authorization = self.authorizations.get(reference);
         let downloaded = download::download_to_cache(
             &format!("{} ({})", url, reference.whole()),
             cache,
@@ -219,27 +217,6 @@ impl RegistryClient {
         Ok(downloaded)
     }
 
-    fn key(reference: &Reference) -> String {
-        format!("{}/{}", reference.registry(), reference.repository())
-    }
-
-    fn authorization(&self, reference: &Reference) -> Option<HeaderValue> {
-        self.authorizations
-            .lock()
-            .expect("authorization map")
-            .get(&Self::key(reference))
-            .cloned()
-            .flatten()
-    }
-
-    /// Whether the repository has answered a request, so its authorization is known.
-    fn has_answered(&self, reference: &Reference) -> bool {
-        self.authorizations
-            .lock()
-            .expect("authorization map")
-            .contains_key(&Self::key(reference))
-    }
-
     /// Sends a request with retries, answering one authentication challenge if the registry asks.
     async fn send(
         &self,
@@ -254,21 +231,17 @@ impl RegistryClient {
                 .and_then(|value| value.to_str().ok())
                 .unwrap_or_default()
                 .to_string();
-            let authorization = self.authenticate(reference, &challenge).await?;
-            self.authorizations
-                .lock()
-                .expect("authorization map")
-                .insert(Self::key(reference), Some(authorization));
+            let authorization = authentication::answer(&self.http, reference, &challenge).await?;
+            self.authorizations.learned(reference, authorization);
             response = self.send_with_retries(reference, &request).await?;
             if response.status() == StatusCode::UNAUTHORIZED {
-                return Err(self.unauthorized(reference, "the credentials were not accepted"));
+                return Err(authentication::unauthorized(
+                    reference,
+                    "the credentials were not accepted",
+                ));
             }
         } else {
-            self.authorizations
-                .lock()
-                .expect("authorization map")
-                .entry(Self::key(reference))
-                .or_insert(None);
+            self.authorizations.anonymous(reference);
         }
         Ok(response)
     }
@@ -286,7 +259,7 @@ impl RegistryClient {
                 tokio::time::sleep(retry.delay(attempt)).await;
             }
             let mut builder = request();
-            if let Some(value) = self.authorization(reference) {
+            if let Some(value) = self.authorizations.get(reference) {
                 builder = builder.header(AUTHORIZATION, value);
             }
             match builder.send().await {
@@ -306,92 +279,6 @@ impl RegistryClient {
                     });
                 }
             }
-        }
-    }
-
-    /// Answers a `WWW-Authenticate` challenge with basic credentials or a bearer token.
-    async fn authenticate(
-        &self,
-        reference: &Reference,
-        challenge: &str,
-    ) -> Result<HeaderValue, RegistryError> {
-        let (scheme, parameters) = parse_challenge(challenge);
-        let credentials = credentials_for(reference.registry());
-        match scheme.to_ascii_lowercase().as_str() {
-            "basic" => {
-                let (user, password) = credentials.ok_or_else(|| {
-                    self.unauthorized(
-                        reference,
-                        "it asks for a user name and password and none is configured",
-                    )
-                })?;
-                Ok(basic_header(&user, &password))
-            }
-            "bearer" => {
-                let realm = parameters.get("realm").ok_or_else(|| {
-                    self.unauthorized(reference, "its bearer challenge names no token service")
-                })?;
-                let mut url = url::Url::parse(realm).map_err(|_| {
-                    self.unauthorized(reference, "its token service URL is not valid")
-                })?;
-                {
-                    let mut query = url.query_pairs_mut();
-                    if let Some(service) = parameters.get("service") {
-                        query.append_pair("service", service);
-                    }
-                    query.append_pair(
-                        "scope",
-                        &format!("repository:{}:pull", reference.repository()),
-                    );
-                }
-                let mut request = self.http.get(url.as_str());
-                if let Some((user, password)) = &credentials {
-                    request = request.basic_auth(user, Some(password));
-                }
-                let response =
-                    request
-                        .send()
-                        .await
-                        .map_err(|source| RegistryError::Unreachable {
-                            registry: url.host_str().unwrap_or(realm).to_string(),
-                            attempts: 1,
-                            source,
-                        })?;
-                if !response.status().is_success() {
-                    return Err(self.unauthorized(
-                        reference,
-                        &format!("its token service answered {}", response.status()),
-                    ));
-                }
-                #[derive(serde::Deserialize)]
-                struct TokenResponse {
-                    token: Option<String>,
-                    access_token: Option<String>,
-                }
-                let bytes = response
-                    .bytes()
-                    .await
-                    .map_err(|_| self.unauthorized(reference, "its token service sent no token"))?;
-                let body: TokenResponse = serde_json::from_slice(&bytes)
-                    .map_err(|_| self.unauthorized(reference, "its token service sent no token"))?;
-                let token = body.token.or(body.access_token).ok_or_else(|| {
-                    self.unauthorized(reference, "its token service sent no token")
-                })?;
-                HeaderValue::from_str(&format!("Bearer {token}"))
-                    .map_err(|_| self.unauthorized(reference, "its token is not a valid header"))
-            }
-            _ => Err(self.unauthorized(
-                reference,
-                &format!("it asks for an unsupported authentication scheme `{scheme}`"),
-            )),
-        }
-    }
-
-    fn unauthorized(&self, reference: &Reference, reason: &str) -> RegistryError {
-        RegistryError::Unauthorized {
-            registry: reference.registry().to_string(),
-            repository: reference.repository().to_string(),
-            reason: reason.to_string(),
         }
     }
 
@@ -425,78 +312,9 @@ impl RegistryClient {
     }
 }
 
-fn basic_header(user: &str, password: &str) -> HeaderValue {
-    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-    HeaderValue::from_str(&format!("Basic {encoded}")).expect("base64 is a valid header")
-}
-
-/// User name and password for `registry` from the docker config, if any.
-fn credentials_for(registry: &str) -> Option<(String, String)> {
-    let server = match registry {
-        "docker.io" | "index.docker.io" => "https://index.docker.io/v1/",
-        other => other,
-    };
-    match docker_credential::get_credential(server) {
-        Ok(docker_credential::DockerCredential::UsernamePassword(user, password)) => {
-            Some((user, password))
-        }
-        Ok(docker_credential::DockerCredential::IdentityToken(_)) => {
-            tracing::warn!(
-                "docker config holds an identity token for {registry}; only user names and passwords are used"
-            );
-            None
-        }
-        Err(error) => {
-            tracing::debug!("no docker credentials for {registry}: {error}");
-            None
-        }
-    }
-}
-
-/// Splits `Bearer realm="…",service="…"` into its scheme and parameters.
-fn parse_challenge(challenge: &str) -> (String, HashMap<String, String>) {
-    let challenge = challenge.trim();
-    let (scheme, rest) = challenge.split_once(' ').unwrap_or((challenge, ""));
-    let mut parameters = HashMap::new();
-    let mut chars = rest.chars().peekable();
-    loop {
-        while chars.next_if(|c| *c == ',' || c.is_whitespace()).is_some() {}
-        let key: String = std::iter::from_fn(|| chars.next_if(|c| *c != '=')).collect();
-        if key.is_empty() || chars.next().is_none() {
-            break;
-        }
-        let value: String = if chars.next_if_eq(&'"').is_some() {
-            let mut value = String::new();
-            while let Some(c) = chars.next() {
-                match c {
-                    '"' => break,
-                    '\\' => value.extend(chars.next()),
-                    other => value.push(other),
-                }
-            }
-            value
-        } else {
-            std::iter::from_fn(|| chars.next_if(|c| *c != ',')).collect()
-        };
-        parameters.insert(key.trim().to_ascii_lowercase(), value);
-    }
-    (scheme.to_string(), parameters)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn challenge_parameters_keep_commas_inside_quotes() {
-        let (scheme, parameters) = parse_challenge(
-            r#"Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push""#,
-        );
-        assert_eq!(scheme, "Bearer");
-        assert_eq!(parameters["realm"], "https://auth.example/token");
-        assert_eq!(parameters["service"], "registry.example");
-        assert_eq!(parameters["scope"], "repository:a/b:pull,push");
-    }
 
     #[test]
     fn loopback_and_named_registries_use_plain_http() {
