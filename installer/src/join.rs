@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::write_atomically_with_mode;
+use crate::files::write_atomically_with_mode;
 
 /// The join command's own parameter: when the secrets in it expire (RFC 3339, UTC).
 pub const EXPIRES_PARAM: &str = "join-expires";

@@ -126,7 +126,7 @@ fn write(path: &Path, document: &Value) -> Result<(), KustomizationError> {
             path: path.to_path_buf(),
             message: error.to_string(),
         })?;
-    crate::state::write_atomically(path, text.as_bytes()).map_err(|source| {
+    crate::files::write_atomically(path, text.as_bytes()).map_err(|source| {
         KustomizationError::Write {
             path: path.to_path_buf(),
             source,

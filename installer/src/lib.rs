@@ -2,16 +2,19 @@
 //!
 //! A run: [`plan`] decides per add-on from its [`state`] record; [`engine`] fetches packages
 //! from the [`dist`], checks and unpacks them ([`unpack`]), loads their [`images`], and runs
-//! their bash hooks in one [`session`] with the [`helpers`] library, recording state as it
-//! goes. [`layout`] says where everything lives; [`kustomization`] does the YAML edits the
-//! `insert_*` helpers ask for; [`join`] keeps what a new node needs and builds its command;
-//! [`reset`] takes a node back to before the install.
+//! their bash hooks in one [`session`] with the [`helpers`] library and the variables of the
+//! [`hook_environment`], recording state as it goes; `engine::reset` takes a node back to
+//! before the install. [`layout`] says where everything lives; [`files`] writes them
+//! atomically; [`node_lock`] lets one run at a time change the node; [`interrupt`] stops a run
+//! cleanly on a signal; [`kustomization`] does the YAML edits the `insert_*` helpers ask for;
+//! [`join`] keeps what a new node needs and builds its command.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
 
 pub mod dist;
 pub mod engine;
+pub mod files;
 pub mod helpers;
 pub mod hook_environment;
 pub mod images;
@@ -19,8 +22,8 @@ pub mod interrupt;
 pub mod join;
 pub mod kustomization;
 pub mod layout;
+pub mod node_lock;
 pub mod plan;
-pub mod reset;
 pub mod session;
 pub mod state;
 pub mod unpack;

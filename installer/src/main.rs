@@ -42,14 +42,14 @@ enum Command {
     Join(commands::install::JoinArgs),
     /// Print the command that joins a new node to this one's cluster.
     #[command(name = "join-command")]
-    JoinCommandLine(commands::node::JoinCommandArgs),
+    JoinCommandLine(commands::join_command::JoinCommandArgs),
     /// Publish a join parameter (hooks call this through `berth_set_join_param`).
     #[command(subcommand)]
-    JoinParam(commands::node::JoinParamCommand),
+    JoinParam(commands::join_command::JoinParamCommand),
     /// Go back to an add-on's previous version, from the packages kept on this node.
-    Rollback(commands::node::RollbackArgs),
+    Rollback(commands::rollback::RollbackArgs),
     /// Run each add-on's reset hook and remove what Berth placed on this node.
-    Reset(commands::node::ResetArgs),
+    Reset(commands::reset::ResetArgs),
     /// Show each add-on's desired, current and last version and its conditions.
     Status(commands::status::StatusArgs),
     /// Verify a package against its `.sha256` file and unpack it, refusing unsafe paths.
@@ -65,10 +65,10 @@ fn main() -> ExitCode {
         Command::Install(args) => commands::install::run(args, false),
         Command::Plan(args) => commands::install::run(args, true),
         Command::Join(args) => commands::install::join(args),
-        Command::JoinCommandLine(args) => commands::node::join_command_run(args),
-        Command::JoinParam(command) => commands::node::join_param_run(command),
-        Command::Rollback(args) => commands::node::rollback_run(args),
-        Command::Reset(args) => commands::node::reset_run(args),
+        Command::JoinCommandLine(args) => commands::join_command::run(args),
+        Command::JoinParam(command) => commands::join_command::param_run(command),
+        Command::Rollback(args) => commands::rollback::run(args),
+        Command::Reset(args) => commands::reset::run(args),
         Command::Status(args) => commands::status::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Kustomization(command) => commands::kustomization::run(command),

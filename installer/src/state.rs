@@ -1,11 +1,12 @@
-//! What Berth has applied on this node, one JSON record per add-on, and the lock that lets
-//! one run at a time touch it.
+//! What Berth has applied on this node, one JSON record per add-on. One run at a time touches
+//! them, under the [`crate::node_lock`].
 //!
 //! Records are written atomically (temp file, fsync, rename, fsync of the folder) after every
 //! phase, so a run killed at any point leaves records a re-run can read and continue from.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::files::{private_dir, write_atomically_with_mode};
 use std::time::SystemTime;
 
 use berth_formats::Sha256Digest;
@@ -190,18 +191,8 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
-    #[error(
-        "another berth run holds {path}: {holder}\nhint: wait for it to finish; the lock is freed when that process ends"
-    )]
-    Locked { path: PathBuf, holder: String },
     #[error(transparent)]
     BadName(#[from] berth_formats::name::NameError),
-    #[error("failed to lock {path}")]
-    Lock {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 /// The records in a state folder.
@@ -312,112 +303,5 @@ impl StateStore {
             write_atomically_with_mode(&path, &bytes, 0o600)
         };
         write().map_err(|source| StateError::Write { path, source })
-    }
-}
-
-/// Creates `dir` if needed and makes it 0700: what is in it is root's alone.
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    fs_err::create_dir_all(dir)?;
-    fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-}
-
-/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomically_with_mode(path, bytes, 0o666)
-}
-
-/// The same, the file created with `mode` (less the umask): 0o600 keeps secrets from other
-/// users, even while the file is written.
-pub fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    use fs_err::os::unix::fs::OpenOptionsExt as _;
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    fs_err::create_dir_all(dir)?;
-    let temporary = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    // A leftover temporary file would keep its own mode: it goes first.
-    let _ = fs_err::remove_file(&temporary);
-    let mut file = fs_err::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&temporary)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    fs_err::rename(&temporary, path)?;
-    fs_err::File::open(dir)?.sync_all()
-}
-
-/// An exclusive lock on the node, held until dropped or until the process ends (even by
-/// `kill -9`: the kernel releases it).
-pub struct NodeLock {
-    _lock: nix::fcntl::Flock<std::fs::File>,
-}
-
-impl NodeLock {
-    /// Takes the lock at once or fails, naming who holds it. From then on SIGINT, SIGTERM and
-    /// SIGHUP stop the run cleanly (see [`crate::interrupt`]).
-    pub fn acquire(path: &Path, holder: &str) -> Result<Self, StateError> {
-        let lock_error = |source| StateError::Lock {
-            path: path.to_path_buf(),
-            source,
-        };
-        crate::interrupt::install().map_err(lock_error)?;
-        if let Some(parent) = path.parent() {
-            fs_err::create_dir_all(parent).map_err(lock_error)?;
-        }
-        let mut file = fs_err::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(lock_error)?
-            .into_parts()
-            .0;
-        // `berth status` takes the lock shared for an instant (`is_held`): a run starting
-        // then tries again for a moment before it says another run holds it.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        let mut lock = loop {
-            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
-                Ok(lock) => break lock,
-                Err((returned, nix::errno::Errno::EWOULDBLOCK))
-                    if std::time::Instant::now() < deadline =>
-                {
-                    file = returned;
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-                    let holder = fs_err::read_to_string(path).unwrap_or_default();
-                    return Err(StateError::Locked {
-                        path: path.to_path_buf(),
-                        holder: holder.trim().to_string(),
-                    });
-                }
-                Err((_, errno)) => return Err(lock_error(errno.into())),
-            }
-        };
-        let record = format!("pid {} ({holder}) since {}\n", std::process::id(), now());
-        lock.set_len(0).map_err(lock_error)?;
-        std::io::Write::write_all(&mut *lock, record.as_bytes()).map_err(lock_error)?;
-        Ok(Self { _lock: lock })
-    }
-
-    /// Whether a run holds the lock at `path` now (reads only: a shared lock is tried).
-    pub fn is_held(path: &Path) -> bool {
-        let Ok(file) = fs_err::File::open(path).map(|file| file.into_parts().0) else {
-            return false;
-        };
-        matches!(
-            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock),
-            Err((_, nix::errno::Errno::EWOULDBLOCK))
-        )
     }
 }

@@ -186,7 +186,7 @@ fn dist_with(name: &str, install_sh: &str) -> (TestDist, PathBuf) {
 }
 
 fn lock_is_free(node: &Node) -> bool {
-    !berth::state::NodeLock::is_held(&node.install_dir().join("lock"))
+    !berth::node_lock::NodeLock::is_held(&node.install_dir().join("lock"))
 }
 
 #[test]

@@ -1,3 +1,6 @@
+//! `berth install`, `berth plan` and `berth join`: one flow, from the spec (or the join
+//! command's parameters) to a plan, carried out unless only the plan was asked for.
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -7,14 +10,14 @@ use berth::dist::Dist;
 use berth::engine::{self, EngineError, InstallSettings, Mode, Plan};
 use berth::join::{JoinStore, check_expiry};
 use berth::layout::Layout;
+use berth::node_lock::NodeLock;
 use berth::plan::Permissions;
-use berth::state::NodeLock;
 use berth_formats::lock::Lock;
 use berth_formats::spec::parse_scalar;
 use berth_formats::versions::VersionsError;
 
 use crate::RootArgs;
-use crate::commands::Stderr;
+use crate::commands::{HookTimeout, Stderr};
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
@@ -52,9 +55,8 @@ pub struct InstallArgs {
     /// Print the plan as JSON (with --dry-run or `berth plan`).
     #[arg(long)]
     json: bool,
-    /// Seconds a hook may run before its process group is killed.
-    #[arg(long, default_value_t = 1800)]
-    hook_timeout: u64,
+    #[command(flatten)]
+    hook_timeout: HookTimeout,
     /// How long the join secrets hooks publish stay valid (`24h`, `90m`, `30s`).
     #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = berth::join::parse_ttl)]
     join_ttl: Duration,
@@ -207,7 +209,7 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<InstallSettings> {
             allow_downgrade: args.allow_downgrade,
             force_reapply: args.force_reapply,
         },
-        hook_timeout: Duration::from_secs(args.hook_timeout),
+        hook_timeout: args.hook_timeout.duration(),
         mode,
         join_ttl: args.join_ttl,
         scripts_url: args.scripts_url.clone(),

@@ -1,8 +1,29 @@
+//! One module per command (`install` also serves `plan` and `join`, which share its
+//! settings): parse arguments into settings, call the library, report.
+
 pub mod install;
+pub mod join_command;
 pub mod kustomization;
-pub mod node;
+pub mod reset;
+pub mod rollback;
 pub mod status;
 pub mod unpack;
+
+use std::time::Duration;
+
+/// How long a hook may run: one definition for every command that runs hooks.
+#[derive(clap::Args, Clone, Copy)]
+pub struct HookTimeout {
+    /// Seconds a hook may run before its process group is killed.
+    #[arg(long = "hook-timeout", value_name = "SECONDS", default_value_t = 1800)]
+    seconds: u64,
+}
+
+impl HookTimeout {
+    pub fn duration(self) -> Duration {
+        Duration::from_secs(self.seconds)
+    }
+}
 
 /// Reports a run's steps on standard error, as `berth: …` lines.
 pub struct Stderr;

@@ -1,7 +1,8 @@
 use std::process::ExitCode;
 
 use berth::layout::Layout;
-use berth::state::{AddonState, NodeLock, Outcome, StateStore};
+use berth::node_lock::NodeLock;
+use berth::state::{AddonState, Outcome, StateStore};
 
 use crate::RootArgs;
 

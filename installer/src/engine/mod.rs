@@ -14,6 +14,7 @@
 //!
 //! [`resolve`] turns a spec (or a rollback) into a plan; [`run`] carries a plan out.
 
+pub mod reset;
 mod resolve;
 mod run;
 

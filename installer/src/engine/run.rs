@@ -15,8 +15,9 @@ use super::{
 use crate::dist::Dist;
 use crate::hook_environment::HookEnvironment;
 use crate::images::{ImageError, Runtime};
+use crate::node_lock::NodeLock;
 use crate::session::{HookError, Session};
-use crate::state::{AddonState, Applied, Attempt, NodeLock, Outcome, StateStore};
+use crate::state::{AddonState, Applied, Attempt, Outcome, StateStore};
 use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
 
 /// Carries out `plan` on the node. The caller holds the node lock.
@@ -164,7 +165,7 @@ impl<'a> Run<'a> {
 
         let log_path = layout.log_dir().join(format!("{}.log", self.run_id));
         // Hook output may show secrets: the log is root's alone.
-        crate::state::private_dir(&layout.log_dir()).map_err(io_error(&layout.log_dir()))?;
+        crate::files::private_dir(&layout.log_dir()).map_err(io_error(&layout.log_dir()))?;
         let log = fs_err::OpenOptions::new()
             .create(true)
             .append(true)

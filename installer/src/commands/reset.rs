@@ -1,0 +1,47 @@
+//! `berth reset`: each add-on's reset hook, then everything Berth placed on the node removed.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use berth::layout::Layout;
+use berth::node_lock::NodeLock;
+
+use crate::RootArgs;
+use crate::commands::{HookTimeout, Stderr};
+
+#[derive(clap::Args)]
+pub struct ResetArgs {
+    /// Print what was done as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    hook_timeout: HookTimeout,
+    #[command(flatten)]
+    root: RootArgs,
+}
+
+/// Runs each add-on's reset hook, then removes what Berth placed on this node.
+pub fn run(args: ResetArgs) -> anyhow::Result<ExitCode> {
+    let layout = Layout::new(&args.root.root);
+    let lock = NodeLock::acquire(&layout.lock_file(), "berth reset")?;
+    let report = berth::engine::reset::reset(
+        &layout,
+        args.hook_timeout.duration(),
+        &Stderr,
+    )
+    .context(
+        "the reset did not finish; nothing was removed yet; run it again once the cause is fixed",
+    )?;
+    drop(lock);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        say!(
+            "berth: reset: {} hook(s) ran, {} image(s) and {} path(s) removed",
+            report.hooks.len(),
+            report.images.len(),
+            report.removed.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,66 @@
+//! `berth rollback`: an add-on's previous version applied again from the packages kept on
+//! this node.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use berth::dist::Dist;
+use berth::engine::{self, InstallSettings, Mode};
+use berth::layout::Layout;
+use berth::node_lock::NodeLock;
+use berth::plan::Permissions;
+
+use crate::RootArgs;
+use crate::commands::{HookTimeout, Stderr};
+
+#[derive(clap::Args)]
+pub struct RollbackArgs {
+    /// The add-on to roll back.
+    addon: String,
+    /// The version to go back to (default: the one applied before the current one). Its
+    /// package must be kept on this node.
+    #[arg(long, value_name = "VERSION")]
+    to: Option<String>,
+    #[command(flatten)]
+    hook_timeout: HookTimeout,
+    #[command(flatten)]
+    root: RootArgs,
+}
+
+/// Applies an add-on's previous version again from the packages kept on this node.
+pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let layout = Layout::new(&args.root.root);
+    let lock = NodeLock::acquire(
+        &layout.lock_file(),
+        &format!("berth rollback {}", args.addon),
+    )?;
+    let plan = engine::rollback_plan(&layout, &args.addon, args.to.as_deref())?;
+    let addon = &plan.addons[0];
+    say!("berth: {} {}: {}", addon.name, addon.version, addon.reason);
+    let settings = InstallSettings {
+        dist: Dist::Local(layout.package_cache()),
+        // Not read: the plan comes from the records, not from a spec.
+        spec_path: layout.package_cache(),
+        lock: None,
+        overrides: Vec::new(),
+        params: Vec::new(),
+        permissions: Permissions::default(),
+        hook_timeout: args.hook_timeout.duration(),
+        mode: Mode::Install,
+        join_ttl: berth::join::DEFAULT_TTL,
+        scripts_url: None,
+        reuse_unpacked: true,
+        layout,
+    };
+    engine::apply(&settings, &plan, &lock, &Stderr)
+        .context("the rollback did not finish; run the same command again to continue")?;
+    say!(
+        "berth: rolled {} back to {} in {:.1}s; see `berth status`",
+        addon.name,
+        addon.version,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,45 @@
+//! How the installer writes its own files: so that a crash leaves either the old file or the
+//! new one, and, where they may hold a secret, readable by root alone.
+
+use std::io::Write as _;
+use std::path::Path;
+
+/// Creates `dir` if needed and makes it 0700: what is in it is root's alone.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs_err::create_dir_all(dir)?;
+    fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically_with_mode(path, bytes, 0o666)
+}
+
+/// The same, the file created with `mode` (less the umask): 0o600 keeps secrets from other
+/// users, even while the file is written.
+pub fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use fs_err::os::unix::fs::OpenOptionsExt as _;
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    fs_err::create_dir_all(dir)?;
+    let temporary = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    // A leftover temporary file would keep its own mode: it goes first.
+    let _ = fs_err::remove_file(&temporary);
+    let mut file = fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    fs_err::rename(&temporary, path)?;
+    fs_err::File::open(dir)?.sync_all()
+}
