@@ -75,6 +75,30 @@ pub struct ImageIndex {
     pub manifests: Vec<Descriptor>,
 }
 
+impl ImageIndex {
+    /// The index entry for `linux/<arch>` (`arch` may carry a variant: `arm/v7`).
+    pub fn platform_entry(&self, arch: &str) -> Option<&Descriptor> {
+        let (architecture, variant) = match arch.split_once('/') {
+            Some((architecture, variant)) => (architecture, Some(variant)),
+            None => (arch, None),
+        };
+        let candidates = self.manifests.iter().filter(|entry| {
+            entry.platform.as_ref().is_some_and(|platform| {
+                platform.os == "linux" && platform.architecture == architecture
+            })
+        });
+        let mut fallback = None;
+        for entry in candidates {
+            let entry_variant = entry.platform.as_ref().and_then(|p| p.variant.as_deref());
+            if variant.is_none() || entry_variant == variant {
+                return Some(entry);
+            }
+            fallback.get_or_insert(entry);
+        }
+        fallback.filter(|_| variant.is_none())
+    }
+}
+
 /// A single-platform image manifest (OCI or Docker schema 2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

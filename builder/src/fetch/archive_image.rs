@@ -13,7 +13,6 @@ use berth_formats::oci::{self, Descriptor, ImageIndex, ImageManifest};
 use oci_spec::distribution::Reference;
 
 use crate::fetch::cache::BlobCache;
-use crate::fetch::image::choose_platform;
 
 /// Why an image archive could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -198,11 +197,13 @@ fn import_oci(
     if oci::is_image_index(&entry.media_type) {
         blob(contents, &entry.digest)?;
         let nested: ImageIndex = parse_json(&cache.read(&entry.digest)?, "nested index")?;
-        entry = choose_platform(&nested, arch).cloned().ok_or_else(|| {
-            ArchiveImageError::NoPlatform {
-                arch: arch.to_string(),
-            }
-        })?;
+        entry =
+            nested
+                .platform_entry(arch)
+                .cloned()
+                .ok_or_else(|| ArchiveImageError::NoPlatform {
+                    arch: arch.to_string(),
+                })?;
     }
     let stored = blob(contents, &entry.digest)?;
     let manifest: ImageManifest = parse_json(&cache.read(&stored.digest)?, "image manifest")?;

@@ -191,7 +191,7 @@ impl ImageFetcher<'_> {
         if oci::is_image_index(&fetched.media_type) {
             let index: ImageIndex = serde_json::from_slice(&fetched.bytes)
                 .map_err(|error| self.bad_manifest(request, reference, error.to_string()))?;
-            let chosen = choose_platform(&index, self.arch).ok_or_else(|| {
+            let chosen = index.platform_entry(self.arch).ok_or_else(|| {
                 let available: Vec<String> = index
                     .manifests
                     .iter()
@@ -302,27 +302,4 @@ struct CachedManifest {
     bytes: Vec<u8>,
     media_type: String,
     digest: Sha256Digest,
-}
-
-/// The index entry for `linux/<arch>` (`arch` may carry a variant: `arm/v7`).
-pub fn choose_platform<'a>(index: &'a ImageIndex, arch: &str) -> Option<&'a Descriptor> {
-    let (architecture, variant) = match arch.split_once('/') {
-        Some((architecture, variant)) => (architecture, Some(variant)),
-        None => (arch, None),
-    };
-    let candidates = index.manifests.iter().filter(|entry| {
-        entry
-            .platform
-            .as_ref()
-            .is_some_and(|platform| platform.os == "linux" && platform.architecture == architecture)
-    });
-    let mut fallback = None;
-    for entry in candidates {
-        let entry_variant = entry.platform.as_ref().and_then(|p| p.variant.as_deref());
-        if variant.is_none() || entry_variant == variant {
-            return Some(entry);
-        }
-        fallback.get_or_insert(entry);
-    }
-    fallback.filter(|_| variant.is_none())
 }
