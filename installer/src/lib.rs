@@ -23,6 +23,7 @@ pub mod join;
 pub mod kustomization;
 pub mod layout;
 pub mod node_lock;
+pub mod phase;
 pub mod plan;
 pub mod session;
 pub mod state;

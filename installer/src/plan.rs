@@ -12,7 +12,8 @@ use std::fmt;
 
 use berth_formats::versions::compare_versions;
 
-use crate::state::{AddonState, Outcome, Target};
+use crate::phase::Step;
+use crate::state::{AddonState, Outcome, Reason, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "action", rename_all = "camelCase")]
@@ -65,11 +66,11 @@ impl Decision {
     }
 
     /// The `Progressing` reason while it is carried out.
-    pub fn progressing_reason(&self) -> &'static str {
+    pub fn progressing_reason(&self) -> Reason {
         match self {
-            Decision::Upgrade { .. } => "Upgrading",
-            Decision::Downgrade { .. } | Decision::Rollback { .. } => "RollingBack",
-            _ => "Installing",
+            Decision::Upgrade { .. } => Reason::Upgrading,
+            Decision::Downgrade { .. } | Decision::Rollback { .. } => Reason::RollingBack,
+            _ => Reason::Installing,
         }
     }
 }
@@ -114,7 +115,7 @@ pub fn decide(record: &AddonState, target: &Target, permissions: Permissions) ->
     let Some(current) = &record.current else {
         return match failed_here {
             Some(attempt) => Decision::Retry {
-                because: failure_words(attempt.outcome, &attempt.phase),
+                because: failure_words(attempt.outcome, attempt.phase),
             },
             None => Decision::Install,
         };
@@ -140,7 +141,7 @@ pub fn decide(record: &AddonState, target: &Target, permissions: Permissions) ->
     }
     if let Some(attempt) = failed_here {
         return Decision::Retry {
-            because: failure_words(attempt.outcome, &attempt.phase),
+            because: failure_words(attempt.outcome, attempt.phase),
         };
     }
     let mut changes = Vec::new();
@@ -171,7 +172,7 @@ pub fn decide(record: &AddonState, target: &Target, permissions: Permissions) ->
     }
 }
 
-fn failure_words(outcome: Outcome, phase: &str) -> String {
+fn failure_words(outcome: Outcome, phase: Step) -> String {
     match outcome {
         Outcome::Running => format!("the last run was interrupted during {phase}"),
         _ => format!("the last run failed during {phase}"),

@@ -10,6 +10,8 @@ use crate::files::{private_dir, write_atomically_with_mode};
 use std::time::SystemTime;
 
 use berth_formats::Sha256Digest;
+
+use crate::phase::Step;
 use serde::{Deserialize, Serialize};
 
 /// What a run asks to be applied for one add-on. Two targets with the same fields need no work.
@@ -49,8 +51,8 @@ pub struct Attempt {
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub config: serde_json::Map<String, serde_json::Value>,
     pub outcome: Outcome,
-    /// The last phase that started.
-    pub phase: String,
+    /// The last step that started.
+    pub phase: Step,
     pub run: String,
 }
 
@@ -63,12 +65,55 @@ pub enum Outcome {
     Succeeded,
 }
 
+/// Why a condition is what it is: one CamelCase word, as Kubernetes reasons are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reason {
+    /// Progressing: a first install is under way.
+    Installing,
+    /// Progressing: another version is going in.
+    Upgrading,
+    /// Progressing: an earlier version is going back in.
+    RollingBack,
+    /// Progressing (false): the last run applied the add-on.
+    Succeeded,
+    /// Progressing (false): the last run failed, or was refused.
+    Failed,
+    /// Progressing (false): a run stopped part-way and no run is under way. `berth status`
+    /// shows it; it is never recorded, since a record cannot know its run has ended.
+    Interrupted,
+    /// Available: a version is in place.
+    Applied,
+    /// Available (false): no version is in place.
+    NotApplied,
+}
+
+impl Reason {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Installing => "Installing",
+            Reason::Upgrading => "Upgrading",
+            Reason::RollingBack => "RollingBack",
+            Reason::Succeeded => "Succeeded",
+            Reason::Failed => "Failed",
+            Reason::Interrupted => "Interrupted",
+            Reason::Applied => "Applied",
+            Reason::NotApplied => "NotApplied",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A status condition, as Kubernetes objects carry them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
     pub status: bool,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
     pub last_transition_time: String,
 }
@@ -106,7 +151,7 @@ pub struct AddonState {
 #[serde(rename_all = "camelCase")]
 pub struct Transition {
     pub time: String,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
 }
 
@@ -131,7 +176,7 @@ impl AddonState {
     /// Sets `Progressing`, keeping its transition time when neither status nor reason changes.
     /// The history gains an entry when the reason changes, and when a finished state (status
     /// false) comes again with another message: a second failure, for another cause.
-    pub fn set_progressing(&mut self, status: bool, reason: &str, message: String) {
+    pub fn set_progressing(&mut self, status: bool, reason: Reason, message: String) {
         let condition = transition(self.progressing.take(), status, reason, message);
         let recorded = self.history.last().is_some_and(|last| {
             last.reason == reason && (status || last.message == condition.message)
@@ -139,7 +184,7 @@ impl AddonState {
         if !recorded {
             self.history.push(Transition {
                 time: condition.last_transition_time.clone(),
-                reason: reason.to_string(),
+                reason,
                 message: condition.message.clone(),
             });
             let excess = self.history.len().saturating_sub(HISTORY_LENGTH);
@@ -148,18 +193,18 @@ impl AddonState {
         self.progressing = Some(condition);
     }
 
-    pub fn set_available(&mut self, status: bool, reason: &str, message: String) {
+    pub fn set_available(&mut self, status: bool, reason: Reason, message: String) {
         self.available = Some(transition(self.available.take(), status, reason, message));
     }
 }
 
-fn transition(old: Option<Condition>, status: bool, reason: &str, message: String) -> Condition {
+fn transition(old: Option<Condition>, status: bool, reason: Reason, message: String) -> Condition {
     let unchanged = old
         .as_ref()
         .is_some_and(|old| old.status == status && old.reason == reason);
     Condition {
         status,
-        reason: reason.to_string(),
+        reason,
         message,
         last_transition_time: match old {
             Some(old) if unchanged => old.last_transition_time,

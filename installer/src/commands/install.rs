@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use berth::dist::Dist;
-use berth::engine::{self, EngineError, InstallSettings, Mode, Plan};
+use berth::engine::{self, EngineError, Mode, Plan, RunSettings, SpecSource};
 use berth::join::{JoinStore, check_expiry};
 use berth::layout::Layout;
 use berth::node_lock::NodeLock;
@@ -80,12 +80,12 @@ pub struct JoinArgs {
 }
 
 pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {
-    let settings = settings(&args, Mode::Install)?;
-    execute(&args, settings, plan_only)
+    let (source, settings) = settings(&args, Mode::Install)?;
+    execute(&args, &source, settings, plan_only)
 }
 
 pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
-    let mut settings = settings(&args.install, Mode::Join)?;
+    let (source, mut settings) = settings(&args.install, Mode::Join)?;
     for word in &args.words {
         match word.split_once('=') {
             Some((key, value)) if !key.is_empty() => {
@@ -102,16 +102,17 @@ pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
         }
     }
     check_expiry(&mut settings.params)?;
-    execute(&args.install, settings, false)
+    execute(&args.install, &source, settings, false)
 }
 
 fn execute(
     args: &InstallArgs,
-    settings: InstallSettings,
+    source: &SpecSource,
+    settings: RunSettings,
     plan_only: bool,
 ) -> anyhow::Result<ExitCode> {
     if plan_only || args.dry_run {
-        let plan = engine::plan(&settings)?;
+        let plan = engine::plan(source, &settings)?;
         print_plan(&plan, args.json, &mut std::io::stdout())?;
         return Ok(if plan.refused().is_empty() {
             ExitCode::SUCCESS
@@ -120,15 +121,12 @@ fn execute(
         });
     }
     let started = Instant::now();
-    let command = match settings.mode {
-        Mode::Install => "install",
-        Mode::Join => "join",
-    };
+    let command = settings.mode.command();
     let lock = NodeLock::acquire(
         &settings.layout.lock_file(),
         &format!("berth {command} --spec {}", args.spec.display()),
     )?;
-    let plan = match engine::plan(&settings) {
+    let plan = match engine::plan(source, &settings) {
         Ok(plan) => plan,
         Err(error) => {
             record_refusal(&settings, &error)?;
@@ -138,7 +136,7 @@ fn execute(
     // Shown as a step: a closed standard error must not stop the install.
     let _ = print_plan(&plan, false, &mut std::io::stderr());
     JoinStore::new(settings.layout.join_file())
-        .record_installer(&plan.id, settings.scripts_url.as_deref())?;
+        .record_installer(&plan.id, args.scripts_url.as_deref())?;
     engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {
         format!("the {command} did not finish; run the same command again to continue")
     })?;
@@ -151,7 +149,7 @@ fn execute(
 
 /// An unknown version asked for an installed add-on stops the run before it starts; the
 /// add-on's record says so, as a failed upgrade would.
-fn record_refusal(settings: &InstallSettings, error: &EngineError) -> anyhow::Result<()> {
+fn record_refusal(settings: &RunSettings, error: &EngineError) -> anyhow::Result<()> {
     if let EngineError::Versions { source, .. } = error
         && let VersionsError::UnknownVersion {
             name, requested, ..
@@ -165,7 +163,7 @@ fn record_refusal(settings: &InstallSettings, error: &EngineError) -> anyhow::Re
     Ok(())
 }
 
-fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<InstallSettings> {
+fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<(SpecSource, RunSettings)> {
     let mut overrides = Vec::new();
     for text in &args.set {
         let Some((key, value)) = text.split_once('=') else {
@@ -176,10 +174,8 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<InstallSettings> {
         };
         overrides.push((addon.to_string(), field.to_string(), parse_scalar(value)));
     }
-    Ok(InstallSettings {
-        layout: Layout::new(&args.root.root),
+    let source = SpecSource {
         spec_path: args.spec.clone(),
-        dist: Dist::parse(&args.dist)?,
         lock: args
             .lock
             .as_ref()
@@ -189,6 +185,14 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<InstallSettings> {
             })
             .transpose()?,
         overrides,
+        permissions: Permissions {
+            allow_downgrade: args.allow_downgrade,
+            force_reapply: args.force_reapply,
+        },
+    };
+    let settings = RunSettings {
+        layout: Layout::new(&args.root.root),
+        dist: Dist::parse(&args.dist)?,
         params: args
             .params
             .iter()
@@ -205,16 +209,12 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<InstallSettings> {
                     .with_context(|| format!("argument `{text}`: expected KEY=VALUE"))
             })
             .collect::<anyhow::Result<_>>()?,
-        permissions: Permissions {
-            allow_downgrade: args.allow_downgrade,
-            force_reapply: args.force_reapply,
-        },
         hook_timeout: args.hook_timeout.duration(),
         mode,
         join_ttl: args.join_ttl,
-        scripts_url: args.scripts_url.clone(),
         reuse_unpacked: false,
-    })
+    };
+    Ok((source, settings))
 }
 
 /// The NUL-ended `key=value` records on standard input (at most 1 MiB of them).

@@ -6,10 +6,9 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use berth::dist::Dist;
-use berth::engine::{self, InstallSettings, Mode};
+use berth::engine::{self, Mode, RunSettings};
 use berth::layout::Layout;
 use berth::node_lock::NodeLock;
-use berth::plan::Permissions;
 
 use crate::RootArgs;
 use crate::commands::{HookTimeout, Stderr};
@@ -39,18 +38,12 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     let plan = engine::rollback_plan(&layout, &args.addon, args.to.as_deref())?;
     let addon = &plan.addons[0];
     say!("berth: {} {}: {}", addon.name, addon.version, addon.reason);
-    let settings = InstallSettings {
+    let settings = RunSettings {
         dist: Dist::Local(layout.package_cache()),
-        // Not read: the plan comes from the records, not from a spec.
-        spec_path: layout.package_cache(),
-        lock: None,
-        overrides: Vec::new(),
         params: Vec::new(),
-        permissions: Permissions::default(),
         hook_timeout: args.hook_timeout.duration(),
-        mode: Mode::Install,
+        mode: Mode::Rollback,
         join_ttl: berth::join::DEFAULT_TTL,
-        scripts_url: None,
         reuse_unpacked: true,
         layout,
     };

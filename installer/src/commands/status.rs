@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use berth::layout::Layout;
 use berth::node_lock::NodeLock;
-use berth::state::{AddonState, Outcome, StateStore};
+use berth::state::{AddonState, Outcome, Reason, StateStore};
 
 use crate::RootArgs;
 
@@ -27,10 +27,10 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .is_some_and(|attempt| attempt.outcome == Outcome::Running);
             if running && state.progressing.as_ref().is_some_and(|p| p.status) {
-                let phase = state.attempt.as_ref().map_or("", |a| a.phase.as_str());
+                let phase = state.attempt.as_ref().map_or("", |a| a.phase.name());
                 state.set_progressing(
                     false,
-                    "Interrupted",
+                    Reason::Interrupted,
                     format!("the run stopped during {phase} and no run is under way; run the install again to continue"),
                 );
             }
@@ -78,7 +78,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         if let Some(progressing) = state
             .progressing
             .as_ref()
-            .filter(|p| matches!(p.reason.as_str(), "Failed" | "Interrupted"))
+            .filter(|p| matches!(p.reason, Reason::Failed | Reason::Interrupted))
         {
             println!("\n{}: {}", state.name, progressing.message);
         }
@@ -100,7 +100,7 @@ fn row(state: &AddonState) -> [String; 6] {
         state
             .progressing
             .as_ref()
-            .map_or_else(|| "-".into(), |c| c.reason.clone()),
+            .map_or_else(|| "-".into(), |c| c.reason.to_string()),
         state.available.as_ref().map_or_else(
             || "False".into(),
             |c| if c.status { "True" } else { "False" }.to_string(),

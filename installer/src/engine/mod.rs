@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 use crate::dist::{Dist, FetchError};
 use crate::images::ImageError;
 use crate::layout::Layout;
+use crate::phase::{HOOK_PHASES, JOIN_PHASES, Phase};
 use crate::plan::{Decision, Permissions};
 use crate::session::HookError;
 use crate::state::{AddonState, StateError, Target};
@@ -40,57 +41,51 @@ pub use run::apply;
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
 pub const ENGINE_GENERATION: u32 = 1;
 
-/// The hook phases after `load`, in order.
-pub const HOOK_PHASES: [Phase; 5] = [
-    Phase::Preflight,
-    Phase::PreInit,
-    Phase::Install,
-    Phase::PostInit,
-    Phase::Outro,
-];
-
-/// The hook phases of a joining node.
-pub const JOIN_PHASES: [Phase; 2] = [Phase::Preflight, Phase::Join];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    Preflight,
-    PreInit,
-    Install,
-    Join,
-    PostInit,
-    Outro,
-}
-
-/// What kind of run: the first node (or an update of it), or a node joining it.
+/// What kind of run: the first node (or an update of it), a node joining it, or one add-on
+/// going back to a version this node kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     #[default]
     Install,
     Join,
+    Rollback,
 }
 
 impl Mode {
     pub fn phases(self) -> &'static [Phase] {
         match self {
-            Mode::Install => &HOOK_PHASES,
+            Mode::Install | Mode::Rollback => &HOOK_PHASES,
             Mode::Join => &JOIN_PHASES,
+        }
+    }
+
+    /// The command that runs this mode (`berth install`, `berth join`, `berth rollback`).
+    pub fn command(self) -> &'static str {
+        match self {
+            Mode::Install => "install",
+            Mode::Join => "join",
+            Mode::Rollback => "rollback",
+        }
+    }
+
+    /// What a run of this mode does to the node, named in its log: an install run on a node
+    /// that already has add-ons is an upgrade.
+    pub fn run_name(self, plan: &Plan) -> &'static str {
+        match self {
+            Mode::Install
+                if plan
+                    .addons
+                    .iter()
+                    .any(|addon| addon.record.current.is_some()) =>
+            {
+                "upgrade"
+            }
+            other => other.command(),
         }
     }
 }
 
 impl Phase {
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Preflight => "preflight",
-            Phase::PreInit => "pre_init",
-            Phase::Install => "install",
-            Phase::Join => "join",
-            Phase::PostInit => "post_init",
-            Phase::Outro => "outro",
-        }
-    }
-
     /// The bash function of this phase for an add-on whose functions start with `prefix`.
     fn hook(self, prefix: &str, decision: &Decision) -> String {
         match self {
@@ -108,27 +103,31 @@ impl Phase {
     }
 }
 
-/// What a run is asked to do.
+/// Where the add-ons of a run come from, and what may be made of them: what [`plan`] reads
+/// besides the node's records.
 #[derive(Debug, Clone)]
-pub struct InstallSettings {
-    pub layout: Layout,
+pub struct SpecSource {
     pub spec_path: PathBuf,
-    pub dist: Dist,
     /// The installer's lock: versions and package digests pinned when its scripts were
     /// rendered.
     pub lock: Option<Lock>,
     /// `--set addon.field=value`, in order.
     pub overrides: Vec<(String, String, Value)>,
+    pub permissions: Permissions,
+}
+
+/// How a run does its work: what [`apply`] reads (and [`plan`] for the layout and dist).
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub layout: Layout,
+    pub dist: Dist,
     /// kURL's `key=value` script arguments (`--param`): each reaches the hooks as an
     /// environment variable, `public-address` as `PUBLIC_ADDRESS`.
     pub params: Vec<(String, String)>,
-    pub permissions: Permissions,
     pub hook_timeout: Duration,
     pub mode: Mode,
     /// How long a join secret a hook publishes lives.
     pub join_ttl: Duration,
-    /// Where this installer's scripts are served, recorded for `berth join-command`.
-    pub scripts_url: Option<String>,
     /// A package missing from the dist may be taken from its folder unpacked on this node
     /// (a rollback to a version installed from an airgap bundle, which leaves no archive).
     pub reuse_unpacked: bool,
@@ -152,6 +151,10 @@ pub struct PlannedAddon {
     /// The add-on's record on the node is damaged (`record` is blank): the run moves it aside.
     #[serde(skip)]
     pub record_damaged: bool,
+    /// The lock's digest of the package's `package.json`, which checks the package when an
+    /// airgap bundle carries it unpacked.
+    #[serde(skip)]
+    pub bundled_index: Option<berth_formats::Sha256Digest>,
 }
 
 /// Every add-on of the spec, in install order, with what the run will do to it.

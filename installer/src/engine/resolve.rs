@@ -11,15 +11,16 @@ use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compar
 use serde_json::{Map, Value};
 
 use super::{
-    ENGINE_GENERATION, EngineError, InstallSettings, Plan, PlannedAddon, cached_digest, first_line,
+    ENGINE_GENERATION, EngineError, Plan, PlannedAddon, RunSettings, SpecSource, cached_digest,
+    first_line,
 };
 use crate::layout::Layout;
 use crate::plan::{Decision, decide};
-use crate::state::{Applied, StateStore, Target};
+use crate::state::{Applied, Reason, StateStore, Target};
 
 /// Resolves the spec and decides for each add-on. Reads state; changes nothing.
-pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
-    let spec = InstallerSpec::load(&settings.spec_path)?;
+pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineError> {
+    let spec = InstallerSpec::load(&source.spec_path)?;
     let versions_bytes = settings
         .dist
         .read(VERSIONS_FILE)
@@ -31,9 +32,9 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
             source,
         }
     })?;
-    let versions_error = |source| EngineError::Versions {
-        location: settings.spec_path.display().to_string(),
-        source,
+    let versions_error = |error| EngineError::Versions {
+        location: source.spec_path.display().to_string(),
+        source: error,
     };
 
     let mut requested: BTreeMap<String, (String, Map<String, Value>)> = spec
@@ -46,7 +47,7 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
             apply_fields(version, config, fields);
         }
     }
-    for (addon, field, value) in &settings.overrides {
+    for (addon, field, value) in &source.overrides {
         let Some((version, config)) = requested.get_mut(addon) else {
             return Err(EngineError::BadOverride {
                 text: format!("{addon}.{field}"),
@@ -72,7 +73,7 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
     let mut ordered: Vec<(usize, PlannedAddon)> = Vec::new();
     let store = StateStore::new(settings.layout.state_dir());
     let id = spec.id();
-    if let Some(lock) = &settings.lock
+    if let Some(lock) = &source.lock
         && lock.id != id
     {
         return Err(EngineError::LockMismatch {
@@ -90,13 +91,13 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
         // A lock pins each add-on's version and package digest as they were when the
         // installer's scripts were rendered; without one, versions.json and the dist's
         // `.sha256` files decide.
-        let (version, package_digest) = match &settings.lock {
+        let (version, package_digest, bundled_index) = match &source.lock {
             Some(lock) => {
                 let locked = lock.addon(&name).ok_or_else(|| EngineError::NotLocked {
                     name: name.clone(),
                     id: lock.id.clone(),
                 })?;
-                (locked.version.clone(), locked.sha256)
+                (locked.version.clone(), locked.sha256, locked.index_sha256)
             }
             None => {
                 let version = versions
@@ -112,7 +113,7 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
                             version: version.clone(),
                             source,
                         })?;
-                (version, digest)
+                (version, digest, None)
             }
         };
         let config_hash =
@@ -125,7 +126,7 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
             generation: ENGINE_GENERATION,
         };
         let (record, damage) = store.load_or_blank(&name)?;
-        let decision = decide(&record, &target, settings.permissions);
+        let decision = decide(&record, &target, source.permissions);
         ordered.push((
             position,
             PlannedAddon {
@@ -140,6 +141,7 @@ pub fn plan(settings: &InstallSettings) -> Result<Plan, EngineError> {
                 config,
                 record,
                 record_damaged: damage.is_some(),
+                bundled_index,
             },
         ));
     }
@@ -208,6 +210,7 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             config: applied.config,
             record,
             record_damaged: false,
+            bundled_index: None,
         }],
         airgap: false,
     })
@@ -245,7 +248,7 @@ pub fn record_refusal(
         return Ok(());
     }
     record.desired = Some(version.to_string());
-    record.set_progressing(false, "Failed", message.to_string());
+    record.set_progressing(false, Reason::Failed, message.to_string());
     store.save(&record)?;
     Ok(())
 }

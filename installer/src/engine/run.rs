@@ -9,20 +9,21 @@ use berth_formats::package_index::{PackageIndex, package_file_name};
 use fs_err::os::unix::fs::OpenOptionsExt as _;
 
 use super::{
-    EngineError, InstallSettings, Mode, Plan, PlannedAddon, Reporter, cached_digest,
-    check_interrupt, first_line, io_error,
+    EngineError, Plan, PlannedAddon, Reporter, RunSettings, cached_digest, check_interrupt,
+    first_line, io_error,
 };
 use crate::dist::Dist;
 use crate::hook_environment::HookEnvironment;
 use crate::images::{ImageError, Runtime};
 use crate::node_lock::NodeLock;
+use crate::phase::Step;
 use crate::session::{HookError, Session};
-use crate::state::{AddonState, Applied, Attempt, Outcome, StateStore};
+use crate::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
 use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
 
 /// Carries out `plan` on the node. The caller holds the node lock.
 pub fn apply(
-    settings: &InstallSettings,
+    settings: &RunSettings,
     plan: &Plan,
     _lock: &NodeLock,
     reporter: &dyn Reporter,
@@ -37,7 +38,7 @@ pub fn apply(
         });
     }
     let layout = &settings.layout;
-    let run_id = run_id(settings.mode);
+    let run_id = run_id(settings.mode.run_name(plan));
     let mut run = Run::new(settings, plan, &run_id)?;
     let result = run.execute(reporter);
     if let Err(error) = &result {
@@ -51,16 +52,13 @@ pub fn apply(
     result
 }
 
-fn run_id(mode: Mode) -> String {
+/// `<what>-<UTC time>-<pid>`: the run's log file name, and its mark in the records.
+fn run_id(name: &str) -> String {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .replace([':', '-'], "");
     format!(
-        "{}-{}-{}",
-        match mode {
-            Mode::Install => "install",
-            Mode::Join => "join",
-        },
+        "{name}-{}-{}",
         stamp.trim_end_matches('Z'),
         std::process::id()
     )
@@ -78,7 +76,7 @@ struct Member<'a> {
 }
 
 struct Run<'a> {
-    settings: &'a InstallSettings,
+    settings: &'a RunSettings,
     plan: &'a Plan,
     run_id: String,
     store: StateStore,
@@ -86,11 +84,7 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn new(
-        settings: &'a InstallSettings,
-        plan: &'a Plan,
-        run_id: &str,
-    ) -> Result<Self, EngineError> {
+    fn new(settings: &'a RunSettings, plan: &'a Plan, run_id: &str) -> Result<Self, EngineError> {
         let store = StateStore::new(settings.layout.state_dir());
         let mut members = Vec::new();
         for planned in &plan.addons {
@@ -104,7 +98,7 @@ impl<'a> Run<'a> {
                     target: planned.target.clone(),
                     config: planned.config.clone(),
                     outcome: Outcome::Running,
-                    phase: "fetch".into(),
+                    phase: Step::Fetch,
                     run: run_id.to_string(),
                 });
                 state.set_progressing(
@@ -218,7 +212,7 @@ impl<'a> Run<'a> {
                 let hook = phase.hook(&member.prefix, &member.planned.decision);
                 let kustomize = layout.kustomize_dir(&member.planned.name);
                 if phase.main() && applies {
-                    self.enter_phase(index, "load")?;
+                    self.enter_phase(index, Step::Load)?;
                     self.load_images(index, &mut runtime, reporter)?;
                     let _ = fs_err::remove_dir_all(&kustomize);
                     fs_err::create_dir_all(&kustomize).map_err(io_error(&kustomize))?;
@@ -226,7 +220,7 @@ impl<'a> Run<'a> {
                 let member = &self.members[index];
                 if member.defined.contains(&hook) {
                     if applies {
-                        self.enter_phase(index, phase.name())?;
+                        self.enter_phase(index, Step::Hook(*phase))?;
                     }
                     let member = &self.members[index];
                     reporter.step(&format!(
@@ -298,14 +292,9 @@ impl<'a> Run<'a> {
         };
         // An airgap bundle carries the package unpacked, checked through the lock's digest of
         // its index.
-        if let (Dist::Local(bundle), Some(index_digest)) = (
-            &self.settings.dist,
-            self.settings
-                .lock
-                .as_ref()
-                .and_then(|lock| lock.addon(name))
-                .and_then(|locked| locked.index_sha256),
-        ) && bundled_package(bundle, name, version).is_dir()
+        if let (Dist::Local(bundle), Some(index_digest)) =
+            (&self.settings.dist, planned.bundled_index)
+            && bundled_package(bundle, name, version).is_dir()
         {
             let staging = layout.work_dir().join(format!("unpack-{name}-{version}"));
             return unpack_bundled(
@@ -420,10 +409,10 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    fn enter_phase(&mut self, index: usize, phase: &str) -> Result<(), EngineError> {
+    fn enter_phase(&mut self, index: usize, phase: Step) -> Result<(), EngineError> {
         let member = &mut self.members[index];
         if let Some(attempt) = &mut member.state.attempt {
-            attempt.phase = phase.to_string();
+            attempt.phase = phase;
         }
         let reason = member.planned.decision.progressing_reason();
         member.state.set_progressing(
@@ -459,8 +448,16 @@ impl<'a> Run<'a> {
         if let Some(attempt) = &mut state.attempt {
             attempt.outcome = Outcome::Succeeded;
         }
-        state.set_progressing(false, "Succeeded", format!("{} applied", target.version));
-        state.set_available(true, "Applied", format!("{} is in place", target.version));
+        state.set_progressing(
+            false,
+            Reason::Succeeded,
+            format!("{} applied", target.version),
+        );
+        state.set_available(
+            true,
+            Reason::Applied,
+            format!("{} is in place", target.version),
+        );
         self.store.save(state)?;
         member.finished = true;
         reporter.step(&format!(
@@ -514,13 +511,13 @@ impl<'a> Run<'a> {
                     (None, None) => format!("not finished: {}", first_line(&message)),
                 }
             };
-            state.set_progressing(false, "Failed", text);
+            state.set_progressing(false, Reason::Failed, text);
             match &state.current {
                 Some(current) => {
                     let version = current.target.version.clone();
-                    state.set_available(true, "Applied", format!("{version} stays in place"));
+                    state.set_available(true, Reason::Applied, format!("{version} stays in place"));
                 }
-                None => state.set_available(false, "NotApplied", "not installed".into()),
+                None => state.set_available(false, Reason::NotApplied, "not installed".into()),
             }
             self.store.save(state)?;
         }

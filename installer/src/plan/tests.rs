@@ -1,4 +1,5 @@
 use super::*;
+use crate::phase::Phase;
 use crate::state::{Applied, Attempt};
 
 fn target(version: &str) -> Target {
@@ -22,7 +23,7 @@ fn installed(version: &str) -> AddonState {
         target: target(version),
         config: Default::default(),
         outcome: Outcome::Succeeded,
-        phase: "outro".into(),
+        phase: Step::Hook(Phase::Outro),
         run: "install-1".into(),
     });
     state
@@ -33,7 +34,7 @@ fn with_attempt(mut state: AddonState, version: &str, outcome: Outcome) -> Addon
         target: target(version),
         config: Default::default(),
         outcome,
-        phase: "install".into(),
+        phase: Step::Hook(Phase::Install),
         run: "install-2".into(),
     });
     state

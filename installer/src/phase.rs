@@ -1,0 +1,93 @@
+//! The steps a run takes with each add-on: its package fetched, its images loaded, then its
+//! hooks phase by phase, in kURL's order. A state record says which step a run last began.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The hook phases after `load`, in order.
+pub const HOOK_PHASES: [Phase; 5] = [
+    Phase::Preflight,
+    Phase::PreInit,
+    Phase::Install,
+    Phase::PostInit,
+    Phase::Outro,
+];
+
+/// The hook phases of a joining node.
+pub const JOIN_PHASES: [Phase; 2] = [Phase::Preflight, Phase::Join];
+
+/// A hook phase, in kURL's names (`pre_init` runs `<addon>_pre_init`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Preflight,
+    PreInit,
+    Install,
+    Join,
+    PostInit,
+    Outro,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Preflight => "preflight",
+            Phase::PreInit => "pre_init",
+            Phase::Install => "install",
+            Phase::Join => "join",
+            Phase::PostInit => "post_init",
+            Phase::Outro => "outro",
+        }
+    }
+}
+
+/// A step of a run for one add-on, as its record keeps it (`"fetch"`, `"load"`, `"outro"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Step {
+    Fetch,
+    Load,
+    Hook(Phase),
+}
+
+impl Step {
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Fetch => "fetch",
+            Step::Load => "load",
+            Step::Hook(phase) => phase.name(),
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<Step> for String {
+    fn from(step: Step) -> String {
+        step.name().to_string()
+    }
+}
+
+impl TryFrom<String> for Step {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        const ALL: [Step; 8] = [
+            Step::Fetch,
+            Step::Load,
+            Step::Hook(Phase::Preflight),
+            Step::Hook(Phase::PreInit),
+            Step::Hook(Phase::Install),
+            Step::Hook(Phase::Join),
+            Step::Hook(Phase::PostInit),
+            Step::Hook(Phase::Outro),
+        ];
+        ALL.into_iter()
+            .find(|step| step.name() == text)
+            .ok_or_else(|| format!("`{text}` is not a step of a run"))
+    }
+}
