@@ -1,5 +1,6 @@
 //! `berth-build`: package, build, check and inspect Berth add-ons.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -174,8 +175,12 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error}");
-            commands::print_causes(error.as_ref());
+            // A closed standard error must not turn a failure into a panic.
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}",
+                berth_formats::report::render(error.as_ref())
+            );
             ExitCode::FAILURE
         }
     }

@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod name;
 pub mod oci;
 pub mod package_index;
+pub mod report;
 pub mod shell;
 pub mod spec;
 pub mod versions;

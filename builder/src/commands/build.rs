@@ -68,11 +68,12 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let versions = build::write_versions(&args.addons, &settings.out_dir, &results)?;
     eprintln!("wrote {}", versions.display());
     for (directory, error) in &failures {
+        let shown = berth_formats::report::render(*error);
         eprintln!(
-            "\nerror: failed to package {}: {error}",
-            directory.display()
+            "\nerror: failed to package {}: {}",
+            directory.display(),
+            shown.trim_start_matches("error: ")
         );
-        super::print_causes(*error);
     }
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS

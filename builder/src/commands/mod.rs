@@ -84,15 +84,6 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("failed to start the async runtime")
 }
 
-/// Prints the causes below an error already shown, one `caused by:` line each.
-pub fn print_causes(error: &(dyn std::error::Error + 'static)) {
-    let mut source = error.source();
-    while let Some(cause) = source {
-        eprintln!("  caused by: {cause}");
-        source = cause.source();
-    }
-}
-
 /// `12.3 MiB`.
 pub fn human_size(bytes: u64) -> String {
     indicatif::HumanBytes(bytes).to_string()

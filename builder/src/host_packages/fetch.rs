@@ -87,7 +87,7 @@ impl Fetcher<'_> {
     }
 
     /// Checks a signed file with `gpgv` against `keyring` (`files`: the signed file, or a
-    /// detached signature and the file it signs); a keyring the build host lacks is skipped.
+    /// detached signature and the file it signs).
     fn check_signature(
         &self,
         distro: &str,
@@ -95,9 +95,6 @@ impl Fetcher<'_> {
         keyring: &Path,
         files: &[&Path],
     ) -> Result<(), FetchError> {
-        if !keyring.exists() {
-            return Ok(());
-        }
         let output = std::process::Command::new("gpgv")
             .arg("--keyring")
             .arg(keyring)
@@ -137,7 +134,7 @@ impl Fetcher<'_> {
                 source,
             }
         };
-        if let Some(keyring) = &source.keyring {
+        if let Some(keyring) = usable_keyring(distro, &release_url, source.keyring.as_deref()) {
             self.check_signature(distro, &release_url, keyring, &[&release_path])?;
         }
         let release_text =
@@ -219,7 +216,7 @@ impl Fetcher<'_> {
             let root = self.repository_root(distro, repository).await?;
             let repomd_url = format!("{root}/repodata/repomd.xml");
             let repomd_path = self.get(distro, &repomd_url, Expected::default()).await?;
-            if let Some(keyring) = &source.keyring {
+            if let Some(keyring) = usable_keyring(distro, &repomd_url, source.keyring.as_deref()) {
                 let signature_url = format!("{repomd_url}.asc");
                 let signature = self
                     .get(distro, &signature_url, Expected::default())
@@ -314,4 +311,28 @@ impl Fetcher<'_> {
         };
         self.get(distro, &package.url, expected).await
     }
+}
+
+/// The keyring to check `url`'s signature with, if the target names one the build host has.
+/// Otherwise the file is trusted as the transport delivered it, and the build says so once per
+/// file: the package digests still come from it, so its origin matters.
+fn usable_keyring<'a>(distro: &str, url: &str, keyring: Option<&'a Path>) -> Option<&'a Path> {
+    static WARNED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let why = match keyring {
+        Some(keyring) if keyring.exists() => return Some(keyring),
+        Some(keyring) => format!(
+            "its keyring {} is not on this build host",
+            keyring.display()
+        ),
+        None => "the target names no keyring (distros.yaml `keyring`)".to_string(),
+    };
+    let first = WARNED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(url.to_string());
+    if first {
+        tracing::warn!("{distro}: the signature of {url} is not checked: {why}");
+    }
+    None
 }

@@ -121,6 +121,38 @@ pub enum HostPackageError {
     Rpm(#[from] rpm::RpmError),
     #[error(transparent)]
     Closure(#[from] ClosureError),
+    #[error("{manifest}:{line}: `{directive}`")]
+    Directive {
+        manifest: PathBuf,
+        line: usize,
+        directive: String,
+        #[source]
+        source: ClosureError,
+    },
+}
+
+/// A package a Manifest line asks for on a target.
+struct Wanted {
+    line: usize,
+    directive: String,
+    package: String,
+}
+
+/// A closure error, pinned on the Manifest line that asked for the package it starts from.
+fn at_directive(manifest: &Manifest, wanted: &[Wanted], error: ClosureError) -> HostPackageError {
+    let root = match &error {
+        ClosureError::Unknown { name, .. } => Some(name),
+        ClosureError::Unsatisfiable { chain, .. } => chain.first(),
+    };
+    match root.and_then(|root| wanted.iter().find(|wanted| &wanted.package == root)) {
+        Some(wanted) => HostPackageError::Directive {
+            manifest: manifest.path.clone(),
+            line: wanted.line,
+            directive: wanted.directive.clone(),
+            source: error,
+        },
+        None => HostPackageError::Closure(error),
+    }
 }
 
 /// The archives each target distro needs for the Manifest's host package directives.
@@ -143,7 +175,11 @@ pub async fn gather(
                 continue;
             }
             if directive.kind.ships_package() {
-                wanted.push(directive.package.clone());
+                wanted.push(Wanted {
+                    line: entry.line,
+                    directive: format!("{} {}", directive.kind.as_str(), directive.package),
+                    package: directive.package.clone(),
+                });
             } else {
                 deps.push(directive.package.clone());
             }
@@ -158,12 +194,15 @@ pub async fn gather(
             deps,
         };
         if !wanted.is_empty() {
-            match distro.format {
-                Format::Deb => gather_debs(fetcher, distro, &wanted, &mut archives).await?,
-                Format::Rpm => {
-                    gather_rpms(fetcher, distro, &wanted, timestamp, &mut archives).await?;
-                }
-            }
+            let names: Vec<String> = wanted.iter().map(|w| w.package.clone()).collect();
+            let result = match distro.format {
+                Format::Deb => gather_debs(fetcher, distro, &names, &mut archives).await,
+                Format::Rpm => gather_rpms(fetcher, distro, &names, timestamp, &mut archives).await,
+            };
+            result.map_err(|error| match error {
+                HostPackageError::Closure(error) => at_directive(manifest, &wanted, error),
+                other => other,
+            })?;
         }
         gathered.push(archives);
     }

@@ -83,7 +83,7 @@ fn check_manifest(path: &Path, problems: &mut Vec<String>) {
             }
         }
         Err(_) => problems.push(format!(
-            "{}: not inside `addons/<name>/<version>/`, so its paths cannot be resolved\n  hint: move the add-on to addons/<name>/<version>/",
+            "{}: not inside `addons/<name>/<version>/`, so its paths cannot be resolved\nhint: move the add-on to addons/<name>/<version>/",
             path.display()
         )),
     }

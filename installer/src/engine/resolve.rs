@@ -271,12 +271,15 @@ type FieldsOfAddon = (String, Map<String, Value>);
 
 /// `/etc/berth/node.yaml`: per-node fields by add-on, e.g. `containerd: {tomlConfig: …}`.
 fn node_overrides(path: &Path) -> Result<Vec<FieldsOfAddon>, EngineError> {
-    let Ok(text) = fs_err::read_to_string(path) else {
-        return Ok(Vec::new());
-    };
     let problem = |problem: String| EngineError::NodeConfig {
         path: path.to_path_buf(),
         problem,
+    };
+    // No file is no settings; a file that cannot be read is a setting lost, so it stops the run.
+    let text = match fs_err::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(problem(format!("cannot be read: {error}"))),
     };
     let value: Value = serde_norway::from_str(&text).map_err(|e| problem(e.to_string()))?;
     match value {

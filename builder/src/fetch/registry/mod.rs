@@ -46,7 +46,7 @@ pub enum RegistryError {
         source: reqwest::Error,
     },
     #[error(
-        "registry {registry} refused access to {repository}: {reason}\n  hint: log in with `docker login {registry}` or add credentials for it to ~/.docker/config.json"
+        "registry {registry} refused access to {repository}: {reason}\nhint: log in with `docker login {registry}` or add credentials for it to ~/.docker/config.json"
     )]
     Unauthorized {
         registry: String,
