@@ -56,7 +56,7 @@ echo "berth: installer $BERTH_INSTALLER_ID on $berth_os ($berth_arch)" >&2
 
 case "$berth_arch" in
 {%- for arch, digest in berth_sha256 | items %}
-    {{ arch | sh }}) berth_expected_sha256={{ digest | sh }} ;;
+    {{ arch | sh }}) berth_expected_sha256={{ digest | sh }}; berth_binary_file={{ berth_files[arch] | sh }} ;;
 {%- endfor %}
     *) berth_fail "this release has no berth binary for $berth_arch; it has: $berth_arches" ;;
 esac
@@ -73,8 +73,10 @@ fi
 mkdir -p "$berth_installer_dir"
 
 # The spec and the lock this script was rendered with: the lock pins every package's digest.
-printf '%s\n' {{ spec | sh }} >"$berth_installer_dir/installer.yaml"
-printf '%s\n' {{ lock | sh }} >"$berth_installer_dir/lock.json"
+berth_spec_file="$berth_installer_dir/"{{ spec_file | sh }}
+berth_lock_file="$berth_installer_dir/"{{ lock_file | sh }}
+printf '%s\n' {{ spec | sh }} >"$berth_spec_file"
+printf '%s\n' {{ lock | sh }} >"$berth_lock_file"
 
 berth_sha256_of() {
     sha256sum "$1" | cut -d' ' -f1
@@ -85,7 +87,7 @@ berth_sha256_of() {
 # the node has it already).
 if [ "$berth_airgap" = 1 ]; then
     berth_bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-    berth_binary="$berth_bundle_dir/berth"
+    berth_binary="$berth_bundle_dir/"{{ bundle_binary | sh }}
     berth_dist="$berth_bundle_dir"
     [ -f "$berth_binary" ] || berth_fail "airgap: no berth binary beside this script in $berth_bundle_dir"
 else
@@ -97,10 +99,10 @@ else
         fi
         command -v curl >/dev/null 2>&1 || berth_fail "downloading berth needs curl"
         mkdir -p "$(dirname "$berth_binary")"
-        echo "berth: downloading $BERTH_DIST_URL/bin/berth-linux-$berth_arch" >&2
+        echo "berth: downloading $BERTH_DIST_URL/$berth_binary_file" >&2
         curl -fsSL --retry 5 --retry-delay 2 --retry-connrefused \
-            -o "$berth_binary.partial" "$BERTH_DIST_URL/bin/berth-linux-$berth_arch" ||
-            berth_fail "failed to download $BERTH_DIST_URL/bin/berth-linux-$berth_arch"
+            -o "$berth_binary.partial" "$BERTH_DIST_URL/$berth_binary_file" ||
+            berth_fail "failed to download $BERTH_DIST_URL/$berth_binary_file"
         chmod 0755 "$berth_binary.partial"
         mv -f "$berth_binary.partial" "$berth_binary"
     fi
@@ -115,8 +117,8 @@ if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_airgap" = 0 ] 
 fi
 
 berth_install_arguments=(
-    --spec "$berth_installer_dir/installer.yaml"
-    --lock "$berth_installer_dir/lock.json"
+    --spec "$berth_spec_file"
+    --lock "$berth_lock_file"
     --dist "$berth_dist"
 )
 if [ "$berth_airgap" = 1 ]; then

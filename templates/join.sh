@@ -5,8 +5,8 @@ berth_reject_words "give airgap, control-plane or the key=value pairs of the joi
 # The key=value pairs are the join parameters the first node printed (control-plane came in
 # as control-plane=1).
 berth_join_arguments=(
-    --spec "$berth_installer_dir/installer.yaml"
-    --lock "$berth_installer_dir/lock.json"
+    --spec "$berth_spec_file"
+    --lock "$berth_lock_file"
     --dist "$berth_dist"
     --params-from-stdin
 )

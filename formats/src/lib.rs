@@ -8,12 +8,14 @@
 //! takes them from the installer's [`lock`].
 
 pub mod archive;
+pub mod bundle;
 pub mod digest;
 pub mod lock;
 pub mod manifest;
 pub mod name;
 pub mod oci;
 pub mod package_index;
+pub mod release;
 pub mod report;
 pub mod shell;
 pub mod spec;

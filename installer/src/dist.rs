@@ -128,7 +128,7 @@ impl Dist {
 
     /// The digest `<file>.sha256` gives for `file`.
     pub fn checksum(&self, file: &str) -> Result<Sha256Digest, FetchError> {
-        let checksum_file = format!("{file}.sha256");
+        let checksum_file = berth_formats::release::checksum_file(file);
         let text = self.read(&checksum_file)?;
         parse_checksum_file(&String::from_utf8_lossy(&text)).map_err(|_| FetchError::BadChecksum {
             location: self.location(&checksum_file),

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use berth_formats::Sha256Digest;
 use berth_formats::archive::{self, ExtractError};
 use berth_formats::digest::HashingReader;
-use berth_formats::oci::{BLOBS_DIR, IMAGES_DIR};
 use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex, package_root};
 
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +129,7 @@ pub fn read_unpacked(folder: &Path) -> Result<PackageIndex, UnpackError> {
 
 /// Where a bundle keeps the unpacked package of `name` `version`, and its shared blobs.
 pub fn bundled_package(bundle: &Path, name: &str, version: &str) -> PathBuf {
-    bundle.join("packages").join(format!("{name}-{version}"))
+    bundle.join(berth_formats::bundle::package_dir(name, version))
 }
 
 /// Checks a bundled package's index against `expected` (the lock's), copies every file it
@@ -171,7 +170,6 @@ pub fn unpack_bundled(
             message: error.to_string(),
         })?;
         fs_err::write(folder.join(PACKAGE_INDEX_FILE), &bytes).map_err(io(&folder))?;
-        let blobs = format!("{IMAGES_DIR}/{BLOBS_DIR}/");
         for file in &index.files {
             let relative = Path::new(&file.path);
             if !relative
@@ -183,8 +181,8 @@ pub fn unpack_bundled(
                     message: format!("`{}` is not a path inside the package", file.path),
                 });
             }
-            let from = match file.path.strip_prefix(&blobs) {
-                Some(hex) => bundle.join("blobs/sha256").join(hex),
+            let from = match berth_formats::bundle::shared_blob(&file.path) {
+                Some(hex) => bundle.join(berth_formats::bundle::blob_path(hex)),
                 None => source.join(relative),
             };
             let to = folder.join(relative);

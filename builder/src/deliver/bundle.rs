@@ -1,13 +1,6 @@
 //! Airgap bundles: one `.tar.gz` holding everything a node needs with no network, written as
-//! a stream (memory stays flat however large the bundle):
-//!
-//! ```text
-//! install.sh join.sh upgrade.sh tasks.sh    the scripts, rendered for the installer
-//! berth                                     the node binary
-//! installer.yaml  lock.json  versions.json  the spec, its lock, the versions it pins
-//! packages/<name>-<version>/…               each package's files, unpacked
-//! blobs/sha256/<hex>                        every image blob, once for all add-ons
-//! ```
+//! a stream (memory stays flat however large the bundle), laid out as `berth_formats::bundle`
+//! says, which is where the node looks.
 //!
 //! A package's `images/blobs/sha256/` entries go to the shared `blobs/` folder, so a layer
 //! several add-ons share is stored once. Every package read from the store is checked against
@@ -20,24 +13,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_formats::Sha256Digest;
+use berth_formats::bundle;
 use berth_formats::digest::HashingReader;
 use berth_formats::lock::{LOCK_FILE, Lock};
-use berth_formats::oci::{BLOBS_DIR, IMAGES_DIR};
 use berth_formats::package_index::{PACKAGE_INDEX_FILE, package_file_name, package_root};
+use berth_formats::release::{berth_binary_file, checksum_file};
 use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{AddonVersions, VERSIONS_FILE, VersionEntry, VersionsFile};
 use tokio_util::io::SyncIoBridge;
 
 use crate::deliver::scripts::{self, SCRIPTS, ScriptContext, ScriptError};
 use crate::publish::release::{Release, ReleaseError};
-use crate::publish::upload::berth_binary_file;
-
-/// The spec's file name in a bundle.
-pub const SPEC_FILE: &str = "installer.yaml";
-/// The shared image blobs' folder in a bundle.
-pub const BUNDLE_BLOBS_DIR: &str = "blobs/sha256";
-/// The unpacked packages' folder in a bundle.
-pub const BUNDLE_PACKAGES_DIR: &str = "packages";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
@@ -117,7 +103,7 @@ pub async fn prepare(
     let binary = berth_binary_file(arch);
     let in_store = release
         .store
-        .read(&release.key(&format!("{binary}.sha256")))
+        .read(&release.key(&checksum_file(&binary)))
         .await
         .map_err(ReleaseError::from)?
         .is_some();
@@ -268,10 +254,10 @@ fn write_blocking<W: Write>(
         source,
     })?;
     std::io::Seek::rewind(&mut spooled).map_err(BundleError::Write)?;
-    append(&mut builder, "berth", size, true, spooled)?;
+    append(&mut builder, bundle::BINARY, size, true, spooled)?;
     append(
         &mut builder,
-        SPEC_FILE,
+        bundle::SPEC_FILE,
         plan.spec.len() as u64,
         false,
         plan.spec.as_bytes(),
@@ -293,8 +279,7 @@ fn write_blocking<W: Write>(
             .map_err(ReleaseError::from)?;
         let mut hashing = HashingReader::new(SyncIoBridge::new_with_handle(reader, handle.clone()));
         let root = format!("{}/", package_root(&addon.name, &addon.version));
-        let blobs_prefix = format!("{IMAGES_DIR}/{BLOBS_DIR}/");
-        let target = format!("{BUNDLE_PACKAGES_DIR}/{}-{}", addon.name, addon.version);
+        let target = bundle::package_dir(&addon.name, &addon.version);
         let read_error = |source| BundleError::Read {
             what: file.clone(),
             source,
@@ -332,11 +317,11 @@ fn write_blocking<W: Write>(
                         false,
                         index.as_slice(),
                     )?;
-                } else if let Some(hex) = relative.strip_prefix(&blobs_prefix) {
+                } else if let Some(hex) = bundle::shared_blob(relative) {
                     if blobs_written.insert(hex.to_string()) {
                         append(
                             &mut builder,
-                            &format!("{BUNDLE_BLOBS_DIR}/{hex}"),
+                            &bundle::blob_path(hex),
                             size,
                             false,
                             &mut entry,

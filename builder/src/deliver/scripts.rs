@@ -77,6 +77,10 @@ pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptErr
         .map(|(arch, digest)| (arch.as_str(), digest.hex()))
         .collect();
     let arches = digests.keys().copied().collect::<Vec<_>>().join(" ");
+    let files: BTreeMap<&str, String> = digests
+        .keys()
+        .map(|arch| (*arch, berth_formats::release::berth_binary_file(arch)))
+        .collect();
     let lock = String::from_utf8(context.lock.to_bytes()).expect("JSON is UTF-8");
     let script_url = if script == "install.sh" {
         context.scripts_url.clone()
@@ -93,7 +97,11 @@ pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptErr
             spec => context.spec.trim_end(),
             lock => lock.trim_end(),
             berth_sha256 => digests,
+            berth_files => files,
             arches,
+            bundle_binary => berth_formats::bundle::BINARY,
+            spec_file => berth_formats::bundle::SPEC_FILE,
+            lock_file => berth_formats::lock::LOCK_FILE,
         })
         .map_err(render_error)
 }

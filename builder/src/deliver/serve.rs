@@ -25,7 +25,7 @@ use crate::deliver::installers::{Inserted, Installer, InstallerError, InstallerS
 use crate::deliver::scripts::{self, SCRIPTS, ScriptContext};
 use crate::publish::release::{Release, ReleaseError};
 use crate::publish::store::StoreError;
-use crate::publish::upload::berth_binary_file;
+use berth_formats::release::{berth_binary_file, berth_binary_name, checksum_file};
 
 /// What the server holds.
 pub struct Server {
@@ -393,11 +393,11 @@ async fn local_berth(
         let opened = tokio::fs::File::open(path).await.ok()?;
         return Some(Box::new(opened));
     }
-    if file == format!("{binary}.sha256") {
+    if file == checksum_file(&binary) {
         let digests = server.release.berth_digests().await.ok()?;
         let line = berth_formats::package_index::checksum_file_text(
             digests.get(arch)?,
-            &format!("berth-linux-{arch}"),
+            &berth_binary_name(arch),
         );
         return Some(Box::new(std::io::Cursor::new(line.into_bytes())));
     }

@@ -12,10 +12,7 @@ use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile};
 
 use crate::publish::store::{Store, StoreError};
-use crate::publish::upload::berth_binary_file;
-
-/// Architectures a release may carry a node binary for.
-pub const ARCHES: [&str; 2] = ["amd64", "arm64"];
+use berth_formats::release::{ARCHES, berth_binary_file, checksum_file};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReleaseError {
@@ -101,7 +98,7 @@ impl Release {
     }
 
     async fn checksum(&self, file: &str, what: &str) -> Result<Sha256Digest, ReleaseError> {
-        let checksum_file = format!("{file}.sha256");
+        let checksum_file = checksum_file(file);
         let text = self.read(&checksum_file, what).await?;
         parse_checksum_file(&String::from_utf8_lossy(&text)).map_err(|_| {
             ReleaseError::BadChecksum {

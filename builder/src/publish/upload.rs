@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::checksum_file_text;
+use berth_formats::release::{berth_binary_file, berth_binary_name, checksum_file};
 use berth_formats::versions::VERSIONS_FILE;
 use futures::{StreamExt as _, TryStreamExt as _};
 
@@ -42,11 +43,6 @@ pub enum UploadError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// Where the node binary for `arch` is published, relative to the release.
-pub fn berth_binary_file(arch: &str) -> String {
-    format!("bin/berth-linux-{arch}")
 }
 
 /// Uploads every file below `dir` (and the node binary), `versions.json` last.
@@ -85,11 +81,11 @@ pub async fn upload(
         let checksum = scratch.path().join("berth.sha256");
         fs_err::write(
             &checksum,
-            checksum_file_text(&digest, &format!("berth-linux-{arch}")),
+            checksum_file_text(&digest, &berth_binary_name(arch)),
         )
         .map_err(io(&checksum))?;
         files.push((file.clone(), binary.clone()));
-        files.push((format!("{file}.sha256"), checksum));
+        files.push((checksum_file(&file), checksum));
     }
     let (last, first): (Vec<_>, Vec<_>) = files
         .into_iter()

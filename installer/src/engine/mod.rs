@@ -255,7 +255,8 @@ pub enum EngineError {
 /// there too. A rollback reads it; a fetch skips the download when it is the expected one.
 fn cached_digest(layout: &Layout, file: &str) -> Option<berth_formats::Sha256Digest> {
     let cache = layout.package_cache();
-    let text = fs_err::read_to_string(cache.join(format!("{file}.sha256"))).ok()?;
+    let text =
+        fs_err::read_to_string(cache.join(berth_formats::release::checksum_file(file))).ok()?;
     let digest = berth_formats::package_index::parse_checksum_file(&text).ok()?;
     cache.join(file).exists().then_some(digest)
 }

@@ -15,6 +15,8 @@ use super::{
 use crate::dist::Dist;
 use crate::hook_environment::HookEnvironment;
 use crate::images::{ImageError, Runtime};
+use berth_formats::release::checksum_file;
+
 use crate::node_lock::NodeLock;
 use crate::phase::Step;
 use crate::session::{HookError, Session};
@@ -336,14 +338,14 @@ impl<'a> Run<'a> {
         match result {
             Ok(index) => {
                 let checksum = berth_formats::package_index::checksum_file_text(&expected, &file);
-                fs_err::write(cache.join(format!("{file}.sha256")), checksum)
+                fs_err::write(cache.join(checksum_file(&file)), checksum)
                     .map_err(io_error(&cache))?;
                 Ok(index)
             }
             Err(source) => {
                 // A package that fails its check is not kept: the next run fetches it again.
                 let _ = fs_err::remove_file(&cached);
-                let _ = fs_err::remove_file(cache.join(format!("{file}.sha256")));
+                let _ = fs_err::remove_file(cache.join(checksum_file(&file)));
                 Err(EngineError::Unpack {
                     name: name.to_string(),
                     version: version.to_string(),

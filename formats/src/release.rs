@@ -1,0 +1,20 @@
+//! Names a release is published under, which the builder writes, `serve` passes through and
+//! the rendered scripts download: the node binaries and the checksum beside every file.
+
+/// The architectures a release carries node binaries for.
+pub const ARCHES: [&str; 2] = ["amd64", "arm64"];
+
+/// `berth-linux-<arch>`: the node binary's name in a release.
+pub fn berth_binary_name(arch: &str) -> String {
+    format!("berth-linux-{arch}")
+}
+
+/// `bin/berth-linux-<arch>`: where the node binary for `arch` is, relative to the release.
+pub fn berth_binary_file(arch: &str) -> String {
+    format!("bin/{}", berth_binary_name(arch))
+}
+
+/// `<file>.sha256`: the checksum file beside a published file, in `sha256sum` format.
+pub fn checksum_file(file: &str) -> String {
+    format!("{file}.sha256")
+}
