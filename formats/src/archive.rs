@@ -157,42 +157,20 @@ impl ReproducibleArchive {
 
     /// Writes the gzipped tar to `out`; `progress` is called with the bytes of content copied.
     pub fn write<W: Write>(&self, out: W, progress: &mut dyn FnMut(u64)) -> Result<W, WriteError> {
-        let gzip = flate2::GzBuilder::new().write(out, Compression::new(self.compression));
-        let mut builder = tar::Builder::new(gzip);
-        builder.mode(tar::HeaderMode::Deterministic);
+        let mut writer = TarGzWriter::new(out, self.mtime, self.compression);
         for path in self.order() {
-            let source = &self.entries[path];
             let io_error = |source| WriteError::Io {
                 path: path.clone(),
                 source,
             };
-            let mut header = tar::Header::new_gnu();
-            header.set_uid(0);
-            header.set_gid(0);
-            header.set_mtime(self.mtime);
-            match source {
-                Source::Directory => {
-                    header.set_entry_type(tar::EntryType::Directory);
-                    header.set_mode(MODE_EXECUTABLE);
-                    header.set_size(0);
-                    builder
-                        .append_data(&mut header, format!("{path}/"), io::empty())
-                        .map_err(io_error)?;
-                }
+            match &self.entries[path] {
+                Source::Directory => writer.append_dir(path).map_err(io_error)?,
                 Source::Symlink { target } => {
-                    header.set_entry_type(tar::EntryType::Symlink);
-                    header.set_mode(0o777);
-                    header.set_size(0);
-                    builder
-                        .append_link(&mut header, path, target)
-                        .map_err(io_error)?;
+                    writer.append_symlink(path, target).map_err(io_error)?;
                 }
                 Source::Bytes { data, executable } => {
-                    header.set_entry_type(tar::EntryType::Regular);
-                    header.set_mode(mode(*executable));
-                    header.set_size(data.len() as u64);
-                    builder
-                        .append_data(&mut header, path, data.as_slice())
+                    writer
+                        .append_file(path, data.len() as u64, *executable, data.as_slice())
                         .map_err(io_error)?;
                     progress(data.len() as u64);
                 }
@@ -203,12 +181,9 @@ impl ReproducibleArchive {
                 } => {
                     let file = fs_err::File::open(source_path).map_err(io_error)?;
                     let size = file.metadata().map_err(io_error)?.len();
-                    header.set_entry_type(tar::EntryType::Regular);
-                    header.set_mode(mode(*executable));
-                    header.set_size(size);
                     let mut reader = CheckingReader::new(file, progress);
-                    builder
-                        .append_data(&mut header, path, &mut reader)
+                    writer
+                        .append_file(path, size, *executable, &mut reader)
                         .map_err(io_error)?;
                     let actual = reader.finish();
                     if let Some(expected) = expected.filter(|expected| *expected != actual) {
@@ -221,7 +196,63 @@ impl ReproducibleArchive {
                 }
             }
         }
-        let gzip = builder.into_inner().map_err(|source| WriteError::Io {
+        writer.finish()
+    }
+}
+
+/// A gzipped tar written one entry at a time, every entry as reproducible archives have it:
+/// owner 0, one mtime, mode 0644 or 0755, nothing taken from the host. [`ReproducibleArchive`]
+/// writes through it in its sorted order; an airgap bundle writes through it as it streams.
+pub struct TarGzWriter<W: Write> {
+    builder: tar::Builder<flate2::write::GzEncoder<W>>,
+    mtime: u64,
+}
+
+impl<W: Write> TarGzWriter<W> {
+    pub fn new(out: W, mtime: u64, compression: u32) -> Self {
+        let gzip = flate2::GzBuilder::new().write(out, Compression::new(compression));
+        let mut builder = tar::Builder::new(gzip);
+        builder.mode(tar::HeaderMode::Deterministic);
+        Self { builder, mtime }
+    }
+
+    fn header(&self, kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
+        let mut header = tar::Header::new_gnu();
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_mtime(self.mtime);
+        header.set_entry_type(kind);
+        header.set_mode(mode);
+        header.set_size(size);
+        header
+    }
+
+    /// A regular file of `size` bytes read from `data`.
+    pub fn append_file(
+        &mut self,
+        path: &str,
+        size: u64,
+        executable: bool,
+        data: impl Read,
+    ) -> io::Result<()> {
+        let mut header = self.header(tar::EntryType::Regular, mode(executable), size);
+        self.builder.append_data(&mut header, path, data)
+    }
+
+    pub fn append_dir(&mut self, path: &str) -> io::Result<()> {
+        let mut header = self.header(tar::EntryType::Directory, MODE_EXECUTABLE, 0);
+        self.builder
+            .append_data(&mut header, format!("{path}/"), io::empty())
+    }
+
+    pub fn append_symlink(&mut self, path: &str, target: &str) -> io::Result<()> {
+        let mut header = self.header(tar::EntryType::Symlink, 0o777, 0);
+        self.builder.append_link(&mut header, path, target)
+    }
+
+    /// Ends the tar and the gzip stream, and hands the output back.
+    pub fn finish(self) -> Result<W, WriteError> {
+        let gzip = self.builder.into_inner().map_err(|source| WriteError::Io {
             path: "(end of archive)".into(),
             source,
         })?;
@@ -427,6 +458,15 @@ pub fn read_entry(
     reader: impl Read,
     wanted: impl Fn(&str) -> bool,
 ) -> Result<Option<(String, Vec<u8>)>, ExtractError> {
+    read_entry_within(reader, wanted, u64::MAX)
+}
+
+/// [`read_entry`], refusing a file larger than `max_bytes` before reading it.
+pub fn read_entry_within(
+    reader: impl Read,
+    wanted: impl Fn(&str) -> bool,
+    max_bytes: u64,
+) -> Result<Option<(String, Vec<u8>)>, ExtractError> {
     let mut archive = tar::Archive::new(GzDecoder::new(reader));
     for entry in archive.entries().map_err(ExtractError::Read)? {
         let mut entry = entry.map_err(ExtractError::Read)?;
@@ -435,8 +475,14 @@ pub fn read_entry(
         }
         let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         if let Some(path) = clean_archive_path(&path).filter(|path| wanted(path)) {
+            if entry.size() > max_bytes {
+                return Err(ExtractError::TooLarge { limit: max_bytes });
+            }
             let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes).map_err(ExtractError::Read)?;
+            (&mut entry)
+                .take(max_bytes)
+                .read_to_end(&mut bytes)
+                .map_err(ExtractError::Read)?;
             return Ok(Some((path, bytes)));
         }
     }

@@ -80,6 +80,62 @@ impl PackageIndex {
     }
 }
 
+/// The most a `package.json` may weigh (a package of 100,000 files has one of ~20 MiB).
+pub const MAX_INDEX_BYTES: u64 = 64 << 20;
+
+/// A package's index as read from its archive: the bytes as stored (what a lock's
+/// `indexSha256` is the digest of) and what they say.
+#[derive(Debug)]
+pub struct ArchivedIndex {
+    pub bytes: Vec<u8>,
+    pub index: PackageIndex,
+}
+
+/// Why a package archive gave no index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexReadError {
+    #[error("it is not a readable package")]
+    Archive(#[source] crate::archive::ExtractError),
+    #[error("it holds no {PACKAGE_INDEX_FILE}; is it a Berth package?")]
+    Missing,
+    #[error("its {PACKAGE_INDEX_FILE} is not valid: {0}")]
+    Invalid(String),
+}
+
+/// Reads `addons/<name>/<version>/package.json` out of a package archive without unpacking
+/// it: of the add-on `expected` names, or of any add-on. The one reader of package indices,
+/// for the builder's rebuild check, `inspect` and bundles, and the node's `berth unpack`.
+pub fn read_from_archive(
+    reader: impl std::io::Read,
+    expected: Option<(&str, &str)>,
+) -> Result<ArchivedIndex, IndexReadError> {
+    let wanted = |path: &str| match expected {
+        Some((name, version)) => {
+            path.strip_suffix(PACKAGE_INDEX_FILE)
+                .and_then(|root| root.strip_suffix('/'))
+                == Some(package_root(name, version).as_str())
+        }
+        None => {
+            let parts: Vec<&str> = path.split('/').collect();
+            parts.len() == 4 && parts[0] == "addons" && parts[3] == PACKAGE_INDEX_FILE
+        }
+    };
+    let (_, bytes) = crate::archive::read_entry_within(reader, wanted, MAX_INDEX_BYTES)
+        .map_err(IndexReadError::Archive)?
+        .ok_or(IndexReadError::Missing)?;
+    let index = PackageIndex::from_bytes(&bytes)
+        .map_err(|error| IndexReadError::Invalid(error.to_string()))?;
+    if let Some((name, version)) = expected
+        && (index.name != name || index.version != version)
+    {
+        return Err(IndexReadError::Invalid(format!(
+            "it is the index of {} {}, not of {name} {version}",
+            index.name, index.version
+        )));
+    }
+    Ok(ArchivedIndex { bytes, index })
+}
+
 /// `<name>-<version>.tar.gz`.
 pub fn package_file_name(name: &str, version: &str) -> String {
     format!("{name}-{version}.tar.gz")

@@ -13,10 +13,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_formats::Sha256Digest;
+use berth_formats::archive::{TarGzWriter, WriteError};
 use berth_formats::bundle;
 use berth_formats::digest::HashingReader;
 use berth_formats::lock::{LOCK_FILE, Lock};
-use berth_formats::package_index::{PACKAGE_INDEX_FILE, package_file_name, package_root};
+use berth_formats::package_index::{
+    self, IndexReadError, PACKAGE_INDEX_FILE, package_file_name, package_root,
+};
 use berth_formats::release::{berth_binary_file, checksum_file};
 use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{AddonVersions, VERSIONS_FILE, VersionEntry, VersionsFile};
@@ -160,50 +163,38 @@ async fn index_digest(
         .reader(&release.key(&file))
         .await
         .map_err(ReleaseError::from)?;
-    let wanted = format!("{}/{PACKAGE_INDEX_FILE}", package_root(name, version));
     let handle = tokio::runtime::Handle::current();
+    let (name_owned, version_owned) = (name.to_string(), version.to_string());
     let found = tokio::task::spawn_blocking(move || {
-        berth_formats::archive::read_entry(SyncIoBridge::new_with_handle(reader, handle), |path| {
-            path == wanted
-        })
+        package_index::read_from_archive(
+            SyncIoBridge::new_with_handle(reader, handle),
+            Some((&name_owned, &version_owned)),
+        )
     })
     .await
-    .expect("reading an index does not panic")
-    .map_err(|source| BundleError::Read {
-        what: file.clone(),
-        source: std::io::Error::other(source),
-    })?;
+    .expect("reading an index does not panic");
     match found {
-        Some((_, bytes)) => Ok(Sha256Digest::of(&bytes)),
-        None => Err(BundleError::NoIndex {
+        Ok(archived) => Ok(Sha256Digest::of(&archived.bytes)),
+        Err(IndexReadError::Missing) => Err(BundleError::NoIndex {
             name: name.to_string(),
             version: version.to_string(),
+        }),
+        Err(source) => Err(BundleError::Read {
+            what: file.clone(),
+            source: std::io::Error::other(source),
         }),
     }
 }
 
-/// A tar header as reproducible packages write them: owner 0, mtime 0, mode 0644 or 0755.
-fn header(size: u64, executable: bool) -> tar::Header {
-    let mut header = tar::Header::new_gnu();
-    header.set_size(size);
-    header.set_mode(if executable { 0o755 } else { 0o644 });
-    header.set_uid(0);
-    header.set_gid(0);
-    header.set_mtime(0);
-    header.set_entry_type(tar::EntryType::Regular);
-    header
-}
-
 fn append<W: Write>(
-    builder: &mut tar::Builder<W>,
+    writer: &mut TarGzWriter<W>,
     path: &str,
     size: u64,
     executable: bool,
     data: impl Read,
 ) -> Result<(), BundleError> {
-    let mut header = header(size, executable);
-    builder
-        .append_data(&mut header, path, data)
+    writer
+        .append_file(path, size, executable, data)
         .map_err(BundleError::Write)
 }
 
@@ -226,8 +217,8 @@ fn write_blocking<W: Write>(
     plan: BundlePlan,
     out: W,
 ) -> Result<(), BundleError> {
-    let gzip = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
-    let mut builder = tar::Builder::new(gzip);
+    // Entries carry mtime 0, as the packages inside do.
+    let mut builder = TarGzWriter::new(out, 0, 6);
     for (name, text) in &plan.scripts {
         append(&mut builder, name, text.len() as u64, true, text.as_bytes())?;
     }
@@ -364,8 +355,17 @@ fn write_blocking<W: Write>(
         false,
         lock.as_slice(),
     )?;
-    let gzip = builder.into_inner().map_err(BundleError::Write)?;
-    let mut out = gzip.finish().map_err(BundleError::Write)?;
+    let mut out = builder
+        .finish()
+        .map_err(|error| BundleError::Write(io_error_of(error)))?;
     out.flush().map_err(BundleError::Write)?;
     Ok(())
+}
+
+/// The I/O error inside a finishing archive's error, which has nothing else to say.
+fn io_error_of(error: WriteError) -> std::io::Error {
+    match error {
+        WriteError::Io { source, .. } => source,
+        other => std::io::Error::other(other),
+    }
 }

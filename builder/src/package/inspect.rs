@@ -3,8 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use berth_formats::archive::{self, ExtractError};
-use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex};
+use berth_formats::package_index::{self, IndexReadError, PackageIndex};
 
 /// Why a package could not be inspected.
 #[derive(Debug, thiserror::Error)]
@@ -15,16 +14,12 @@ pub enum InspectError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} is not a readable package")]
-    Archive {
+    #[error("{path}: {source}")]
+    Index {
         path: PathBuf,
         #[source]
-        source: ExtractError,
+        source: IndexReadError,
     },
-    #[error("{path} holds no {PACKAGE_INDEX_FILE}; is it a Berth package?")]
-    NoIndex { path: PathBuf },
-    #[error("{path}: {PACKAGE_INDEX_FILE} is not valid: {reason}")]
-    BadIndex { path: PathBuf, reason: String },
 }
 
 /// Reads the package index of the package at `path`.
@@ -33,19 +28,10 @@ pub fn read_index(path: &Path) -> Result<PackageIndex, InspectError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let found = archive::read_entry(file, |entry| {
-        let parts: Vec<&str> = entry.split('/').collect();
-        parts.len() == 4 && parts[0] == "addons" && parts[3] == PACKAGE_INDEX_FILE
-    })
-    .map_err(|source| InspectError::Archive {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let (_, bytes) = found.ok_or_else(|| InspectError::NoIndex {
-        path: path.to_path_buf(),
-    })?;
-    PackageIndex::from_bytes(&bytes).map_err(|error| InspectError::BadIndex {
-        path: path.to_path_buf(),
-        reason: error.to_string(),
-    })
+    package_index::read_from_archive(file, None)
+        .map(|archived| archived.index)
+        .map_err(|source| InspectError::Index {
+            path: path.to_path_buf(),
+            source,
+        })
 }

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use berth_formats::Sha256Digest;
-use berth_formats::archive::{self, ReproducibleArchive, WriteError};
+use berth_formats::archive::{ReproducibleArchive, WriteError};
 use berth_formats::digest::HashingWriter;
-use berth_formats::package_index::{self, PACKAGE_INDEX_FILE, PackageIndex, SCHEMA_VERSION};
+use berth_formats::package_index::{self, SCHEMA_VERSION};
 
 use super::{PackageError, PackageOutcome, io_error};
 use crate::fetch::cache::BlobCache;
@@ -23,11 +23,12 @@ pub(super) fn unchanged(
     let checksum = fs_err::read_to_string(package_index::checksum_path(path)).ok()?;
     let sha256 = package_index::parse_checksum_file(&checksum).ok()?;
     let size = fs_err::metadata(path).ok()?.len();
-    let (_, bytes) = archive::read_entry(fs_err::File::open(path).ok()?, |entry| {
-        entry.ends_with(&format!("/{PACKAGE_INDEX_FILE}"))
-    })
-    .ok()??;
-    let index = PackageIndex::from_bytes(&bytes).ok()?;
+    let index = package_index::read_from_archive(
+        fs_err::File::open(path).ok()?,
+        Some((&source.name, &source.version)),
+    )
+    .ok()?
+    .index;
     (index.schema_version == SCHEMA_VERSION && index.inputs_digest == *inputs_digest).then(|| {
         PackageOutcome {
             name: source.name.clone(),

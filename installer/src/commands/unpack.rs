@@ -3,8 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use berth::unpack::unpack;
-use berth_formats::archive::read_entry;
-use berth_formats::package_index::{PackageIndex, checksum_path, parse_checksum_file};
+use berth_formats::package_index::{checksum_path, parse_checksum_file, read_from_archive};
 
 #[derive(clap::Args)]
 pub struct UnpackArgs {
@@ -20,13 +19,9 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<ExitCode> {
     let text = fs_err::read_to_string(&checksum_path)?;
     let expected = parse_checksum_file(&text)
         .with_context(|| format!("{} is not a sha256sum line", checksum_path.display()))?;
-    let (_, bytes) = read_entry(fs_err::File::open(&args.package)?, |path| {
-        path.ends_with("/package.json")
-    })
-    .with_context(|| format!("failed to read {}", args.package.display()))?
-    .with_context(|| format!("{} holds no package.json", args.package.display()))?;
-    let index = PackageIndex::from_bytes(&bytes)
-        .with_context(|| format!("{}: package.json is damaged", args.package.display()))?;
+    let index = read_from_archive(fs_err::File::open(&args.package)?, None)
+        .with_context(|| format!("{}", args.package.display()))?
+        .index;
     let staging = args.to.join(format!(".unpack-{}", std::process::id()));
     unpack(
         &args.package,
