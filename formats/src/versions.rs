@@ -65,6 +65,15 @@ pub enum VersionsError {
     },
 }
 
+/// One add-on of a spec, resolved against `versions.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedAddon {
+    pub name: String,
+    pub version: String,
+    /// Its place in install order.
+    pub position: usize,
+}
+
 impl VersionsFile {
     /// Parses `text`, the contents of `origin` (a path or URL, named in errors).
     pub fn parse(origin: &str, text: &[u8]) -> Result<Self, VersionsError> {
@@ -92,6 +101,39 @@ impl VersionsFile {
     /// Where `name` stands in install order.
     pub fn position(&self, name: &str) -> Option<usize> {
         self.addons.iter().position(|addon| addon.name == name)
+    }
+
+    /// [`Self::position`], or the error naming the add-ons there are.
+    pub fn position_of(&self, name: &str) -> Result<usize, VersionsError> {
+        self.position(name)
+            .ok_or_else(|| VersionsError::UnknownAddon {
+                name: name.to_string(),
+                offered: self.addons.iter().map(|a| a.name.clone()).collect(),
+            })
+    }
+
+    /// Every requested add-on (`name`, requested version) at its exact version, in install
+    /// order: what an Installer spec resolves to. Kubernetes is resolved first, since its
+    /// version filters the others' `kubernetesVersion` ranges.
+    pub fn resolve_all<'a>(
+        &self,
+        requested: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Vec<ResolvedAddon>, VersionsError> {
+        let requested: Vec<(&str, &str)> = requested.into_iter().collect();
+        let kubernetes = match requested.iter().find(|(name, _)| *name == "kubernetes") {
+            Some((_, version)) => Some(self.resolve("kubernetes", version, None)?),
+            None => None,
+        };
+        let mut resolved = Vec::with_capacity(requested.len());
+        for (name, version) in requested {
+            resolved.push(ResolvedAddon {
+                position: self.position_of(name)?,
+                version: self.resolve(name, version, kubernetes.as_deref())?,
+                name: name.to_string(),
+            });
+        }
+        resolved.sort_by_key(|addon| addon.position);
+        Ok(resolved)
     }
 
     /// The exact version `requested` (`latest`, `X.Y.x`, or exact) names for add-on `name`;
@@ -276,6 +318,34 @@ mod tests {
             ]}"#,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_spec_resolves_in_install_order_with_kubernetes_filtering_the_rest() {
+        let resolved = file()
+            .resolve_all([
+                ("flannel", "latest"),
+                ("kubernetes", "1.27.x"),
+                ("containerd", "1.6.x"),
+            ])
+            .unwrap();
+        let shown: Vec<(&str, &str, usize)> = resolved
+            .iter()
+            .map(|addon| (addon.name.as_str(), addon.version.as_str(), addon.position))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("containerd", "1.6.21", 0),
+                ("kubernetes", "1.27.8", 1),
+                ("flannel", "0.23.1", 2)
+            ]
+        );
+        let unknown = file().resolve_all([("weave", "latest")]).unwrap_err();
+        assert!(
+            matches!(unknown, VersionsError::UnknownAddon { ref name, .. } if name == "weave"),
+            "{unknown}"
+        );
     }
 
     #[test]

@@ -120,38 +120,26 @@ impl Release {
     /// from the packages' `.sha256`.
     pub async fn lock(&self, spec: &InstallerSpec) -> Result<Lock, ReleaseError> {
         let versions = self.versions().await?;
-        let kubernetes = match spec.addons.get("kubernetes") {
-            Some(addon) => Some(versions.resolve("kubernetes", &addon.version, None)?),
-            None => None,
-        };
-        let mut addons = Vec::new();
-        for (name, addon) in &spec.addons {
-            let position = versions
-                .position(name)
-                .ok_or_else(|| VersionsError::UnknownAddon {
-                    name: name.clone(),
-                    offered: versions.addons.iter().map(|a| a.name.clone()).collect(),
-                })?;
-            let version = versions.resolve(name, &addon.version, kubernetes.as_deref())?;
-            let file = package_file_name(name, &version);
-            let sha256 = self
-                .checksum(&file, &format!("package {name} {version}"))
-                .await?;
-            addons.push((
-                position,
-                LockedAddon {
-                    name: name.clone(),
-                    version,
-                    sha256,
-                    index_sha256: None,
-                },
-            ));
+        let resolved = versions.resolve_all(
+            spec.addons
+                .iter()
+                .map(|(name, addon)| (name.as_str(), addon.version.as_str())),
+        )?;
+        let mut addons = Vec::with_capacity(resolved.len());
+        for addon in resolved {
+            let file = package_file_name(&addon.name, &addon.version);
+            let what = format!("package {} {}", addon.name, addon.version);
+            addons.push(LockedAddon {
+                sha256: self.checksum(&file, &what).await?,
+                name: addon.name,
+                version: addon.version,
+                index_sha256: None,
+            });
         }
-        addons.sort_by_key(|(position, _)| *position);
         Ok(Lock {
             schema_version: LOCK_SCHEMA_VERSION,
             id: spec.id(),
-            addons: addons.into_iter().map(|(_, addon)| addon).collect(),
+            addons,
         })
     }
 

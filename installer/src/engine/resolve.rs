@@ -7,7 +7,7 @@ use std::path::Path;
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::package_file_name;
 use berth_formats::spec::InstallerSpec;
-use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compare_versions};
+use berth_formats::versions::{VERSIONS_FILE, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
 use super::{
@@ -61,16 +61,6 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         );
     }
 
-    // Kubernetes is an add-on too; its resolved version filters the others' ranges.
-    let kubernetes = match requested.get("kubernetes") {
-        Some((version, _)) => Some(
-            versions
-                .resolve("kubernetes", version, None)
-                .map_err(versions_error)?,
-        ),
-        None => None,
-    };
-    let mut ordered: Vec<(usize, PlannedAddon)> = Vec::new();
     let store = StateStore::new(settings.layout.state_dir());
     let id = spec.id();
     if let Some(lock) = &source.lock
@@ -81,41 +71,69 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             spec: id,
         });
     }
-    for (name, (version, config)) in requested {
-        let position = versions.position(&name).ok_or_else(|| {
-            versions_error(VersionsError::UnknownAddon {
-                name: name.clone(),
-                offered: versions.addons.iter().map(|a| a.name.clone()).collect(),
-            })
-        })?;
-        // A lock pins each add-on's version and package digest as they were when the
-        // installer's scripts were rendered; without one, versions.json and the dist's
-        // `.sha256` files decide.
-        let (version, package_digest, bundled_index) = match &source.lock {
-            Some(lock) => {
-                let locked = lock.addon(&name).ok_or_else(|| EngineError::NotLocked {
+    // A lock pins each add-on's version and package digest as they were when the installer's
+    // scripts were rendered; without one, versions.json and the dist's `.sha256` files decide.
+    let pinned: Vec<Pinned> = match &source.lock {
+        Some(lock) => {
+            let mut pinned = Vec::new();
+            for name in requested.keys() {
+                let position = versions.position_of(name).map_err(versions_error)?;
+                let locked = lock.addon(name).ok_or_else(|| EngineError::NotLocked {
                     name: name.clone(),
                     id: lock.id.clone(),
                 })?;
-                (locked.version.clone(), locked.sha256, locked.index_sha256)
+                pinned.push((position, locked));
             }
-            None => {
-                let version = versions
-                    .resolve(&name, &version, kubernetes.as_deref())
-                    .map_err(versions_error)?;
-                let file = package_file_name(&name, &version);
+            pinned.sort_by_key(|(position, _)| *position);
+            pinned
+                .into_iter()
+                .map(|(_, locked)| Pinned {
+                    name: locked.name.clone(),
+                    version: locked.version.clone(),
+                    package_digest: locked.sha256,
+                    bundled_index: locked.index_sha256,
+                })
+                .collect()
+        }
+        None => versions
+            .resolve_all(
+                requested
+                    .iter()
+                    .map(|(name, (version, _))| (name.as_str(), version.as_str())),
+            )
+            .map_err(versions_error)?
+            .into_iter()
+            .map(|addon| {
+                let file = package_file_name(&addon.name, &addon.version);
                 let digest =
                     settings
                         .dist
                         .checksum(&file)
                         .map_err(|source| EngineError::Fetch {
-                            name: name.clone(),
-                            version: version.clone(),
+                            name: addon.name.clone(),
+                            version: addon.version.clone(),
                             source,
                         })?;
-                (version, digest, None)
-            }
-        };
+                Ok(Pinned {
+                    name: addon.name,
+                    version: addon.version,
+                    package_digest: digest,
+                    bundled_index: None,
+                })
+            })
+            .collect::<Result<_, EngineError>>()?,
+    };
+    let mut planned = Vec::with_capacity(pinned.len());
+    for pinned in pinned {
+        let Pinned {
+            name,
+            version,
+            package_digest,
+            bundled_index,
+        } = pinned;
+        let (_, config) = requested
+            .remove(&name)
+            .expect("every pinned add-on was requested");
         let config_hash =
             Sha256Digest::of(&serde_json::to_vec(&Value::Object(config.clone())).expect("JSON"));
         let target = Target {
@@ -127,30 +145,34 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         };
         let (record, damage) = store.load_or_blank(&name)?;
         let decision = decide(&record, &target, source.permissions);
-        ordered.push((
-            position,
-            PlannedAddon {
-                reason: match &damage {
-                    Some(damage) => format!("{decision}; {}", first_line(&damage.to_string())),
-                    None => decision.to_string(),
-                },
-                name,
-                version,
-                decision,
-                target,
-                config,
-                record,
-                record_damaged: damage.is_some(),
-                bundled_index,
+        planned.push(PlannedAddon {
+            reason: match &damage {
+                Some(damage) => format!("{decision}; {}", first_line(&damage.to_string())),
+                None => decision.to_string(),
             },
-        ));
+            name,
+            version,
+            decision,
+            target,
+            config,
+            record,
+            record_damaged: damage.is_some(),
+            bundled_index,
+        });
     }
-    ordered.sort_by_key(|(position, _)| *position);
     Ok(Plan {
         id,
-        addons: ordered.into_iter().map(|(_, addon)| addon).collect(),
+        addons: planned,
         airgap: spec.airgap(),
     })
+}
+
+/// An add-on's exact version and package digest, from the lock or from versions.json.
+struct Pinned {
+    name: String,
+    version: String,
+    package_digest: Sha256Digest,
+    bundled_index: Option<Sha256Digest>,
 }
 
 /// The plan of `berth rollback`: `name` back to the version it had before (or to `to`, a
