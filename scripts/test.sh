@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the tests need (idempotently) and runs the whole suite.
+# Installs what the tests need (idempotently), runs the lints, and runs the whole suite.
 # The tests start real servers on loopback: docker-registry, containerd + runc, dockerd,
 # buildah, skopeo; local apt and yum repositories (dpkg-dev, rpm, createrepo-c) and dnf;
 # several hosts as network namespaces (iproute2);
@@ -42,6 +42,12 @@ else
     nextest_ignored=()
     test_ignored=()
 fi
+
+# The lints CI keeps, before the tests: formatting, and clippy with every warning an error
+# (clippy.toml refuses std::fs and tokio::fs calls, whose errors do not name their path).
+# Shellcheck runs as a test (testgrid/tests/lint.rs).
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast "${nextest_ignored[@]}" "$@"

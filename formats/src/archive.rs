@@ -423,7 +423,7 @@ pub fn extract_within(
                     ));
                 }
                 remove_existing_file(&target).map_err(write_error)?;
-                std::os::unix::fs::symlink(&link, &target).map_err(write_error)?;
+                fs_err::os::unix::fs::symlink(&link, &target).map_err(write_error)?;
             }
             tar::EntryType::Link => {
                 let link = entry
@@ -509,7 +509,7 @@ fn link_stays_inside(target: &Path, depth: usize) -> bool {
 /// Whether any folder on the way to `relative` under `root` is a link (or not a folder).
 fn passes_through_link(root: &Path, relative: &str) -> bool {
     parent_folders(root, relative)
-        .any(|folder| !std::fs::symlink_metadata(folder).is_ok_and(|metadata| metadata.is_dir()))
+        .any(|folder| !fs_err::symlink_metadata(folder).is_ok_and(|metadata| metadata.is_dir()))
 }
 
 /// The folders on the way from `root` to `relative`, nearest to `root` first.
@@ -531,7 +531,7 @@ enum Prepare {
 /// Creates the parent folders of `relative` under `root`, refusing to go through a link.
 fn prepare_parents(root: &Path, relative: &str) -> Result<(), Prepare> {
     for current in parent_folders(root, relative) {
-        match std::fs::symlink_metadata(&current) {
+        match fs_err::symlink_metadata(&current) {
             Ok(metadata) if metadata.file_type().is_symlink() => return Err(Prepare::ThroughLink),
             Ok(metadata) if metadata.is_dir() => {}
             Ok(_) => return Err(Prepare::ThroughLink),
@@ -545,7 +545,7 @@ fn prepare_parents(root: &Path, relative: &str) -> Result<(), Prepare> {
 }
 
 fn remove_existing_file(path: &Path) -> io::Result<()> {
-    match std::fs::symlink_metadata(path) {
+    match fs_err::symlink_metadata(path) {
         Ok(metadata) if metadata.is_dir() => Err(io::Error::new(
             io::ErrorKind::AlreadyExists,
             "a folder is in the way",

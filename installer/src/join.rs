@@ -356,7 +356,7 @@ mod tests {
             humantime::parse_rfc3339(&value).unwrap()
         };
         assert!(expiry(&control_plane) < expiry(&worker));
-        let metadata = std::fs::metadata(&store.path).unwrap();
+        let metadata = fs_err::metadata(&store.path).unwrap();
         use std::os::unix::fs::PermissionsExt as _;
         assert_eq!(metadata.permissions().mode() & 0o777, 0o600);
     }

@@ -32,7 +32,7 @@ fn extracted_bundle(dist: &TestDist, spec: &Path) -> tempfile::TempDir {
         let plan = bundle::prepare(&release, &parsed, &spec_text, "amd64", "", "")
             .await
             .unwrap();
-        let file = tokio::fs::File::create(&archive).await.unwrap();
+        let file = fs_err::tokio::File::create(&archive).await.unwrap();
         bundle::write(release, &plan, file).await.unwrap();
     });
     run(Command::new("tar")

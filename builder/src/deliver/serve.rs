@@ -390,7 +390,7 @@ async fn local_berth(
     let (arch, path) = server.release.local_berth.as_ref()?;
     let binary = berth_binary_file(arch);
     if file == binary {
-        let opened = tokio::fs::File::open(path).await.ok()?;
+        let opened = fs_err::tokio::File::open(path).await.ok()?;
         return Some(Box::new(opened));
     }
     if file == checksum_file(&binary) {

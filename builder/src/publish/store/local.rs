@@ -59,7 +59,7 @@ impl LocalStore {
 
     pub async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.path(key);
-        match tokio::fs::read(&path).await {
+        match fs_err::tokio::read(&path).await {
             Ok(bytes) => Ok(Some(bytes)),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(error) => Err(io(&path)(error)),
@@ -71,7 +71,7 @@ impl LocalStore {
         key: &str,
     ) -> Result<Box<dyn tokio::io::AsyncRead + Send + Unpin>, StoreError> {
         let path = self.path(key);
-        match tokio::fs::File::open(&path).await {
+        match fs_err::tokio::File::open(&path).await {
             Ok(file) => Ok(Box::new(file)),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 Err(StoreError::Missing {

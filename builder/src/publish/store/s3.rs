@@ -165,7 +165,7 @@ impl S3Store {
         if self.stored_digest(key).await?.as_deref() == Some(digest.hex().as_str()) {
             return Ok(Put::Unchanged);
         }
-        let size = tokio::fs::metadata(path)
+        let size = fs_err::tokio::metadata(path)
             .await
             .map_err(|source| StoreError::Io {
                 location: path.display().to_string(),
