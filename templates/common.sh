@@ -4,8 +4,9 @@
 # Airgap:  tar xzf <bundle>.tar.gz && sudo bash {{ script | comment }} airgap [ARGUMENT…]
 #
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
-# nothing); `key=value` pairs (`public-address=10.0.0.1`), which hooks see as environment
-# variables (PUBLIC_ADDRESS).
+# nothing); `allow-downgrade` (let an add-on go back to the older version the spec names);
+# `key=value` pairs (`public-address=10.0.0.1`), which hooks see as environment variables
+# (PUBLIC_ADDRESS).
 #
 # The whole script is one function, called on its last line: a download cut short defines
 # part of a function and runs nothing.
@@ -31,12 +32,14 @@ berth_reject_words() {
 
 berth_airgap=0
 berth_plan_only=0
+berth_allow_downgrade=0
 berth_params=()
 berth_words=()
 for berth_argument in "$@"; do
     case "$berth_argument" in
         airgap) berth_airgap=1 ;;
         plan | dry-run | --dry-run) berth_plan_only=1 ;;
+        allow-downgrade) berth_allow_downgrade=1 ;;
         control-plane) berth_params+=("control-plane=1" "master=1") ;;
         *=*) berth_params+=("$berth_argument") ;;
         *) berth_words+=("$berth_argument") ;;
@@ -121,6 +124,9 @@ berth_install_arguments=(
     --lock "$berth_lock_file"
     --dist "$berth_dist"
 )
+if [ "$berth_allow_downgrade" = 1 ]; then
+    berth_install_arguments+=(--allow-downgrade)
+fi
 if [ "$berth_airgap" = 1 ]; then
     berth_params+=(airgap=1)
 else

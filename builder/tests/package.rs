@@ -691,3 +691,49 @@ fn an_url_asset_resumes_after_a_dropped_connection() {
         "the second request resumes where the first stopped"
     );
 }
+
+#[test]
+fn inspect_keeps_its_columns_aligned_and_says_when_there_are_no_images() {
+    let repository = AddonRepository::new();
+    let addon = repository.addon("plain", "1.0.0", "");
+    // A file named by a digest, as image blobs and cached assets are: 64 hex digits and more.
+    let long = format!("files/{}.json", "ab".repeat(32));
+    fs_err::create_dir_all(addon.join("files")).unwrap();
+    fs_err::write(addon.join(&long), "{}\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let builder = BerthBuild::new();
+    builder.package(&addon, out.path());
+    let (ok, shown, stderr) = builder.run(&[
+        "inspect",
+        out.path().join("plain-1.0.0.tar.gz").to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(shown.contains("\nIMAGES  none\n"), "{shown}");
+    assert!(
+        !shown.contains("REFERENCE"),
+        "no header over nothing: {shown}"
+    );
+    let files: Vec<&str> = shown
+        .lines()
+        .skip_while(|line| !line.starts_with("FILE"))
+        .take_while(|line| !line.is_empty())
+        .collect();
+    assert!(
+        files.len() >= 3,
+        "the header, install.sh and the long file at least: {shown}"
+    );
+    // Every line's SIZE column ends, and its SHA256 column starts, at the same place.
+    let column = files[0].find("SHA256").unwrap();
+    for line in &files[1..] {
+        assert_eq!(
+            line.get(column - 2..column),
+            Some("  "),
+            "the SHA256 column starts at {column}: {shown}"
+        );
+        assert!(
+            line[column..].chars().all(|c| c.is_ascii_hexdigit()) && line.len() == column + 64,
+            "a whole digest in the SHA256 column: {line}"
+        );
+    }
+    assert!(files.iter().any(|line| line.starts_with(&long)), "{shown}");
+}

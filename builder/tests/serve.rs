@@ -732,3 +732,148 @@ fn operator_values_are_quoted_in_the_scripts() {
     );
     assert!(!marker.exists(), "a value ran as a command");
 }
+
+/// The README's own command for posting a spec, taken from the README.
+fn readme_post_command() -> String {
+    let readme =
+        fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    readme
+        .lines()
+        .find(|line| line.starts_with("url=$(curl") && line.contains("@examples/demo.yaml"))
+        .expect("the README's quick start posts examples/demo.yaml")
+        .to_string()
+}
+
+#[test]
+fn the_readmes_post_shows_why_a_spec_is_refused() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let bad = dist.spec(
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  nothere:\n    version: latest\n",
+    );
+    let command = readme_post_command()
+        .replace("@examples/demo.yaml", &format!("@{}", bad.display()))
+        .replace("http://127.0.0.1:8800", &serving.url);
+    let output = Command::new("bash")
+        .args(["-c", &command])
+        .output()
+        .unwrap();
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        all.contains("unknown add-on `nothere`"),
+        "the user sees the server's reason: {all}"
+    );
+
+    // The same command with a good spec prints nothing and leaves the URL in $url.
+    let good = readme_post_command()
+        .replace(
+            "@examples/demo.yaml",
+            &format!("@{}", dist.spec(SPEC).display()),
+        )
+        .replace("http://127.0.0.1:8800", &serving.url);
+    let output = Command::new("bash")
+        .args(["-c", &format!("{good}; printf '%s' \"$url\"")])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).starts_with(&format!("{}/", serving.url)),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+#[test]
+fn errors_are_json_for_a_client_that_asks_for_json() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let bad =
+        dist.spec("apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  hello: [\n");
+    let ask = |accept: &str, arguments: &[&str]| {
+        let mut all = vec!["-sS", "-H", accept, "-w", "\n%{http_code} %{content_type}"];
+        all.extend_from_slice(arguments);
+        let shown = text(&curl(&all).stdout);
+        let (body, status) = shown.rsplit_once('\n').unwrap();
+        (status.to_string(), body.to_string())
+    };
+    let post = format!("@{}", bad.display());
+    let installer = format!("{}/installer", serving.url);
+    let post_arguments = ["--data-binary", post.as_str(), installer.as_str()];
+
+    let (status, body) = ask("Accept: application/json", &post_arguments);
+    assert_eq!(status, "400 application/json", "{body}");
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(error["status"], 400);
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("installer.yaml:"),
+        "the parse error, with its place: {body}"
+    );
+
+    let missing = format!("{}/{}", serving.url, "0".repeat(32));
+    let (status, body) = ask("Accept: application/json", &[missing.as_str()]);
+    assert_eq!(status, "404 application/json", "{body}");
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .contains("no installer"),
+        "{body}"
+    );
+
+    // A client that does not ask for JSON reads text, as before.
+    let (status, body) = ask("Accept: */*", &post_arguments);
+    assert!(status.starts_with("400 text/plain"), "{status} {body}");
+    assert!(body.starts_with("installer.yaml:"), "{body}");
+}
+
+#[test]
+fn a_downgrade_the_script_refuses_goes_through_with_allow_downgrade() {
+    let dist = Dist::new();
+    dist.addons.addon("hello", "2.0.0", "");
+    dist.rebuild();
+    let serving = serve(&dist.dist, &[]);
+    let spec =
+        |version: &str| dist.spec(&SPEC.replace("version: latest", &format!("version: {version}")));
+    let (_, newer) = post(&serving.url, &spec("2.0.0"));
+    let (_, older) = post(&serving.url, &spec("1.0.0"));
+    let root = tempfile::tempdir().unwrap();
+    let script = |url: &str| curl(&["-fsSL", url]).stdout;
+    let installed = run_script(&script(&newer), root.path(), &[]);
+    assert!(installed.status.success(), "{}", text(&installed.stderr));
+
+    let refused = run_script(&script(&older), root.path(), &[]);
+    assert!(!refused.status.success());
+    let advice = text(&refused.stderr);
+    assert!(
+        advice.contains("hint:") && advice.contains("bash -s allow-downgrade"),
+        "the refusal says how to go on through the script: {advice}"
+    );
+
+    let allowed = run_script(&script(&older), root.path(), &["allow-downgrade"]);
+    assert!(allowed.status.success(), "{}", text(&allowed.stderr));
+    let status = Command::new(berth_binary())
+        .args(["status", "--json"])
+        .env("BERTH_ROOT", root.path())
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status[0]["current"]["version"], "1.0.0", "{status}");
+    assert_eq!(status[0]["last"]["version"], "2.0.0", "{status}");
+
+    // A joining node takes the cluster's versions: the word is refused there.
+    let join = curl(&["-fsSL", &format!("{older}/join.sh")]).stdout;
+    let joined = run_script(
+        &join,
+        tempfile::tempdir().unwrap().path(),
+        &["allow-downgrade"],
+    );
+    assert!(!joined.status.success());
+    assert!(
+        text(&joined.stderr).contains("allow-downgrade is for install.sh and upgrade.sh"),
+        "{}",
+        text(&joined.stderr)
+    );
+}

@@ -19,6 +19,7 @@ pub mod release;
 pub mod report;
 pub mod shell;
 pub mod spec;
+pub mod table;
 pub mod versions;
 
 pub use digest::Sha256Digest;

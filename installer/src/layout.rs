@@ -59,6 +59,16 @@ impl Layout {
         self.install_dir().join("join.json")
     }
 
+    /// Each installer's spec and lock, as the served scripts and `berth install` keep them.
+    pub fn installer_dir(&self, id: &str) -> PathBuf {
+        self.install_dir().join("installers").join(id)
+    }
+
+    /// Which installer the node ran last, and from where.
+    pub fn last_installer_file(&self) -> PathBuf {
+        self.install_dir().join("installer.json")
+    }
+
     pub fn lock_file(&self) -> PathBuf {
         self.install_dir().join("lock")
     }

@@ -7,7 +7,8 @@
 //! before the install. [`layout`] says where everything lives; [`files`] writes them
 //! atomically; [`node_lock`] lets one run at a time change the node; [`interrupt`] stops a run
 //! cleanly on a signal; [`kustomization`] does the YAML edits the `insert_*` helpers ask for;
-//! [`join`] keeps what a new node needs and builds its command.
+//! [`join`] keeps what a new node needs and builds its command; [`last_installer`] remembers
+//! the installer the node ran last.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
@@ -21,6 +22,7 @@ pub mod images;
 pub mod interrupt;
 pub mod join;
 pub mod kustomization;
+pub mod last_installer;
 pub mod layout;
 pub mod node_lock;
 pub mod phase;

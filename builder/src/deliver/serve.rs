@@ -16,6 +16,7 @@ use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use berth_formats::release::{berth_binary_file, berth_binary_name, checksum_file};
 use berth_formats::spec::{InstallerSpec, MAX_SPEC_BYTES};
 use berth_formats::versions::VERSIONS_FILE;
 use tokio::sync::Semaphore;
@@ -25,7 +26,6 @@ use crate::deliver::installers::{Inserted, Installer, InstallerError, InstallerS
 use crate::deliver::scripts::{self, SCRIPTS, ScriptContext};
 use crate::publish::release::{Release, ReleaseError};
 use crate::publish::store::StoreError;
-use berth_formats::release::{berth_binary_file, berth_binary_name, checksum_file};
 
 /// What the server holds.
 pub struct Server {
@@ -80,7 +80,31 @@ pub fn router(server: Shared) -> Router {
         .route("/bundle/{file}", get(get_bundle))
         .route("/{id}", get(install_script))
         .route("/{id}/{script}", get(script))
+        .layer(axum::middleware::from_fn(json_errors))
         .with_state(server)
+}
+
+/// An error answered as `{"error": "…"}` to a client whose `Accept` asks for JSON, as plain
+/// text to any other: every handler (and axum's own refusals) writes the text once.
+async fn json_errors(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let json = wants_json(request.headers());
+    let response = next.run(request).await;
+    let failed = response.status().is_client_error() || response.status().is_server_error();
+    let plain = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/plain"));
+    if !(json && failed && plain) {
+        return response;
+    }
+    let status = response.status();
+    let message = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim_end().to_string(),
+        Err(_) => status.to_string(),
+    };
+    let body = serde_json::json!({ "error": message, "status": status.as_u16() }).to_string();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// Limits on the connections a server takes.

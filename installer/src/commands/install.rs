@@ -9,6 +9,7 @@ use anyhow::{Context as _, bail};
 use berth::dist::Dist;
 use berth::engine::{self, EngineError, Mode, Plan, RunSettings, SpecSource};
 use berth::join::{JoinStore, check_expiry};
+use berth::last_installer::LastInstaller;
 use berth::layout::Layout;
 use berth::node_lock::NodeLock;
 use berth::plan::Permissions;
@@ -21,12 +22,14 @@ use crate::commands::{HookTimeout, Stderr};
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
-    /// The Installer spec (kind: Installer).
+    /// The Installer spec (kind: Installer) [default: the installer this node ran last, with
+    /// its lock].
     #[arg(long)]
-    spec: PathBuf,
-    /// Where packages and versions.json are: a folder or an http(s):// URL.
+    spec: Option<PathBuf>,
+    /// Where packages and versions.json are: a folder or an http(s):// URL [default: where
+    /// the node's last installer came from].
     #[arg(long, env = "BERTH_DIST")]
-    dist: String,
+    dist: Option<String>,
     /// The installer's lock (lock.json): each add-on's version and package digest, pinned
     /// when its scripts were rendered; a package with another digest is refused.
     #[arg(long, env = "BERTH_LOCK")]
@@ -124,7 +127,7 @@ fn execute(
     let command = settings.mode.command();
     let lock = NodeLock::acquire(
         &settings.layout.lock_file(),
-        &format!("berth {command} --spec {}", args.spec.display()),
+        &format!("berth {command} --spec {}", source.spec_path.display()),
     )?;
     let plan = match engine::plan(source, &settings) {
         Ok(plan) => plan,
@@ -137,6 +140,13 @@ fn execute(
     let _ = print_plan(&plan, false, &mut std::io::stderr());
     JoinStore::new(settings.layout.join_file())
         .record_installer(&plan.id, args.scripts_url.as_deref())?;
+    LastInstaller::record(
+        &settings.layout,
+        &plan.id,
+        &source.spec_path,
+        source.lock_path.as_deref(),
+        &settings.dist.location(""),
+    )?;
     engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {
         format!("the {command} did not finish; run the same command again to continue")
     })?;
@@ -174,16 +184,38 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<(SpecSource, RunSe
         };
         overrides.push((addon.to_string(), field.to_string(), parse_scalar(value)));
     }
+    let layout = Layout::new(&args.root.root);
+    // On an installed node, the installer it ran last is the default.
+    let last = match (&args.spec, &args.dist) {
+        (Some(_), Some(_)) => None,
+        _ => LastInstaller::load(&layout)?,
+    };
+    let (spec_path, lock_path) = match (&args.spec, &last) {
+        (Some(spec), _) => (spec.clone(), args.lock.clone()),
+        (None, Some(last)) => (last.spec.clone(), args.lock.clone().or(last.lock.clone())),
+        (None, None) => bail!(
+            "give the Installer spec with --spec: this node has run no installer yet ({} is missing)",
+            layout.last_installer_file().display()
+        ),
+    };
+    let dist = match (&args.dist, &last) {
+        (Some(dist), _) => dist.clone(),
+        (None, Some(last)) => last.dist.clone(),
+        (None, None) => bail!(
+            "give the dist with --dist (or BERTH_DIST): this node has run no installer yet ({} is missing)",
+            layout.last_installer_file().display()
+        ),
+    };
     let source = SpecSource {
-        spec_path: args.spec.clone(),
-        lock: args
-            .lock
+        spec_path,
+        lock: lock_path
             .as_ref()
             .map(|path| {
                 let bytes = fs_err::read(path)?;
                 anyhow::Ok(Lock::parse(&path.display().to_string(), &bytes)?)
             })
             .transpose()?,
+        lock_path,
         overrides,
         permissions: Permissions {
             allow_downgrade: args.allow_downgrade,
@@ -191,8 +223,8 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<(SpecSource, RunSe
         },
     };
     let settings = RunSettings {
-        layout: Layout::new(&args.root.root),
-        dist: Dist::parse(&args.dist)?,
+        layout,
+        dist: Dist::parse(&dist)?,
         params: args
             .params
             .iter()

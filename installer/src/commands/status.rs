@@ -1,8 +1,12 @@
+//! `berth status`: each add-on's versions and conditions, and the installer the node runs.
+
 use std::process::ExitCode;
 
+use berth::last_installer::LastInstaller;
 use berth::layout::Layout;
 use berth::node_lock::NodeLock;
 use berth::state::{AddonState, Outcome, Reason, StateStore};
+use berth_formats::table::{self, Align};
 
 use crate::RootArgs;
 
@@ -50,29 +54,32 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&states)?);
         return Ok(status);
     }
-    let rows: Vec<[String; 6]> = states.iter().map(row).collect();
-    let header = [
-        "NAME",
-        "VERSION",
-        "CURRENT",
-        "LAST",
-        "PROGRESSING",
-        "AVAILABLE",
-    ]
-    .map(String::from);
-    let mut widths = header.clone().map(|h| h.len());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.len());
-        }
+    if states.is_empty() && damaged.is_empty() {
+        println!(
+            "no add-on is installed on this node ({} holds no records)",
+            layout.state_dir().display()
+        );
+        return Ok(status);
     }
-    for row in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:width$}"))
-            .collect();
-        println!("{}", cells.join("  ").trim_end());
+    let rows: Vec<[String; 6]> = states.iter().map(row).collect();
+    print!(
+        "{}",
+        table::render(
+            [
+                "NAME",
+                "VERSION",
+                "CURRENT",
+                "LAST",
+                "PROGRESSING",
+                "AVAILABLE"
+            ],
+            [Align::Left; 6],
+            &rows
+        )
+    );
+    // What the node runs: the installer `berth plan` takes when given no spec.
+    if let Ok(Some(last)) = LastInstaller::load(&layout) {
+        println!("\ninstaller {} from {}", last.id, last.dist);
     }
     for state in &states {
         if let Some(progressing) = state

@@ -111,6 +111,8 @@ pub struct SpecSource {
     /// The installer's lock: versions and package digests pinned when its scripts were
     /// rendered.
     pub lock: Option<Lock>,
+    /// Where the lock was read from.
+    pub lock_path: Option<PathBuf>,
     /// `--set addon.field=value`, in order.
     pub overrides: Vec<(String, String, Value)>,
     pub permissions: Permissions,
@@ -237,7 +239,10 @@ pub enum EngineError {
     DamagedRecords { records: Vec<String> },
     #[error("interrupted by {signal}")]
     Interrupted { signal: String },
-    #[error("the plan refuses to go on:\n{}", lines.join("\n"))]
+    #[error(
+        "the plan refuses to go on:\n{}\nhint: to go back to the spec's older version, run the installer's script again with the word allow-downgrade (`curl -fsSL <installer URL> | sudo bash -s allow-downgrade`), or pass --allow-downgrade to `berth install`; `berth rollback <add-on>` goes back to the version applied before, from the packages this node keeps",
+        lines.join("\n")
+    )]
     Refused { lines: Vec<String> },
     #[error("{name}: {problem}")]
     Rollback { name: String, problem: String },

@@ -1,0 +1,107 @@
+//! The installer this node ran last, kept so that `berth plan` needs no arguments on an
+//! installed node and `berth status` can say what the node runs: its spec and lock, copied
+//! under the node's state, and the dist they were installed from.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::files::write_atomically;
+use crate::layout::Layout;
+
+/// `installer.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastInstaller {
+    /// The installer id (a prefix of the spec's digest).
+    pub id: String,
+    pub spec: PathBuf,
+    pub lock: Option<PathBuf>,
+    /// A folder or an http(s):// URL, as `--dist` takes it.
+    pub dist: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LastInstallerError {
+    #[error("failed to keep the installer {id} in {path}")]
+    Write {
+        id: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is damaged: {message}\nhint: run the installer's script (or `berth install --spec … --dist …`) again; it writes the file anew"
+    )]
+    Damaged { path: PathBuf, message: String },
+    #[error("failed to read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl LastInstaller {
+    /// Keeps `spec` (and `lock`) under the node's state as installer `id`'s, from `dist`, and
+    /// makes it the node's last installer. A file already in place is not copied onto itself.
+    pub fn record(
+        layout: &Layout,
+        id: &str,
+        spec: &Path,
+        lock: Option<&Path>,
+        dist: &str,
+    ) -> Result<Self, LastInstallerError> {
+        let folder = layout.installer_dir(id);
+        let write_error = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| LastInstallerError::Write {
+                id: id.to_string(),
+                path,
+                source,
+            }
+        };
+        let keep = |from: &Path, name: &str| -> Result<PathBuf, LastInstallerError> {
+            let to = folder.join(name);
+            let same = std::path::absolute(from).ok() == std::path::absolute(&to).ok();
+            if !same {
+                let bytes = fs_err::read(from).map_err(write_error(from))?;
+                write_atomically(&to, &bytes).map_err(write_error(&to))?;
+            }
+            Ok(to)
+        };
+        let record = Self {
+            id: id.to_string(),
+            spec: keep(spec, berth_formats::bundle::SPEC_FILE)?,
+            lock: lock
+                .map(|lock| keep(lock, berth_formats::lock::LOCK_FILE))
+                .transpose()?,
+            dist: match dist.starts_with("http://") || dist.starts_with("https://") {
+                true => dist.to_string(),
+                false => std::path::absolute(dist)
+                    .map_or_else(|_| dist.to_string(), |path| path.display().to_string()),
+            },
+        };
+        let mut bytes = serde_json::to_vec_pretty(&record).expect("the record serializes");
+        bytes.push(b'\n');
+        let path = layout.last_installer_file();
+        write_atomically(&path, &bytes).map_err(write_error(&path))?;
+        Ok(record)
+    }
+
+    /// The node's last installer, or `None` on a node that has run none.
+    pub fn load(layout: &Layout) -> Result<Option<Self>, LastInstallerError> {
+        let path = layout.last_installer_file();
+        let bytes = match fs_err::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(LastInstallerError::Read { path, source }),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|error| LastInstallerError::Damaged {
+                path,
+                message: error.to_string(),
+            })
+    }
+}

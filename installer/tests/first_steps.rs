@@ -1,0 +1,93 @@
+//! What a new user meets on a node after the first install: `berth plan` and `berth status`
+//! with no arguments, an empty node that says so, and logs named for the run they record.
+
+mod support;
+
+use support::{Node, TestDist, failed, succeeded, text};
+
+/// An add-on with no images, in two versions, and a node with the first one installed.
+fn installed() -> (TestDist, Node, std::path::PathBuf) {
+    let mut dist = TestDist::new();
+    dist.addon("plain", "1.0.0", "function plain() { echo plain 1; }\n");
+    dist.addon("plain", "2.0.0", "function plain() { echo plain 2; }\n");
+    dist.write_versions();
+    let spec = dist.spec("v1.yaml", &[("plain", "version: 1.0.0")]);
+    let node = Node::new();
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    (dist, node, spec)
+}
+
+/// The log files of the node's runs, by name.
+fn logs(node: &Node) -> Vec<String> {
+    let mut names: Vec<String> = fs_err::read_dir(node.root.path().join("var/log/berth"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn plan_and_status_on_an_installed_node_need_no_arguments() {
+    let (dist, node, _) = installed();
+    let plan = node.berth(&["plan", "--json"]);
+    let shown = succeeded(&plan);
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(plan["addons"][0]["name"], "plain", "{shown}");
+    assert_eq!(
+        plan["addons"][0]["decision"]["action"], "alreadyApplied",
+        "{shown}"
+    );
+
+    let status = text(&node.berth(&["status"]).stdout);
+    let id = plan["id"].as_str().unwrap();
+    assert!(
+        status.contains(&format!(
+            "installer {id} from {}",
+            dist.dist.path().display()
+        )),
+        "status names the installer the node runs: {status}"
+    );
+
+    // Another spec given on the command line takes the dist the node came from.
+    let v2 = dist.spec("v2.yaml", &[("plain", "version: 2.0.0")]);
+    let plan = node.berth(&["plan", "--json", "--spec", v2.to_str().unwrap()]);
+    let shown = succeeded(&plan);
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(plan["addons"][0]["version"], "2.0.0", "{shown}");
+}
+
+#[test]
+fn a_node_with_nothing_installed_says_so() {
+    let node = Node::new();
+    let status = node.berth(&["status"]);
+    let shown = succeeded(&status);
+    assert!(
+        text(&status.stdout).starts_with("no add-on is installed on this node"),
+        "{shown}"
+    );
+    assert_eq!(text(&node.berth(&["status", "--json"]).stdout).trim(), "[]");
+    let plan = failed(&node.berth(&["plan"]));
+    assert!(
+        plan.contains("give the Installer spec with --spec"),
+        "with no installer run yet, plan says what it needs: {plan}"
+    );
+}
+
+#[test]
+fn logs_are_named_for_the_run_they_record() {
+    let (dist, node, _) = installed();
+    assert!(logs(&node)[0].starts_with("install-"), "{:?}", logs(&node));
+    let v2 = dist.spec("v2.yaml", &[("plain", "version: 2.0.0")]);
+    succeeded(&node.install(&v2, &dist.url(), &[]));
+    succeeded(&node.berth(&["rollback", "plain"]));
+    let names = logs(&node);
+    let kinds: Vec<&str> = names
+        .iter()
+        .map(|name| name.split('-').next().unwrap())
+        .collect();
+    assert_eq!(kinds.len(), 3, "{names:?}");
+    for kind in ["install", "upgrade", "rollback"] {
+        assert!(kinds.contains(&kind), "a log named {kind}-…: {names:?}");
+    }
+}
