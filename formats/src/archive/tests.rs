@@ -1,6 +1,10 @@
 use std::path::Path;
 
+use flate2::Compression;
+use flate2::read::GzDecoder;
+
 use super::*;
+use crate::Sha256Digest;
 
 fn sample(order_reversed: bool) -> ReproducibleArchive {
     let mut archive = ReproducibleArchive::new(0, 6);
