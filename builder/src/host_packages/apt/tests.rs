@@ -1,3 +1,5 @@
+use std::collections::BTreeSet;
+
 use super::*;
 
 /// A repository with chains, alternatives, virtual packages, versions and a conflict.
