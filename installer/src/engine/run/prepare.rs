@@ -1,0 +1,139 @@
+//! Before an add-on's hooks run: its package fetched (or taken from an airgap bundle or this
+//! node's cache), checked and unpacked, and its images loaded into the container runtime.
+
+use super::*;
+
+impl Run<'_> {
+    pub(super) fn fetch(&mut self, index: usize) -> Result<PackageIndex, EngineError> {
+        let layout = &self.settings.layout;
+        let planned = self.members[index].planned;
+        let (name, version) = (planned.name.as_str(), planned.version.as_str());
+        let file = package_file_name(name, version);
+        let cache = layout.package_cache();
+        fs_err::create_dir_all(&cache).map_err(io_error(&cache))?;
+        let cached = cache.join(&file);
+        let expected: Sha256Digest = planned.target.package_digest;
+        let fetch_error = |source| EngineError::Fetch {
+            name: name.to_string(),
+            version: version.to_string(),
+            source,
+        };
+        // An airgap bundle carries the package unpacked, checked through the lock's digest of
+        // its index.
+        if let (Dist::Local(bundle), Some(index_digest)) =
+            (&self.settings.dist, planned.bundled_index)
+            && bundled_package(bundle, name, version).is_dir()
+        {
+            let staging = layout.work_dir().join(format!("unpack-{name}-{version}"));
+            return unpack_bundled(
+                bundle,
+                &index_digest,
+                (name, version),
+                &staging,
+                &layout.install_dir(),
+            )
+            .map_err(|source| EngineError::Unpack {
+                name: name.to_string(),
+                version: version.to_string(),
+                source,
+            });
+        }
+        let unpacked = layout.addon_dir(name, version);
+        if self.settings.reuse_unpacked && !cached.exists() {
+            return read_unpacked(&unpacked).map_err(|source| EngineError::Unpack {
+                name: name.to_string(),
+                version: version.to_string(),
+                source,
+            });
+        }
+        // A cached package is trusted only as far as its digest; unpack checks it again.
+        if cached_digest(layout, &file) != Some(expected) {
+            self.settings
+                .dist
+                .fetch(&file, &cached)
+                .map_err(fetch_error)?;
+        }
+        let staging = layout.work_dir().join(format!("unpack-{name}-{version}"));
+        let result = unpack(
+            &cached,
+            &expected,
+            (name, version),
+            &staging,
+            &layout.install_dir(),
+        );
+        match result {
+            Ok(index) => {
+                let checksum = berth_formats::package_index::checksum_file_text(&expected, &file);
+                fs_err::write(cache.join(checksum_file(&file)), checksum)
+                    .map_err(io_error(&cache))?;
+                Ok(index)
+            }
+            Err(source) => {
+                // A package that fails its check is not kept: the next run fetches it again.
+                let _ = fs_err::remove_file(&cached);
+                let _ = fs_err::remove_file(cache.join(checksum_file(&file)));
+                Err(EngineError::Unpack {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    source,
+                })
+            }
+        }
+    }
+
+    pub(super) fn load_images(
+        &mut self,
+        index: usize,
+        runtime: &mut Option<Runtime>,
+        reporter: &dyn Reporter,
+    ) -> Result<(), EngineError> {
+        let member = &self.members[index];
+        let Some(package) = &member.index else {
+            return Ok(());
+        };
+        if package.images.is_empty() {
+            return Ok(());
+        }
+        let (name, version) = (member.planned.name.clone(), member.planned.version.clone());
+        // Detected once it answers: until then an earlier add-on may still be installing it.
+        if runtime.is_none() {
+            *runtime = Runtime::detect();
+        }
+        let images_error = |source| EngineError::Images {
+            name: name.clone(),
+            version: version.clone(),
+            source,
+        };
+        let Some(runtime) = runtime else {
+            return Err(images_error(ImageError::NoRuntime {
+                addon: name.clone(),
+            }));
+        };
+        let layout = self
+            .settings
+            .layout
+            .addon_dir(&name, &version)
+            .join("images");
+        let started = Instant::now();
+        let imported = runtime
+            .load(&layout, &package.images)
+            .map_err(images_error)?;
+        reporter.step(&format!(
+            "{name} {version}: {} image(s) {} ({:.1}s)",
+            package.images.len(),
+            if imported.is_empty() {
+                "already present"
+            } else {
+                "imported"
+            },
+            started.elapsed().as_secs_f64()
+        ));
+        // Recorded at once: a reset after a failed hook still knows what Berth brought.
+        if !imported.is_empty() {
+            let member = &mut self.members[index];
+            member.state.imported_images.extend(imported);
+            self.store.save(&member.state)?;
+        }
+        Ok(())
+    }
+}

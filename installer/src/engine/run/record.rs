@@ -1,0 +1,112 @@
+//! The state records a run keeps as it goes: the step each add-on is at, each success, and
+//! every unfinished add-on marked failed when the run stops.
+
+use super::*;
+
+impl Run<'_> {
+    pub(super) fn enter_phase(&mut self, index: usize, phase: Step) -> Result<(), EngineError> {
+        let member = &mut self.members[index];
+        if let Some(attempt) = &mut member.state.attempt {
+            attempt.phase = phase;
+        }
+        let reason = member.planned.decision.progressing_reason();
+        member.state.set_progressing(
+            true,
+            reason,
+            format!(
+                "{} {}: {phase}",
+                member.planned.decision.name(),
+                member.planned.version
+            ),
+        );
+        self.store.save(&member.state)?;
+        Ok(())
+    }
+
+    pub(super) fn succeed(
+        &mut self,
+        index: usize,
+        reporter: &dyn Reporter,
+    ) -> Result<(), EngineError> {
+        let member = &mut self.members[index];
+        let target = member.planned.target.clone();
+        let state = &mut member.state;
+        if state
+            .current
+            .as_ref()
+            .is_some_and(|current| current.target.version != target.version)
+        {
+            state.last = state.current.take();
+        }
+        state.current = Some(Applied {
+            target: target.clone(),
+            // To the microsecond: reset undoes add-ons in the order they were applied.
+            applied_at: humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string(),
+            config: member.planned.config.clone(),
+        });
+        if let Some(attempt) = &mut state.attempt {
+            attempt.outcome = Outcome::Succeeded;
+        }
+        state.set_progressing(
+            false,
+            Reason::Succeeded,
+            format!("{} applied", target.version),
+        );
+        state.set_available(
+            true,
+            Reason::Applied,
+            format!("{} is in place", target.version),
+        );
+        self.store.save(state)?;
+        member.finished = true;
+        reporter.step(&format!(
+            "{} {}: succeeded",
+            member.planned.name, target.version
+        ));
+        Ok(())
+    }
+
+    /// Marks every add-on the run did not finish as Failed: the culprit with the error and the
+    /// tail of its output, the others as stopped by it. An add-on already in place stays
+    /// Available.
+    pub(super) fn fail_unfinished(&mut self, error: &EngineError) -> Result<(), EngineError> {
+        let culprit = match error {
+            EngineError::Fetch { name, .. }
+            | EngineError::Unpack { name, .. }
+            | EngineError::Images { name, .. }
+            | EngineError::Hook { name, .. } => Some(name.clone()),
+            _ => None,
+        };
+        let message = error_message(error);
+        for member in &mut self.members {
+            if member.finished {
+                continue;
+            }
+            let state = &mut member.state;
+            if let Some(attempt) = &mut state.attempt {
+                attempt.outcome = Outcome::Failed;
+            }
+            let text = if culprit.as_deref() == Some(member.planned.name.as_str()) {
+                message.clone()
+            } else {
+                match (crate::interrupt::received(), &culprit) {
+                    (Some(signal), _) => {
+                        format!("not finished: interrupted by {}", signal.as_str())
+                    }
+                    (None, Some(culprit)) => format!("not finished: the run stopped at {culprit}"),
+                    (None, None) => format!("not finished: {}", first_line(&message)),
+                }
+            };
+            state.set_progressing(false, Reason::Failed, text);
+            match &state.current {
+                Some(current) => {
+                    let version = current.target.version.clone();
+                    state.set_available(true, Reason::Applied, format!("{version} stays in place"));
+                }
+                None => state.set_available(false, Reason::NotApplied, "not installed".into()),
+            }
+            self.store.save(state)?;
+        }
+        Ok(())
+    }
+}
