@@ -8,7 +8,12 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+
+mod answers;
+mod connections;
+
+use answers::{installer_error, release_error, text, wants_json};
+pub use connections::{ConnectionLimits, serve};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -22,7 +27,7 @@ use berth_formats::versions::VERSIONS_FILE;
 use tokio::sync::Semaphore;
 
 use crate::deliver::bundle;
-use crate::deliver::installers::{Inserted, Installer, InstallerError, InstallerStore};
+use crate::deliver::installers::{Inserted, Installer, InstallerStore};
 use crate::deliver::scripts::{self, SCRIPTS, ScriptContext};
 use crate::publish::release::{Release, ReleaseError};
 use crate::publish::store::StoreError;
@@ -80,137 +85,8 @@ pub fn router(server: Shared) -> Router {
         .route("/bundle/{file}", get(get_bundle))
         .route("/{id}", get(install_script))
         .route("/{id}/{script}", get(script))
-        .layer(axum::middleware::from_fn(json_errors))
+        .layer(axum::middleware::from_fn(answers::json_errors))
         .with_state(server)
-}
-
-/// An error answered as `{"error": "…"}` to a client whose `Accept` asks for JSON, as plain
-/// text to any other: every handler (and axum's own refusals) writes the text once.
-async fn json_errors(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let json = wants_json(request.headers());
-    let response = next.run(request).await;
-    let failed = response.status().is_client_error() || response.status().is_server_error();
-    let plain = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("text/plain"));
-    if !(json && failed && plain) {
-        return response;
-    }
-    let status = response.status();
-    let message = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).trim_end().to_string(),
-        Err(_) => status.to_string(),
-    };
-    let body = serde_json::json!({ "error": message, "status": status.as_u16() }).to_string();
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-/// Limits on the connections a server takes.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnectionLimits {
-    /// Connections open at once; more wait in the listen queue.
-    pub max_connections: usize,
-    /// How long a client may take to send a request's head.
-    pub header_timeout: Duration,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        Self {
-            max_connections: 512,
-            header_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// Serves `router` on `listener` with `limits`: a client that sends its request head slowly
-/// is cut off, and no more than `max_connections` are served at once.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    limits: ConnectionLimits,
-) -> std::io::Result<()> {
-    let connections = Arc::new(Semaphore::new(limits.max_connections));
-    loop {
-        let permit = Arc::clone(&connections)
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            // Out of file descriptors, say: wait a little instead of spinning.
-            Err(error) => {
-                tracing::warn!("accept: {error}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        tokio::spawn(async move {
-            let _permit = permit;
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
-            let connection =
-                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            if let Err(error) = connection.await {
-                tracing::debug!("connection: {error}");
-            }
-        });
-    }
-}
-
-fn text(status: StatusCode, body: impl Into<String>) -> Response {
-    let mut body = body.into();
-    if !body.ends_with('\n') {
-        body.push('\n');
-    }
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        body,
-    )
-        .into_response()
-}
-
-/// A release error as the client should see it: what is missing is 404, the rest 502. The
-/// store's own location (a local path, a bucket) is the server's business: it is logged, and
-/// the client sees the file's name in the release.
-fn release_error(server: &Server, error: ReleaseError) -> Response {
-    let status = match &error {
-        ReleaseError::Versions(_) => StatusCode::BAD_REQUEST,
-        ReleaseError::Missing { .. } | ReleaseError::Store(StoreError::Missing { .. }) => {
-            StatusCode::NOT_FOUND
-        }
-        _ => StatusCode::BAD_GATEWAY,
-    };
-    tracing::warn!("{error}");
-    if status == StatusCode::BAD_GATEWAY {
-        return text(
-            status,
-            "the server failed to read its release; its log says why",
-        );
-    }
-    let store_root = server.release.store.describe(&server.release.key(""));
-    text(status, error.to_string().replace(&store_root, ""))
-}
-
-fn installer_error(error: InstallerError) -> Response {
-    let status = match &error {
-        InstallerError::Full { .. } => StatusCode::INSUFFICIENT_STORAGE,
-        InstallerError::Conflict { .. } => StatusCode::CONFLICT,
-        InstallerError::Damaged { .. } | InstallerError::Io { .. } => {
-            tracing::warn!("{error}");
-            return text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the server failed to keep or read the installer; its log says why",
-            );
-        }
-    };
-    text(status, error.to_string())
 }
 
 /// Runs `work` on the blocking pool, at most as many at once as there are cores.
@@ -275,13 +151,6 @@ async fn post_installer(State(server): State<Shared>, headers: HeaderMap, body: 
     } else {
         text(status, url)
     }
-}
-
-fn wants_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("application/json"))
 }
 
 async fn installer(server: &Shared, id: &str) -> Result<Arc<Installer>, Response> {
