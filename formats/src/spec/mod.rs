@@ -266,123 +266,6 @@ impl AddonSpec {
     }
 }
 
-/// Why an add-on's fields cannot become its hooks' variables.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum FieldError {
-    #[error(
-        "field `{field}` of {addon} is not a name a variable can carry; use letters, digits, `-` and `_`"
-    )]
-    BadName { addon: String, field: String },
-    #[error("fields `{first}` and `{second}` of {addon} both become ${variable}; keep one")]
-    Collision {
-        addon: String,
-        first: String,
-        second: String,
-        variable: String,
-    },
-    #[error("field `{field}` of {addon} would become ${variable}, which Berth sets itself")]
-    Reserved {
-        addon: String,
-        field: String,
-        variable: String,
-    },
-}
-
-/// Whether `name` is a shell variable name: a letter or `_`, then letters, digits and `_`.
-pub fn is_variable_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    bytes
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == b'_')
-        && bytes.all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
-}
-
-/// The environment an add-on's hooks see for its configuration: `<ADDON>_<FIELD>` in upper
-/// snake case. `true` becomes `1` and `false` the empty string, as kURL's hooks test them
-/// (`[ "$X" = "1" ]`, `[ -n "$X" ]`); lists and mappings are passed as JSON. A field whose name
-/// cannot be a variable, two fields that become one variable (`fooBar`, `foo-bar`), and a field
-/// that would become `<ADDON>_VERSION` or `<ADDON>_S3_OVERRIDE` are refused.
-pub fn config_environment(
-    addon: &str,
-    config: &Map<String, Value>,
-) -> Result<Vec<(String, String)>, FieldError> {
-    let prefix = upper_snake(addon);
-    let reserved = [format!("{prefix}_VERSION"), format!("{prefix}_S3_OVERRIDE")];
-    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
-    let mut environment = Vec::with_capacity(config.len());
-    for (field, value) in config {
-        let plain = !field.is_empty()
-            && field
-                .bytes()
-                .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
-        let variable = format!("{prefix}_{}", upper_snake(field));
-        if !plain || !is_variable_name(&variable) {
-            return Err(FieldError::BadName {
-                addon: addon.to_string(),
-                field: field.clone(),
-            });
-        }
-        if reserved.contains(&variable) {
-            return Err(FieldError::Reserved {
-                addon: addon.to_string(),
-                field: field.clone(),
-                variable,
-            });
-        }
-        if let Some(first) = seen.insert(variable.clone(), field) {
-            return Err(FieldError::Collision {
-                addon: addon.to_string(),
-                first: first.to_string(),
-                second: field.clone(),
-                variable,
-            });
-        }
-        let text = match value {
-            Value::String(text) => text.clone(),
-            Value::Bool(true) => "1".into(),
-            Value::Bool(false) | Value::Null => String::new(),
-            Value::Number(number) => number.to_string(),
-            other => other.to_string(),
-        };
-        environment.push((variable, text));
-    }
-    Ok(environment)
-}
-
-/// `tomlConfig` → `TOML_CONFIG`, `s3Override` → `S3_OVERRIDE`, `cert-manager` → `CERT_MANAGER`.
-pub fn upper_snake(name: &str) -> String {
-    let characters: Vec<char> = name.chars().collect();
-    let mut out = String::with_capacity(name.len() + 4);
-    for (index, &character) in characters.iter().enumerate() {
-        if character == '-' || character == '.' || character == ' ' {
-            out.push('_');
-            continue;
-        }
-        if character.is_ascii_uppercase() && index > 0 {
-            let previous = characters[index - 1];
-            let next_is_lower = characters
-                .get(index + 1)
-                .is_some_and(|c| c.is_ascii_lowercase());
-            if previous.is_ascii_lowercase()
-                || previous.is_ascii_digit()
-                || (previous.is_ascii_uppercase() && next_is_lower)
-            {
-                out.push('_');
-            }
-        }
-        out.push(character.to_ascii_uppercase());
-    }
-    out
-}
-
-/// A YAML scalar as `--set addon.field=value` gives it: `true`, `3` and `text` keep their types.
-pub fn parse_scalar(text: &str) -> Value {
-    serde_norway::from_str::<Value>(text)
-        .ok()
-        .filter(|value| !value.is_object() && !value.is_array() && !value.is_null())
-        .unwrap_or_else(|| Value::String(text.to_string()))
-}
-
 fn is_true(value: &Value) -> bool {
     match value {
         Value::Bool(flag) => *flag,
@@ -403,72 +286,13 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Control characters a spec may not hold (tabs and line ends are text).
-fn is_forbidden(character: char) -> bool {
-    character.is_control() && !matches!(character, '\t' | '\n' | '\r')
-}
+mod bounds;
+mod environment;
 
-/// The 1-based line where `text` first nests deeper than `limit`, counting open block
-/// indentation levels, `- ` items opened on the line, and open flow brackets. It errs on the
-/// side of counting (brackets inside quotes count too): a real spec is far from the limit.
-fn too_deep(text: &str, limit: usize) -> Option<usize> {
-    let mut indents: Vec<usize> = Vec::new();
-    let mut flow: usize = 0;
-    for (index, line) in text.lines().enumerate() {
-        let content = line.trim_start_matches(' ');
-        if content.is_empty() || content.starts_with('#') {
-            continue;
-        }
-        let indent = line.len() - content.len();
-        if flow == 0 {
-            while indents.last().is_some_and(|&open| open >= indent) {
-                indents.pop();
-            }
-            indents.push(indent);
-        }
-        let mut items = 0;
-        let mut rest = content;
-        // `- ` items and `? ` complex keys each open a level on the line.
-        while let Some(after) = ["- ", "-\t", "? ", "?\t"]
-            .iter()
-            .find_map(|marker| rest.strip_prefix(marker))
-        {
-            items += 1;
-            rest = after.trim_start();
-        }
-        let mut deepest = flow;
-        for character in content.chars() {
-            match character {
-                '[' | '{' => {
-                    flow += 1;
-                    deepest = deepest.max(flow);
-                }
-                ']' | '}' => flow = flow.saturating_sub(1),
-                _ => {}
-            }
-        }
-        if indents.len() + items + deepest > limit {
-            return Some(index + 1);
-        }
-    }
-    None
-}
-
-/// The 1-based line where `key:` first appears, for errors the YAML parser does not locate.
-fn line_of(text: &str, key: &str) -> Option<usize> {
-    text.lines()
-        .position(|line| {
-            let line = line.trim_start();
-            line.strip_prefix(key)
-                .or_else(|| {
-                    line.strip_prefix('"')
-                        .and_then(|l| l.strip_prefix(key))
-                        .and_then(|l| l.strip_prefix('"'))
-                })
-                .is_some_and(|rest| rest.trim_start().starts_with(':'))
-        })
-        .map(|index| index + 1)
-}
+use bounds::{is_forbidden, line_of, too_deep};
+pub use environment::{
+    FieldError, config_environment, is_variable_name, parse_scalar, upper_snake,
+};
 
 #[cfg(test)]
 mod tests;
