@@ -1,4 +1,6 @@
-//! `berth-build`: package, build, check and inspect Berth add-ons.
+//! `berth-build`: packages add-ons (`package`, `build`, `check`, `inspect`, `resolve`,
+//! `versions`), publishes them (`upload`), and delivers them to nodes (`script`, `bundle`,
+//! `serve`). Each command is a module of `commands/`; the work is in the library.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -9,7 +11,8 @@ use clap::{Args, Parser, Subcommand};
 mod commands;
 mod progress;
 
-/// Builds reproducible add-on packages from kURL-style add-on folders.
+/// Builds reproducible add-on packages from kURL-style add-on folders, publishes them, and
+/// serves their installers.
 #[derive(Parser)]
 #[command(name = "berth-build", version, about)]
 struct Cli {
