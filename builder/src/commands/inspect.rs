@@ -13,68 +13,67 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     println!("{} {} ({})", index.name, index.version, index.arch);
     println!("inputs {}", index.inputs_digest);
     println!();
-    // Every part says so when it is empty rather than print a header over nothing.
-    if index.images.is_empty() {
-        println!("IMAGES  none");
-    } else {
-        let rows: Vec<[String; 4]> = index
-            .images
-            .iter()
-            .map(|image| {
-                [
-                    image.name.clone(),
-                    image.reference.clone(),
-                    super::human_size(image.size),
-                    image.manifest_digest.to_string(),
-                ]
-            })
-            .collect();
-        print!(
-            "{}",
-            table::render(
-                ["IMAGE", "REFERENCE", "SIZE", "DIGEST"],
-                [Align::Left, Align::Left, Align::Right, Align::Left],
-                &rows
-            )
-        );
-    }
+    let images: Vec<[String; 4]> = index
+        .images
+        .iter()
+        .map(|image| {
+            [
+                image.name.clone(),
+                image.reference.clone(),
+                super::human_size(image.size),
+                image.manifest_digest.to_string(),
+            ]
+        })
+        .collect();
+    section(
+        "IMAGES",
+        ["IMAGE", "REFERENCE", "SIZE", "DIGEST"],
+        [Align::Left, Align::Left, Align::Right, Align::Left],
+        &images,
+    );
     println!();
-    if index.files.is_empty() {
-        println!("FILES  none");
-    } else {
-        let rows: Vec<[String; 3]> = index
-            .files
-            .iter()
-            .map(|file| {
-                [
-                    file.path.clone(),
-                    super::human_size(file.size),
-                    file.sha256.hex().to_string(),
-                ]
-            })
-            .collect();
-        print!(
-            "{}",
-            table::render(
-                ["FILE", "SIZE", "SHA256"],
-                [Align::Left, Align::Right, Align::Left],
-                &rows
-            )
-        );
-    }
+    let files: Vec<[String; 3]> = index
+        .files
+        .iter()
+        .map(|file| {
+            [
+                file.path.clone(),
+                super::human_size(file.size),
+                file.sha256.hex().to_string(),
+            ]
+        })
+        .collect();
+    section(
+        "FILES",
+        ["FILE", "SIZE", "SHA256"],
+        [Align::Left, Align::Right, Align::Left],
+        &files,
+    );
     println!();
-    if index.host_packages.is_empty() {
-        println!("HOST PACKAGES  none");
-    } else {
-        let rows: Vec<[String; 2]> = index
-            .host_packages
-            .iter()
-            .map(|(distro, packages)| [distro.clone(), packages.join(" ")])
-            .collect();
-        print!(
-            "{}",
-            table::render(["DISTRO", "PACKAGES"], [Align::Left, Align::Left], &rows)
-        );
-    }
+    let host_packages: Vec<[String; 2]> = index
+        .host_packages
+        .iter()
+        .map(|(distro, packages)| [distro.clone(), packages.join(" ")])
+        .collect();
+    section(
+        "HOST PACKAGES",
+        ["DISTRO", "PACKAGES"],
+        [Align::Left, Align::Left],
+        &host_packages,
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A part of the package as a table, or `<TITLE>  none`: no header over nothing.
+fn section<const N: usize>(
+    title: &str,
+    header: [&str; N],
+    align: [Align; N],
+    rows: &[[String; N]],
+) {
+    if rows.is_empty() {
+        println!("{title}  none");
+    } else {
+        print!("{}", table::render(header, align, rows));
+    }
 }
