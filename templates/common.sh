@@ -4,7 +4,8 @@
 # Airgap:  tar xzf <bundle>.tar.gz && sudo bash {{ script | comment }} airgap [ARGUMENT…]
 #
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
-# nothing); `allow-downgrade` (let an add-on go back to the older version the spec names);
+# nothing); `allow-downgrade` (install and upgrade: let an add-on go back to the older
+# version the spec names);
 # `key=value` pairs (`public-address=10.0.0.1`), which hooks see as environment variables
 # (PUBLIC_ADDRESS).
 #

@@ -665,6 +665,15 @@ fn bundles_past_the_bound_are_answered_503() {
     );
     let output = curl(&["-sS", "-o", "/dev/null", "-w", "%{http_code}", &bundle]);
     assert_eq!(text(&output.stdout), "503");
+    // Asked for JSON, the answer is JSON and still says when to come back.
+    let output = curl(&["-sS", "-D", "-", "-H", "Accept: application/json", &bundle]);
+    let answer = text(&output.stdout).to_ascii_lowercase();
+    assert!(answer.contains("retry-after: "), "{answer}");
+    assert!(
+        answer.contains("content-type: application/json"),
+        "{answer}"
+    );
+    assert!(answer.contains(r#""status":503"#), "{answer}");
     slow.kill().unwrap();
     slow.wait().unwrap();
     wait_until(
@@ -850,6 +859,20 @@ fn a_downgrade_the_script_refuses_goes_through_with_allow_downgrade() {
     assert!(
         advice.contains("hint:") && advice.contains("bash -s allow-downgrade"),
         "the refusal says how to go on through the script: {advice}"
+    );
+    let berth_status = || {
+        let output = Command::new(berth_binary())
+            .arg("status")
+            .env("BERTH_ROOT", root.path())
+            .output()
+            .unwrap();
+        text(&output.stdout)
+    };
+    let newer_id = newer.rsplit('/').next().unwrap();
+    assert!(
+        berth_status().contains(&format!("installer {newer_id} ")),
+        "a refused installer does not become the node's: {}",
+        berth_status()
     );
 
     let allowed = run_script(&script(&older), root.path(), &["allow-downgrade"]);

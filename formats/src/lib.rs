@@ -1,11 +1,14 @@
 //! Formats shared by the Berth builder (`berth-build`) and installer (`berth`).
 //!
 //! Everything that crosses from CI to a node is defined here, so that both sides agree on it:
-//! the add-on [`manifest`], the [`package_index`] (`package.json`) inside every package, the
-//! [`digest`] type used for every content check, the [`oci`] layout names, and the [`archive`]
-//! writer (reproducible) and reader (refuses to write outside its destination). The node side
-//! reads the Installer [`spec`] and resolves its add-on [`versions`] against `versions.json`, or
-//! takes them from the installer's [`lock`].
+//! the add-on [`manifest`], the [`package_index`] (`package.json`) inside every package and its
+//! one reader, the [`digest`] type used for every content check, the [`oci`] layout names, the
+//! [`archive`] writer (reproducible) and reader (refuses to write outside its destination), the
+//! airgap [`bundle`]'s layout and the [`release`]'s file names. Both sides read the Installer
+//! [`spec`] and resolve its add-on [`versions`] against `versions.json` (the builder to write
+//! an installer's [`lock`], the node when it has none). Both quote values for bash with
+//! [`shell`], print errors with [`report`] and tables with [`table`]; [`name`] checks every
+//! add-on name and version that becomes a path.
 
 pub mod archive;
 pub mod bundle;

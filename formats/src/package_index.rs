@@ -149,7 +149,7 @@ pub fn package_root(name: &str, version: &str) -> String {
 /// `<package>.sha256`, the checksum file beside a package.
 pub fn checksum_path(package: &std::path::Path) -> std::path::PathBuf {
     let mut name = package.as_os_str().to_owned();
-    name.push(".sha256");
+    name.push(crate::release::CHECKSUM_SUFFIX);
     name.into()
 }
 

@@ -14,7 +14,10 @@ pub fn berth_binary_file(arch: &str) -> String {
     format!("bin/{}", berth_binary_name(arch))
 }
 
+/// What a checksum file's name adds to the name of the file it checks.
+pub const CHECKSUM_SUFFIX: &str = ".sha256";
+
 /// `<file>.sha256`: the checksum file beside a published file, in `sha256sum` format.
 pub fn checksum_file(file: &str) -> String {
-    format!("{file}.sha256")
+    format!("{file}{CHECKSUM_SUFFIX}")
 }

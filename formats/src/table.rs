@@ -10,7 +10,7 @@ pub enum Align {
 }
 
 /// The table of `header` and `rows`, one line each, columns two spaces apart, no trailing
-/// spaces. A row shorter than the header leaves its last cells empty.
+/// spaces.
 pub fn render<const N: usize>(
     header: [&str; N],
     align: [Align; N],

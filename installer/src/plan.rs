@@ -94,7 +94,7 @@ impl fmt::Display for Decision {
             Decision::Rollback { from } => write!(f, "rolling back from {from}, as asked"),
             Decision::DowngradeRefused { from } => write!(
                 f,
-                "{from} is installed and the spec asks for an older version"
+                "{from} is installed and the spec asks for an older version; pass --allow-downgrade (or use berth rollback) to go back"
             ),
         }
     }

@@ -75,6 +75,17 @@ fn a_node_with_nothing_installed_says_so() {
 }
 
 #[test]
+fn only_plan_takes_the_last_installer_by_default() {
+    let (_dist, node, _) = installed();
+    let install = failed(&node.berth(&["install"]));
+    assert!(
+        install.contains("only `berth plan` takes the installer this node ran last"),
+        "{install}"
+    );
+    succeeded(&node.berth(&["install", "--dry-run"]));
+}
+
+#[test]
 fn logs_are_named_for_the_run_they_record() {
     let (dist, node, _) = installed();
     assert!(logs(&node)[0].starts_with("install-"), "{:?}", logs(&node));

@@ -93,7 +93,8 @@ fn read_contents(path: &Path, cache: &BlobCache) -> Result<Contents, ArchiveImag
                 }
                 let (digest, size) = cache.insert_reader(&mut entry)?;
                 if let Some(named) = name
-                    .strip_prefix("blobs/sha256/")
+                    .strip_prefix(oci::BLOBS_DIR)
+                    .and_then(|rest| rest.strip_prefix('/'))
                     .and_then(|hex| Sha256Digest::from_hex(hex).ok())
                     && named != digest
                 {
@@ -154,7 +155,7 @@ fn parse_json<T: serde::de::DeserializeOwned>(
 }
 
 fn blob(contents: &Contents, digest: &Sha256Digest) -> Result<Stored, ArchiveImageError> {
-    let path = format!("blobs/sha256/{}", digest.hex());
+    let path = format!("{}/{}", oci::BLOBS_DIR, digest.hex());
     contents
         .files
         .get(&path)

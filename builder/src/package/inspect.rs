@@ -14,7 +14,7 @@ pub enum InspectError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: {source}")]
+    #[error("failed to read the index of {path}")]
     Index {
         path: PathBuf,
         #[source]

@@ -15,6 +15,7 @@ use berth::node_lock::NodeLock;
 use berth::plan::Permissions;
 use berth_formats::lock::Lock;
 use berth_formats::spec::parse_scalar;
+use berth_formats::table::{self, Align};
 use berth_formats::versions::VersionsError;
 
 use crate::RootArgs;
@@ -83,12 +84,12 @@ pub struct JoinArgs {
 }
 
 pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {
-    let (source, settings) = settings(&args, Mode::Install)?;
+    let (source, settings) = settings(&args, Mode::Install, plan_only || args.dry_run)?;
     execute(&args, &source, settings, plan_only)
 }
 
 pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
-    let (source, mut settings) = settings(&args.install, Mode::Join)?;
+    let (source, mut settings) = settings(&args.install, Mode::Join, args.install.dry_run)?;
     for word in &args.words {
         match word.split_once('=') {
             Some((key, value)) if !key.is_empty() => {
@@ -140,13 +141,16 @@ fn execute(
     let _ = print_plan(&plan, false, &mut std::io::stderr());
     JoinStore::new(settings.layout.join_file())
         .record_installer(&plan.id, args.scripts_url.as_deref())?;
-    LastInstaller::record(
-        &settings.layout,
-        &plan.id,
-        &source.spec_path,
-        source.lock_path.as_deref(),
-        &settings.dist.location(""),
-    )?;
+    // A plan that refuses to go on leaves the node on the installer it had.
+    if plan.refused().is_empty() {
+        LastInstaller::record(
+            &settings.layout,
+            &plan.id,
+            &source.spec_path,
+            source.lock_path.as_deref(),
+            &settings.dist.location(""),
+        )?;
+    }
     engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {
         format!("the {command} did not finish; run the same command again to continue")
     })?;
@@ -173,7 +177,13 @@ fn record_refusal(settings: &RunSettings, error: &EngineError) -> anyhow::Result
     Ok(())
 }
 
-fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<(SpecSource, RunSettings)> {
+/// The run's settings from its arguments. A plan that changes nothing (`plan_only`) may leave
+/// out the spec and dist: it takes the installer the node ran last.
+fn settings(
+    args: &InstallArgs,
+    mode: Mode,
+    plan_only: bool,
+) -> anyhow::Result<(SpecSource, RunSettings)> {
     let mut overrides = Vec::new();
     for text in &args.set {
         let Some((key, value)) = text.split_once('=') else {
@@ -185,9 +195,12 @@ fn settings(args: &InstallArgs, mode: Mode) -> anyhow::Result<(SpecSource, RunSe
         overrides.push((addon.to_string(), field.to_string(), parse_scalar(value)));
     }
     let layout = Layout::new(&args.root.root);
-    // On an installed node, the installer it ran last is the default.
+    // On an installed node, the installer it ran last is what a plan looks at by default.
     let last = match (&args.spec, &args.dist) {
         (Some(_), Some(_)) => None,
+        _ if !plan_only => bail!(
+            "give the Installer spec with --spec and the dist with --dist (or BERTH_DIST); only `berth plan` takes the installer this node ran last"
+        ),
         _ => LastInstaller::load(&layout)?,
     };
     let (spec_path, lock_path) = match (&args.spec, &last) {
@@ -277,34 +290,26 @@ fn print_plan(plan: &Plan, json: bool, out: &mut dyn std::io::Write) -> anyhow::
         writeln!(out)?;
         return Ok(());
     }
-    let width = plan
+    let rows: Vec<[String; 4]> = plan
         .addons
         .iter()
-        .map(|addon| addon.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let version_width = plan
-        .addons
-        .iter()
-        .map(|addon| addon.version.len())
-        .max()
-        .unwrap_or(7)
-        .max(7);
-    writeln!(
+        .map(|addon| {
+            [
+                addon.name.clone(),
+                addon.version.clone(),
+                addon.decision.name().to_string(),
+                addon.reason.clone(),
+            ]
+        })
+        .collect();
+    write!(
         out,
-        "{:width$}  {:version_width$}  {:16}  REASON",
-        "NAME", "VERSION", "DECISION"
+        "{}",
+        table::render(
+            ["NAME", "VERSION", "DECISION", "REASON"],
+            [Align::Left; 4],
+            &rows
+        )
     )?;
-    for addon in &plan.addons {
-        writeln!(
-            out,
-            "{:width$}  {:version_width$}  {:16}  {}",
-            addon.name,
-            addon.version,
-            addon.decision.name(),
-            addon.reason
-        )?;
-    }
     Ok(())
 }

@@ -10,9 +10,11 @@
 //! add-on's hook does not repeat the add-ons that finished before it.
 //!
 //! A joining node runs `preflight` and then `<name>_join` in place of pre_init, install and
-//! post_init. A rollback is an install whose plan comes from the records (see [`rollback_plan`]).
+//! post_init. A rollback runs the install phases with a plan that comes from the records (see
+//! [`rollback_plan`]).
 //!
-//! [`resolve`] turns a spec (or a rollback) into a plan; [`run`] carries a plan out.
+//! [`resolve`] turns a spec (or a rollback) into a plan; [`run`] carries a plan out; [`reset`]
+//! takes the node back to before the install.
 
 pub mod reset;
 mod resolve;
@@ -240,7 +242,7 @@ pub enum EngineError {
     #[error("interrupted by {signal}")]
     Interrupted { signal: String },
     #[error(
-        "the plan refuses to go on:\n{}\nhint: to go back to the spec's older version, run the installer's script again with the word allow-downgrade (`curl -fsSL <installer URL> | sudo bash -s allow-downgrade`), or pass --allow-downgrade to `berth install`; `berth rollback <add-on>` goes back to the version applied before, from the packages this node keeps",
+        "the plan refuses to go on:\n{}\nhint: through the installer's script, the word allow-downgrade does what --allow-downgrade does: `curl -fsSL <installer URL> | sudo bash -s allow-downgrade`",
         lines.join("\n")
     )]
     Refused { lines: Vec<String> },

@@ -26,13 +26,20 @@ pub(super) async fn json_errors(
     if !(json && failed && plain) {
         return response;
     }
-    let status = response.status();
-    let message = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
+    let (mut parts, body) = response.into_parts();
+    let status = parts.status;
+    let message = match axum::body::to_bytes(body, 64 * 1024).await {
         Ok(bytes) => String::from_utf8_lossy(&bytes).trim_end().to_string(),
         Err(_) => status.to_string(),
     };
     let body = serde_json::json!({ "error": message, "status": status.as_u16() }).to_string();
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    // Every other header (`Retry-After` on a 503) stays as the handler set it.
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 pub(super) fn text(status: StatusCode, body: impl Into<String>) -> Response {
