@@ -219,3 +219,29 @@ fn only_refused_and_applied_add_ons_skip_their_hooks() {
     assert!(!Decision::AlreadyApplied.applies());
     assert!(!Decision::DowngradeRefused { from: "1".into() }.applies());
 }
+
+#[test]
+fn a_repackaged_version_is_an_upgrade_of_its_release() {
+    let none = Permissions::default();
+    for (from, to) in [
+        ("2.6.5", "2.6.5-20221025"),
+        ("2.6.5-20221025", "2.6.5-20230101"),
+        ("3.7.0-5.5.0", "3.7.0-6.0.1"),
+        ("19.03.4", "19.03.10"),
+    ] {
+        assert!(
+            matches!(
+                decide(&installed(from), &target(to), none),
+                Decision::Upgrade { .. }
+            ),
+            "{from} → {to} is an upgrade"
+        );
+        assert!(
+            matches!(
+                decide(&installed(to), &target(from), none),
+                Decision::DowngradeRefused { .. }
+            ),
+            "{to} → {from} is a downgrade"
+        );
+    }
+}

@@ -2,13 +2,18 @@
 //!
 //! Add-ons are listed in install order; each add-on's versions newest first, each with an
 //! optional `kubernetesVersion` semver range (as kops channels do). `latest` is the first
-//! entry, `X.Y.x` the highest patch of X.Y; when the spec pins Kubernetes, only versions whose
-//! range matches it are candidates.
+//! entry, `X.Y.x` the highest patch of X.Y in kURL's version [`order`] (a repackaged
+//! `2.6.5-20221025` above `2.6.5`); when the spec pins Kubernetes, only versions whose range
+//! matches it are candidates.
 
-use std::cmp::Ordering;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+pub mod order;
+
+pub use order::compare_versions;
+use order::matches_request;
 
 /// The file name in a dist.
 pub const VERSIONS_FILE: &str = "versions.json";
@@ -249,18 +254,6 @@ impl VersionsFile {
     }
 }
 
-fn matches_request(version: &str, requested: &str) -> bool {
-    if requested == "latest" {
-        return true;
-    }
-    match requested.strip_suffix(".x") {
-        Some(prefix) => version
-            .strip_prefix(prefix)
-            .is_some_and(|rest| rest.starts_with('.')),
-        None => version == requested,
-    }
-}
-
 /// `1.27` → 1.27.0, `v1.27.3` → 1.27.3; build metadata and pre-releases as semver reads them.
 fn lenient_semver(text: &str) -> Option<semver::Version> {
     let text = text.trim().trim_start_matches('v');
@@ -271,36 +264,10 @@ fn lenient_semver(text: &str) -> Option<semver::Version> {
     })
 }
 
-/// Orders two versions: by semver where both are semver, otherwise segment by segment
-/// (numbers as numbers), so `1.10.0` > `1.9.3` and `0.26.5-r1` > `0.26.5`.
-pub fn compare_versions(a: &str, b: &str) -> Ordering {
-    if let (Ok(a), Ok(b)) = (
-        semver::Version::parse(a.trim_start_matches('v')),
-        semver::Version::parse(b.trim_start_matches('v')),
-    ) {
-        return a.cmp(&b);
-    }
-    let segments = |text: &str| -> Vec<String> {
-        text.trim_start_matches('v')
-            .split(['.', '-', '+', '_'])
-            .map(str::to_string)
-            .collect()
-    };
-    let (left, right) = (segments(a), segments(b));
-    for (x, y) in left.iter().zip(&right) {
-        let ordering = match (x.parse::<u64>(), y.parse::<u64>()) {
-            (Ok(x), Ok(y)) => x.cmp(&y),
-            _ => x.cmp(y),
-        };
-        if ordering != Ordering::Equal {
-            return ordering;
-        }
-    }
-    left.len().cmp(&right.len())
-}
-
 #[cfg(test)]
 mod tests {
+    use std::cmp::Ordering;
+
     use super::*;
 
     fn file() -> VersionsFile {
@@ -346,6 +313,28 @@ mod tests {
             matches!(unknown, VersionsError::UnknownAddon { ref name, .. } if name == "weave"),
             "{unknown}"
         );
+    }
+
+    #[test]
+    fn a_minor_wildcard_takes_kurls_repackaged_version_over_its_release() {
+        let versions = VersionsFile::parse(
+            "versions.json",
+            br#"{"addons": [{"name": "weave", "versions": [
+                {"version": "2.6.5"}, {"version": "2.6.5-20221025"}, {"version": "2.6.4"}]},
+                {"name": "docker", "versions": [
+                {"version": "19.03.4"}, {"version": "19.03.15"}, {"version": "19.03.10"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            versions.resolve("weave", "2.6.x", None).unwrap(),
+            "2.6.5-20221025"
+        );
+        assert_eq!(
+            versions.resolve("docker", "19.03.x", None).unwrap(),
+            "19.03.15"
+        );
+        // `latest` stays the first entry, as the list's author put it.
+        assert_eq!(versions.resolve("weave", "latest", None).unwrap(), "2.6.5");
     }
 
     #[test]
