@@ -16,6 +16,28 @@ pub const API_VERSIONS: [&str; 2] = ["cluster.kurl.sh/v1beta1", "kurl.sh/v1beta1
 pub const KIND: &str = "Installer";
 /// The key under `spec` that holds the installer's own settings, not an add-on.
 pub const INSTALLER_SETTINGS_KEY: &str = "kurl";
+/// The other keys of kURL's Installer type that hold settings of the host or the cluster, not
+/// an add-on with a version: kept, as written, for the hooks that read them.
+pub const SETTINGS_SECTIONS: [&str; 5] = [
+    "selinuxConfig",
+    "iptablesConfig",
+    "firewalldConfig",
+    "ufwConfig",
+    "helm",
+];
+/// Spec keys whose add-on folder kURL names otherwise: `certManager` is `addons/cert-manager/`.
+pub const ADDON_FOLDERS: [(&str, &str); 2] = [
+    ("certManager", "cert-manager"),
+    ("metricsServer", "metrics-server"),
+];
+
+/// The add-on folder a spec key names.
+pub fn addon_folder(key: &str) -> &str {
+    ADDON_FOLDERS
+        .iter()
+        .find(|(spec_key, _)| *spec_key == key)
+        .map_or(key, |(_, folder)| folder)
+}
 /// Hex digits of the spec digest that make an installer id: 128 bits, so that no one can
 /// craft another spec with the id of a spec someone else posted (kURL's 7 digits take seconds).
 pub const ID_LENGTH: usize = 32;
@@ -30,10 +52,12 @@ pub const MAX_SPEC_DEPTH: usize = 64;
 pub struct InstallerSpec {
     pub api_version: String,
     pub name: Option<String>,
-    /// Add-ons by name.
+    /// Add-ons by folder name (`cert-manager` for the spec's `certManager`).
     pub addons: BTreeMap<String, AddonSpec>,
     /// `spec.kurl`: the installer's own settings (airgap, privateAddress, …).
     pub settings: Map<String, Value>,
+    /// kURL's other settings sections ([`SETTINGS_SECTIONS`]), by their spec key.
+    pub sections: BTreeMap<String, Map<String, Value>>,
 }
 
 /// One add-on as the spec asks for it.
@@ -146,21 +170,29 @@ impl InstallerSpec {
         };
         let mut addons = BTreeMap::new();
         let mut settings = Map::new();
-        for (name, value) in spec {
-            if name == INSTALLER_SETTINGS_KEY {
-                settings = match value {
+        let mut sections = BTreeMap::new();
+        for (key, value) in spec {
+            let is_settings = key == INSTALLER_SETTINGS_KEY;
+            if is_settings || SETTINGS_SECTIONS.contains(&key.as_str()) {
+                let map = match value {
                     Value::Object(map) => map,
                     Value::Null => Map::new(),
                     other => {
                         return Err(error(
-                            line_of(text, &name),
-                            format!("spec.{name} is {}, expected a mapping", kind_of(&other)),
+                            line_of(text, &key),
+                            format!("spec.{key} is {}, expected a mapping", kind_of(&other)),
                             None,
                         ));
                     }
                 };
+                if is_settings {
+                    settings = map;
+                } else {
+                    sections.insert(key, map);
+                }
                 continue;
             }
+            let name = addon_folder(&key).to_string();
             crate::name::check_plain("add-on name", &name)
                 .map_err(|problem| error(line_of(text, &name), problem.to_string(), None))?;
             let addon = AddonSpec::from_value(&name, value)
@@ -185,6 +217,7 @@ impl InstallerSpec {
             name,
             addons,
             settings,
+            sections,
         })
     }
 
@@ -200,6 +233,11 @@ impl InstallerSpec {
                     Value::Object(self.settings.clone()),
                 )
             }))
+            .chain(
+                self.sections
+                    .iter()
+                    .map(|(key, section)| (key.clone(), Value::Object(section.clone()))),
+            )
             .collect();
         serde_json::json!({"apiVersion": API_VERSIONS[0], "kind": KIND, "spec": spec}).to_string()
     }

@@ -186,3 +186,96 @@ fn fields_that_cannot_be_variables_or_would_override_one_are_refused() {
         assert!(error.line.is_some(), "{fields}: {error}");
     }
 }
+
+/// kURL's Installer specs, read in place from the shared fixtures.
+fn kurl_specs() -> Vec<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/kurl-specs");
+    assert!(
+        dir.is_dir(),
+        "the kURL spec fixtures are missing: {} (the checkout needs shared/ beside it)",
+        dir.display()
+    );
+    let mut specs: Vec<_> = fs_err::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    specs.sort();
+    assert!(
+        specs.len() >= 60,
+        "{} specs in {}",
+        specs.len(),
+        dir.display()
+    );
+    specs
+}
+
+#[test]
+fn every_kurl_spec_parses_with_its_settings_sections_and_folder_names() {
+    let mut failures = Vec::new();
+    let mut sections = BTreeMap::new();
+    for path in kurl_specs() {
+        // kURL's test grid puts the version under test where its specs say `__testver__`.
+        let text = fs_err::read_to_string(&path)
+            .unwrap()
+            .replace("__testver__", "latest");
+        match InstallerSpec::parse(&path, &text) {
+            Ok(spec) => {
+                for name in spec.sections.keys() {
+                    *sections.entry(name.clone()).or_insert(0) += 1;
+                }
+                for name in spec.addons.keys() {
+                    assert!(
+                        !name.chars().any(|c| c.is_ascii_uppercase()),
+                        "{}: `{name}` is a spec key, not the add-on's folder",
+                        path.display()
+                    );
+                }
+            }
+            Err(error) => failures.push(error.to_string()),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(sections.contains_key("helm"), "{sections:?}");
+}
+
+#[test]
+fn settings_sections_are_kept_and_camel_case_add_ons_take_their_folder_names() {
+    let spec = parse(
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  certManager:\n    version: 1.9.1\n  metricsServer:\n    version: 0.4.x\n  selinuxConfig:\n    selinux: permissive\n  ufwConfig:\n    bypassUFWWarning: true\n  iptablesConfig: {}\n  firewalldConfig:\n    bypassFirewalldWarning: true\n",
+    )
+    .unwrap();
+    assert_eq!(
+        spec.addons.keys().collect::<Vec<_>>(),
+        ["cert-manager", "metrics-server"]
+    );
+    assert_eq!(
+        spec.sections.keys().collect::<Vec<_>>(),
+        [
+            "firewalldConfig",
+            "iptablesConfig",
+            "selinuxConfig",
+            "ufwConfig"
+        ]
+    );
+    assert_eq!(
+        spec.sections["selinuxConfig"]["selinux"],
+        json!("permissive")
+    );
+    // The sections count in what the installer is: another setting, another id.
+    let other = parse(
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  certManager:\n    version: 1.9.1\n  metricsServer:\n    version: 0.4.x\n  selinuxConfig:\n    selinux: enforcing\n  ufwConfig:\n    bypassUFWWarning: true\n  iptablesConfig: {}\n  firewalldConfig:\n    bypassFirewalldWarning: true\n",
+    )
+    .unwrap();
+    assert_ne!(spec.id(), other.id());
+    let refused = parse(
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  selinuxConfig: enforcing\n",
+    )
+    .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("spec.selinuxConfig is a string, expected a mapping"),
+        "{refused}"
+    );
+}
