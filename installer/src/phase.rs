@@ -41,6 +41,25 @@ impl Phase {
     }
 }
 
+/// The functions that may be `name`'s hook `suffix` (`""` for the main hook, `_pre_init`,
+/// `_reset`, …), in the order Berth looks for them: kURL's own name first, the add-on's name
+/// as it is, dashes and all (`cert-manager`, `cert-manager_pre_init`), and `containerd_install`
+/// for containerd's main hook, as kURL's `addon_install` calls it; then the name with its
+/// dashes as underscores (`cert_manager`), as Berth's own add-ons have written it.
+pub fn hook_functions(name: &str, suffix: &str) -> Vec<String> {
+    let mut functions = Vec::new();
+    if name == "containerd" && suffix.is_empty() {
+        functions.push("containerd_install".to_string());
+    }
+    for base in [name.to_string(), name.replace('-', "_")] {
+        let function = format!("{base}{suffix}");
+        if !functions.contains(&function) {
+            functions.push(function);
+        }
+    }
+    functions
+}
+
 /// A step of a run for one add-on, as its record keeps it (`"fetch"`, `"load"`, `"outro"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]

@@ -529,3 +529,55 @@ fn a_hook_past_its_timeout_is_killed_with_its_children() {
     let message = status["stuck"]["progressing"]["message"].as_str().unwrap();
     assert!(message.contains("stuck and waiting"), "{message}");
 }
+
+/// kURL's names for the hooks of an add-on whose name has a dash (`cert-manager`), and for
+/// containerd's main hook (`containerd_install`).
+const KURL_NAMED: &str = r#"
+function cert-manager_pre_init() { echo cert-manager_pre_init >> "$TRACE"; }
+function cert-manager() { echo cert-manager >> "$TRACE"; }
+function cert-manager_outro() { echo cert-manager_outro >> "$TRACE"; }
+function cert-manager_reset() { echo cert-manager_reset >> "$TRACE"; }
+"#;
+
+const KURL_CONTAINERD: &str = r#"
+function containerd_install() { echo containerd_install >> "$TRACE"; }
+"#;
+
+/// Berth's underscore names still serve an add-on with a dash, where kURL's are not defined.
+const UNDERSCORE_NAMED: &str = r#"
+function metrics_server() { echo metrics_server >> "$TRACE"; }
+"#;
+
+#[test]
+fn hooks_are_found_by_the_names_kurl_calls() {
+    let mut dist = TestDist::new();
+    dist.addon("containerd", "1.0.0", KURL_CONTAINERD);
+    dist.addon("cert-manager", "1.0.0", KURL_NAMED);
+    dist.addon("metrics-server", "1.0.0", UNDERSCORE_NAMED);
+    // certManager and metricsServer are kURL's spec keys for these folders.
+    let spec = dist.spec(
+        "spec.yaml",
+        &[
+            ("containerd", "version: latest"),
+            ("certManager", "version: latest"),
+            ("metricsServer", "version: latest"),
+        ],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(
+        take_trace(&trace_file),
+        [
+            "cert-manager_pre_init",
+            "containerd_install",
+            "cert-manager",
+            "metrics_server",
+            "cert-manager_outro",
+        ]
+    );
+    let status = node.status();
+    assert_eq!(status["cert-manager"]["progressing"]["reason"], "Succeeded");
+    succeeded(&node.berth(&["reset"]));
+    assert_eq!(take_trace(&trace_file), ["cert-manager_reset"]);
+}

@@ -88,14 +88,13 @@ impl Mode {
 }
 
 impl Phase {
-    /// The bash function of this phase for an add-on whose functions start with `prefix`.
-    fn hook(self, prefix: &str, decision: &Decision) -> String {
+    /// What this phase's hook function adds to the add-on's name: nothing for the main hook,
+    /// `_already_applied` for an add-on already applied as asked, `_<phase>` otherwise.
+    fn suffix(self, decision: &Decision) -> String {
         match self {
-            Phase::Install | Phase::Join if !decision.applies() => {
-                format!("{prefix}_already_applied")
-            }
-            Phase::Install => prefix.to_string(),
-            other => format!("{prefix}_{}", other.name()),
+            Phase::Install | Phase::Join if !decision.applies() => "_already_applied".into(),
+            Phase::Install => String::new(),
+            other => format!("_{}", other.name()),
         }
     }
 

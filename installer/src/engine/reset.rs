@@ -17,6 +17,7 @@ use crate::engine::{EngineError, Reporter, first_line};
 use crate::hook_environment::HookEnvironment;
 use crate::images::Runtime;
 use crate::layout::Layout;
+use crate::phase::hook_functions;
 use crate::session::Session;
 use crate::state::{AddonState, StateStore};
 use crate::unpack::read_unpacked;
@@ -156,12 +157,12 @@ fn run_reset_hooks(
                 version,
                 "install.sh",
             ))?;
-            let hook = format!("{}_reset", name.replace('-', "_"));
-            if session
-                .defined(std::slice::from_ref(&hook))
-                .map_err(hook_error(name, version, &hook))?
-                .contains(&hook)
-            {
+            let functions = hook_functions(name, "_reset");
+            let defined =
+                session
+                    .defined(&functions)
+                    .map_err(hook_error(name, version, "install.sh"))?;
+            if let Some(hook) = functions.into_iter().find(|f| defined.contains(f)) {
                 reporter.step(&format!("{name} {version}: {hook}"));
                 session
                     .hook(&hook, hook_timeout)

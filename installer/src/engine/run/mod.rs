@@ -21,7 +21,7 @@ use crate::images::{ImageError, Runtime};
 use berth_formats::release::checksum_file;
 
 use crate::node_lock::NodeLock;
-use crate::phase::Step;
+use crate::phase::{Phase, Step, hook_functions};
 use crate::session::{HookError, Session};
 use crate::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
 use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
@@ -72,12 +72,20 @@ fn run_id(name: &str) -> String {
 /// One add-on as the run carries it.
 struct Member<'a> {
     planned: &'a PlannedAddon,
-    prefix: String,
     state: AddonState,
     /// Hook functions the add-on defines, known once its install.sh is sourced.
     defined: HashSet<String>,
     index: Option<PackageIndex>,
     finished: bool,
+}
+
+impl Member<'_> {
+    /// The function that is this add-on's hook in `phase`, if its install.sh defines one.
+    fn hook(&self, phase: Phase) -> Option<String> {
+        hook_functions(&self.planned.name, &phase.suffix(&self.planned.decision))
+            .into_iter()
+            .find(|function| self.defined.contains(function))
+    }
 }
 
 struct Run<'a> {
@@ -122,7 +130,6 @@ impl<'a> Run<'a> {
             }
             members.push(Member {
                 planned,
-                prefix: planned.name.replace('-', "_"),
                 state,
                 defined: HashSet::new(),
                 index: None,
@@ -197,7 +204,12 @@ impl<'a> Run<'a> {
             }
             let names: Vec<String> = phases
                 .iter()
-                .map(|phase| phase.hook(&member.prefix, &member.planned.decision))
+                .flat_map(|phase| {
+                    hook_functions(
+                        &member.planned.name,
+                        &phase.suffix(&member.planned.decision),
+                    )
+                })
                 .collect();
             let defined = session
                 .defined(&names)
@@ -214,7 +226,7 @@ impl<'a> Run<'a> {
                 if (applies && member.finished) || (!applies && !phase.main()) {
                     continue;
                 }
-                let hook = phase.hook(&member.prefix, &member.planned.decision);
+                let hook = member.hook(*phase);
                 let kustomize = layout.kustomize_dir(&member.planned.name);
                 if phase.main() && applies {
                     self.enter_phase(index, Step::Load)?;
@@ -222,8 +234,7 @@ impl<'a> Run<'a> {
                     let _ = fs_err::remove_dir_all(&kustomize);
                     fs_err::create_dir_all(&kustomize).map_err(io_error(&kustomize))?;
                 }
-                let member = &self.members[index];
-                if member.defined.contains(&hook) {
+                if let Some(hook) = hook {
                     if applies {
                         self.enter_phase(index, Step::Hook(*phase))?;
                     }
@@ -240,11 +251,9 @@ impl<'a> Run<'a> {
                 }
                 // An add-on is done once no later phase defines a hook for it.
                 let member = &self.members[index];
-                let remaining = phases[phase_number + 1..].iter().any(|later| {
-                    member
-                        .defined
-                        .contains(&later.hook(&member.prefix, &member.planned.decision))
-                });
+                let remaining = phases[phase_number + 1..]
+                    .iter()
+                    .any(|later| member.hook(*later).is_some());
                 if applies && !remaining {
                     self.succeed(index, reporter)?;
                 }
