@@ -87,6 +87,18 @@ impl Dist {
         }
     }
 
+    /// The dist as `--dist` takes it, a folder made absolute: what a later run, from another
+    /// working folder, can be given again.
+    pub fn argument(&self) -> String {
+        match self {
+            Dist::Local(dir) => std::path::absolute(dir)
+                .unwrap_or_else(|_| dir.clone())
+                .display()
+                .to_string(),
+            Dist::Http(base, _) => base.to_string(),
+        }
+    }
+
     pub fn location(&self, file: &str) -> String {
         match self {
             Dist::Local(dir) => dir.join(file).display().to_string(),

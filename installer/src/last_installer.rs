@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::dist::Dist;
 use crate::files::write_atomically;
 use crate::layout::Layout;
 
@@ -50,7 +51,7 @@ impl LastInstaller {
         id: &str,
         spec: &Path,
         lock: Option<&Path>,
-        dist: &str,
+        dist: &Dist,
     ) -> Result<Self, LastInstallerError> {
         let folder = layout.installer_dir(id);
         let write_error = |path: &Path| {
@@ -76,11 +77,7 @@ impl LastInstaller {
             lock: lock
                 .map(|lock| keep(lock, berth_formats::lock::LOCK_FILE))
                 .transpose()?,
-            dist: match dist.starts_with("http://") || dist.starts_with("https://") {
-                true => dist.to_string(),
-                false => std::path::absolute(dist)
-                    .map_or_else(|_| dist.to_string(), |path| path.display().to_string()),
-            },
+            dist: dist.argument(),
         };
         let mut bytes = serde_json::to_vec_pretty(&record).expect("the record serializes");
         bytes.push(b'\n');

@@ -19,6 +19,8 @@ pub enum ExtractError {
     Read(#[source] io::Error),
     #[error("the archive expands past {limit} bytes, all the room there is for it")]
     TooLarge { limit: u64 },
+    #[error("archive entry `{entry}` is larger than the {limit} bytes it may be")]
+    EntryTooLarge { entry: String, limit: u64 },
     #[error("the archive has more than {limit} entries")]
     TooManyEntries { limit: usize },
     #[error("failed to write {path}")]
@@ -172,7 +174,10 @@ pub fn read_entry_within(
         let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         if let Some(path) = clean_archive_path(&path).filter(|path| wanted(path)) {
             if entry.size() > max_bytes {
-                return Err(ExtractError::TooLarge { limit: max_bytes });
+                return Err(ExtractError::EntryTooLarge {
+                    entry: path,
+                    limit: max_bytes,
+                });
             }
             let mut bytes = Vec::new();
             (&mut entry)

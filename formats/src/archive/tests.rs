@@ -367,3 +367,19 @@ fn links_that_climb_then_descend_inside_are_kept() {
         b"elf"
     );
 }
+
+#[test]
+fn an_entry_past_the_bound_is_refused_by_name_before_it_is_read() {
+    let archive = write(&sample(false));
+    let manifest = |path: &str| path.ends_with("/Manifest");
+    let error = read_entry_within(archive.as_slice(), manifest, 4).unwrap_err();
+    assert!(
+        matches!(&error, ExtractError::EntryTooLarge { entry, limit: 4 } if entry == "addons/demo/1.0.0/Manifest"),
+        "{error}"
+    );
+    assert!(
+        read_entry_within(archive.as_slice(), manifest, 1 << 20)
+            .unwrap()
+            .is_some()
+    );
+}

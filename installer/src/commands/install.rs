@@ -148,7 +148,7 @@ fn execute(
             &plan.id,
             &source.spec_path,
             source.lock_path.as_deref(),
-            &settings.dist.location(""),
+            &settings.dist,
         )?;
     }
     engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {

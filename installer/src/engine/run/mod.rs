@@ -4,7 +4,6 @@
 mod prepare;
 mod record;
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
@@ -21,7 +20,7 @@ use crate::images::{ImageError, Runtime};
 use berth_formats::release::checksum_file;
 
 use crate::node_lock::NodeLock;
-use crate::phase::{Phase, Step, hook_functions};
+use crate::phase::{Step, hook_functions};
 use crate::session::{HookError, Session};
 use crate::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
 use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
@@ -73,19 +72,11 @@ fn run_id(name: &str) -> String {
 struct Member<'a> {
     planned: &'a PlannedAddon,
     state: AddonState,
-    /// Hook functions the add-on defines, known once its install.sh is sourced.
-    defined: HashSet<String>,
+    /// The function that is its hook in each phase of the run (by the phase's place), where
+    /// its install.sh defines one; known once the script is sourced.
+    hooks: Vec<Option<String>>,
     index: Option<PackageIndex>,
     finished: bool,
-}
-
-impl Member<'_> {
-    /// The function that is this add-on's hook in `phase`, if its install.sh defines one.
-    fn hook(&self, phase: Phase) -> Option<String> {
-        hook_functions(&self.planned.name, &phase.suffix(&self.planned.decision))
-            .into_iter()
-            .find(|function| self.defined.contains(function))
-    }
 }
 
 struct Run<'a> {
@@ -131,7 +122,7 @@ impl<'a> Run<'a> {
             members.push(Member {
                 planned,
                 state,
-                defined: HashSet::new(),
+                hooks: Vec::new(),
                 index: None,
                 finished: !planned.decision.applies(),
             });
@@ -202,9 +193,9 @@ impl<'a> Run<'a> {
                     .source(&script, self.settings.hook_timeout)
                     .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
             }
-            let names: Vec<String> = phases
+            let candidates: Vec<Vec<String>> = phases
                 .iter()
-                .flat_map(|phase| {
+                .map(|phase| {
                     hook_functions(
                         &member.planned.name,
                         &phase.suffix(&member.planned.decision),
@@ -212,9 +203,12 @@ impl<'a> Run<'a> {
                 })
                 .collect();
             let defined = session
-                .defined(&names)
+                .defined(&candidates.concat())
                 .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
-            self.members[index].defined = defined;
+            self.members[index].hooks = candidates
+                .into_iter()
+                .map(|functions| functions.into_iter().find(|f| defined.contains(f)))
+                .collect();
         }
 
         for (phase_number, phase) in phases.iter().enumerate() {
@@ -226,7 +220,7 @@ impl<'a> Run<'a> {
                 if (applies && member.finished) || (!applies && !phase.main()) {
                     continue;
                 }
-                let hook = member.hook(*phase);
+                let hook = member.hooks[phase_number].clone();
                 let kustomize = layout.kustomize_dir(&member.planned.name);
                 if phase.main() && applies {
                     self.enter_phase(index, Step::Load)?;
@@ -251,9 +245,7 @@ impl<'a> Run<'a> {
                 }
                 // An add-on is done once no later phase defines a hook for it.
                 let member = &self.members[index];
-                let remaining = phases[phase_number + 1..]
-                    .iter()
-                    .any(|later| member.hook(*later).is_some());
+                let remaining = member.hooks[phase_number + 1..].iter().any(Option::is_some);
                 if applies && !remaining {
                     self.succeed(index, reporter)?;
                 }
