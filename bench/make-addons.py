@@ -65,9 +65,14 @@ for name in names:
                 [base, layer(f"{name}.bin", unique_mb * MB)])
     with open(f"{folder}/Manifest", "w") as f:
         f.write(f"image {name} images/{name}.tar\n")
-    function = name.replace("-", "_")
+    # Every phase kURL runs, named as kURL names them (dashes kept): on a re-run pre_init,
+    # already_applied, post_init and outro all run.
     with open(f"{folder}/install.sh", "w") as f:
-        f.write(f'function {function}() {{\n    logStep "{name} installed"\n}}\n')
+        f.write(f'function {name}_pre_init() {{\n    export {name.replace("-", "_").upper()}_SEEN=1\n}}\n')
+        f.write(f'function {name}() {{\n    logStep "{name} installed"\n}}\n')
+        f.write(f'function {name}_already_applied() {{\n    logStep "{name} already applied"\n}}\n')
+        f.write(f'function {name}_post_init() {{\n    logSuccess "{name} post_init"\n}}\n')
+        f.write(f'function {name}_outro() {{\n    printf "%s ready\\n" "{name}"\n}}\n')
 with open(f"{out}/versions.json", "w") as f:
     json.dump({"addons": [{"name": n, "versions": [{"version": "1.0.0"}]} for n in names]}, f, indent=2)
 with open(f"{out}/installer.yaml", "w") as f:

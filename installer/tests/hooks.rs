@@ -13,7 +13,7 @@ const TRACING_A: &str = r#"
 function a_preflight() { echo a_preflight >> "$TRACE"; }
 function a_pre_init() { A_GLOBAL="from a_pre_init"; echo a_pre_init >> "$TRACE"; }
 function a() { echo "a sees $A_GLOBAL" >> "$TRACE"; }
-function a_already_applied() { echo a_already_applied >> "$TRACE"; }
+function a_already_applied() { echo "a_already_applied sees $A_GLOBAL" >> "$TRACE"; }
 function a_post_init() { echo a_post_init >> "$TRACE"; }
 function a_outro() { echo a_outro >> "$TRACE"; }
 "#;
@@ -22,7 +22,9 @@ function a_outro() { echo a_outro >> "$TRACE"; }
 const TRACING_B: &str = r#"
 function b_preflight() { echo b_preflight >> "$TRACE"; }
 function b() { echo "b sees $A_GLOBAL" >> "$TRACE"; }
-function b_post_init() { echo b_post_init >> "$TRACE"; }
+function b_post_init() {
+    echo "b_post_init: a $BERTH_A_DECISION from '$BERTH_A_CURRENT_VERSION'" >> "$TRACE"
+}
 "#;
 
 /// Fails in its install hook while $FAIL_B is set, after printing some output.
@@ -73,7 +75,7 @@ fn hooks_share_one_session_and_run_in_kurl_phase_order() {
             "a sees from a_pre_init",
             "b sees from a_pre_init",
             "a_post_init",
-            "b_post_init",
+            "b_post_init: a Install from ''",
             "a_outro",
         ]
     );
@@ -83,6 +85,62 @@ fn hooks_share_one_session_and_run_in_kurl_phase_order() {
         assert_eq!(status[name]["available"]["status"], true, "{name}");
         assert_eq!(status[name]["current"]["version"], "1.0.0", "{name}");
     }
+
+    // Nothing changed: kURL still runs every pre_init, post_init and outro, so the global a
+    // sets reaches a_already_applied, which runs in the place of the install hook.
+    let _ = fs_err::remove_file(&trace_file);
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(
+        trace(&trace_file),
+        [
+            "a_preflight",
+            "b_preflight",
+            "a_pre_init",
+            "a_already_applied sees from a_pre_init",
+            "a_post_init",
+            "b_post_init: a AlreadyApplied from '1.0.0'",
+            "a_outro",
+        ]
+    );
+    let status = node.status();
+    for name in ["a", "b"] {
+        assert_eq!(status[name]["progressing"]["reason"], "Succeeded", "{name}");
+    }
+}
+
+/// kURL calls an applied add-on's install hook unguarded: an install.sh without one is
+/// refused before any hook runs, naming what was looked for.
+#[test]
+fn an_addon_without_its_install_hook_fails_naming_the_functions() {
+    let mut dist = TestDist::new();
+    dist.addon("a", "1.0.0", TRACING_A);
+    dist.addon(
+        "cert-manager",
+        "1.0.0",
+        "function cert_manager_pre_init() { :; }\n",
+    );
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("a", "version: latest"), ("certManager", "version: latest")],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    let output = node.install(&spec, &dist.url(), &[]);
+    failed(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("defines no install hook; looked for `cert-manager`, `cert_manager`"),
+        "{stderr}"
+    );
+    assert!(trace(&trace_file).is_empty(), "no hook ran");
+    let status = node.status();
+    assert_eq!(status["cert-manager"]["progressing"]["reason"], "Failed");
+    assert!(
+        status["cert-manager"]["progressing"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("looked for")
+    );
 }
 
 #[test]

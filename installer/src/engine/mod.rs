@@ -5,9 +5,12 @@
 //! `fetch → preflight → pre_init → install | already_applied → post_init → outro`. Every
 //! package is fetched and verified before any hook runs; an add-on's images load just before
 //! its install hook, so a runtime that an earlier add-on installs (containerd) can take them.
-//! An add-on whose decision is AlreadyApplied runs only `<name>_already_applied`. An add-on
-//! is recorded as applied once its last defined hook has succeeded, so a run that stops at one
-//! add-on's hook does not repeat the add-ons that finished before it.
+//! As in kURL, every add-on's preflight, pre_init, post_init and outro hooks run on every run,
+//! so globals one of them sets reach the hooks after it; only the main hook follows the
+//! decision: an add-on whose decision is AlreadyApplied runs `<name>_already_applied` in its
+//! place. An add-on that applies must define its main hook. An add-on is recorded as applied
+//! once its last defined hook has succeeded, so a run that stops at one add-on's hook does not
+//! repeat the add-ons that finished before it.
 //!
 //! A joining node runs `preflight` and then `<name>_join` in place of pre_init, install and
 //! post_init. A rollback runs the install phases with a plan that comes from the records (see
@@ -224,6 +227,17 @@ pub enum EngineError {
         version: String,
         #[source]
         source: ImageError,
+    },
+    #[error(
+        "{name} {version}: {} defines no install hook; looked for {}\nhint: define one of these functions in it, as kURL's add-ons do",
+        script.display(),
+        looked_for.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+    )]
+    NoMainHook {
+        name: String,
+        version: String,
+        script: PathBuf,
+        looked_for: Vec<String>,
     },
     #[error("{name} {version}: {hook} failed")]
     Hook {

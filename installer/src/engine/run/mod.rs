@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::{PackageIndex, package_file_name};
+use berth_formats::spec::upper_snake;
 use fs_err::os::unix::fs::OpenOptionsExt as _;
 
 use super::{
-    EngineError, Plan, PlannedAddon, Reporter, RunSettings, cached_digest, check_interrupt,
+    EngineError, Mode, Plan, PlannedAddon, Reporter, RunSettings, cached_digest, check_interrupt,
     first_line, io_error,
 };
 use crate::dist::Dist;
@@ -205,21 +206,36 @@ impl<'a> Run<'a> {
             let defined = session
                 .defined(&candidates.concat())
                 .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
+            // kURL calls an applied add-on's install hook unguarded: one that is not there is
+            // a broken add-on, not one with nothing to do.
+            let member = &self.members[index];
+            if self.settings.mode != Mode::Join && member.planned.decision.applies() {
+                let main = phases.iter().position(|phase| phase.main());
+                if let Some(looked_for) = main.map(|main| &candidates[main])
+                    && !looked_for.iter().any(|function| defined.contains(function))
+                {
+                    return Err(EngineError::NoMainHook {
+                        name: member.planned.name.clone(),
+                        version: member.planned.version.clone(),
+                        script: script.clone(),
+                        looked_for: looked_for.clone(),
+                    });
+                }
+            }
             self.members[index].hooks = candidates
                 .into_iter()
                 .map(|functions| functions.into_iter().find(|f| defined.contains(f)))
                 .collect();
         }
 
+        // Every add-on's hooks run in every phase, as kURL runs them, so what one hook sets
+        // for a later one is there on every run; only the main hook is the decision's:
+        // `<name>` when the add-on applies, `<name>_already_applied` when it does not.
         for (phase_number, phase) in phases.iter().enumerate() {
             for index in 0..self.members.len() {
                 check_interrupt()?;
                 let member = &self.members[index];
                 let applies = member.planned.decision.applies();
-                // Applied add-ons are done; AlreadyApplied ones run only their install-phase hook.
-                if (applies && member.finished) || (!applies && !phase.main()) {
-                    continue;
-                }
                 let hook = member.hooks[phase_number].clone();
                 let kustomize = layout.kustomize_dir(&member.planned.name);
                 if phase.main() && applies {
@@ -243,10 +259,10 @@ impl<'a> Run<'a> {
                         .map_err(|source| self.hook_error(Some(index), &hook, source))?;
                     report_duration(reporter, &hook, started.elapsed());
                 }
-                // An add-on is done once no later phase defines a hook for it.
+                // An add-on is applied once no later phase defines a hook for it.
                 let member = &self.members[index];
                 let remaining = member.hooks[phase_number + 1..].iter().any(Option::is_some);
-                if applies && !remaining {
+                if applies && !member.finished && !remaining {
                     self.succeed(index, reporter)?;
                 }
             }
@@ -271,6 +287,15 @@ impl<'a> Run<'a> {
         for member in &self.members {
             let planned = member.planned;
             environment.addon(&planned.name, &planned.version, &planned.config)?;
+            // What the run does to the add-on, and the version on the node before it, for
+            // hooks that act on an upgrade (`Upgrade`, `2.8.1`).
+            let prefix = format!("BERTH_{}", upper_snake(&planned.name));
+            environment.berth(&format!("{prefix}_DECISION"), planned.decision.name())?;
+            let current = planned.record.current.as_ref();
+            environment.berth(
+                &format!("{prefix}_CURRENT_VERSION"),
+                current.map_or("", |applied| applied.target.version.as_str()),
+            )?;
         }
         for (key, value) in &self.settings.params {
             // `airgap=1` is what the scripts pass for an airgap install.

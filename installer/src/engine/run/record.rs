@@ -74,7 +74,8 @@ impl Run<'_> {
             EngineError::Fetch { name, .. }
             | EngineError::Unpack { name, .. }
             | EngineError::Images { name, .. }
-            | EngineError::Hook { name, .. } => Some(name.clone()),
+            | EngineError::Hook { name, .. }
+            | EngineError::NoMainHook { name, .. } => Some(name.clone()),
             _ => None,
         };
         let message = error_message(error);
