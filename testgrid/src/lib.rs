@@ -51,6 +51,21 @@ pub fn built_beside(binary: &str, name: &str) -> PathBuf {
 }
 
 /// Fails the test with a clear message when a tool the test needs is missing.
+/// The shared fixtures of real kURL inputs (`kurl-addons`, `kurl-manifests`, `kurl-specs`, …),
+/// read in place beside the checkout. A test that needs them fails, naming the folder, when
+/// they are missing: it never passes without its inputs.
+pub fn kurl_fixtures(part: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures")
+        .join(part);
+    assert!(
+        path.exists(),
+        "the kURL fixtures are missing: {} (they sit beside the checkout, in shared/fixtures)",
+        path.display()
+    );
+    path
+}
+
 pub fn require(program: &str, package: &str) -> PathBuf {
     which::which(program).unwrap_or_else(|_| {
         panic!("`{program}` is not installed: run scripts/test.sh, or apt-get install {package}")

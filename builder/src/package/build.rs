@@ -9,6 +9,7 @@ use futures::StreamExt;
 use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile};
 
 use crate::package::{self, BuildContext, PackageError, PackageOutcome, PackageSettings};
+use crate::source::repository;
 
 /// One add-on's result.
 #[derive(Debug)]
@@ -44,6 +45,9 @@ pub fn write_versions(
         .transpose()?;
     let found: Vec<(String, String)> = results
         .iter()
+        .filter(|result| {
+            repository::locate(&result.directory).is_ok_and(|location| location.kind.is_addon())
+        })
         .filter_map(|result| result.outcome.as_ref().ok())
         .map(|outcome| (outcome.name.clone(), outcome.version.clone()))
         .collect();
@@ -78,11 +82,9 @@ pub fn repository_versions(
     })?;
     let found: Vec<(String, String)> = folders
         .iter()
-        .filter_map(|folder| {
-            let version = folder.file_name()?.to_string_lossy().into_owned();
-            let name = folder.parent()?.file_name()?.to_string_lossy().into_owned();
-            Some((name, version))
-        })
+        .filter_map(|folder| repository::locate(folder).ok())
+        .filter(|location| location.kind.is_addon())
+        .map(|location| (location.name, location.version))
         .collect();
     let generated = VersionsFile::generate(existing.as_ref(), &found);
     Ok((path, existing, generated))
@@ -106,25 +108,9 @@ pub enum WriteVersionsError {
     },
 }
 
-/// The add-on folders (`<name>/<version>/` holding a `Manifest`) under `addons`, sorted.
-/// `addons` may be the `addons/` folder itself or the repository holding it.
+/// The package folders under `addons` (see [`repository::discover`]), sorted.
 pub fn discover(addons: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let root = addons_root(addons);
-    let mut found = Vec::new();
-    for name in fs_err::read_dir(&root)? {
-        let name = name?.path();
-        if !name.is_dir() {
-            continue;
-        }
-        for version in fs_err::read_dir(&name)? {
-            let version = version?.path();
-            if version.join("Manifest").is_file() {
-                found.push(version);
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
+    repository::discover(addons)
 }
 
 /// Packages every folder, `jobs` at a time, and returns the results in folder order.

@@ -8,10 +8,14 @@ use berth_formats::manifest::{Manifest, ManifestErrors, ReadError};
 use berth_formats::package_index::SCHEMA_VERSION;
 use serde::Serialize;
 
+use crate::source::repository::AddonLocation;
+
 /// Why an add-on folder could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum AddonError {
-    #[error("{path} is not an add-on folder: expected `<repository>/addons/<name>/<version>/`")]
+    #[error(
+        "{path} is not a package folder: expected `<repository>/addons/<name>/<version>/`, `packages/kubernetes/<version>/` or `packages/host/<name>/`"
+    )]
     NotAnAddon { path: PathBuf },
     #[error("{path} has no Manifest")]
     NoManifest { path: PathBuf },
@@ -66,11 +70,12 @@ impl AddonSource {
     /// path checked), and a digest of every file.
     pub fn load(directory: &Path) -> Result<AddonSource, AddonError> {
         let AddonLocation {
+            kind: _,
             name,
             version,
             directory,
             repository_root,
-        } = locate(directory)?;
+        } = crate::source::repository::locate(directory)?;
         let manifest_path = directory.join("Manifest");
         if !manifest_path.is_file() {
             return Err(AddonError::NoManifest { path: directory });
@@ -151,47 +156,6 @@ impl AddonSource {
         };
         Sha256Digest::of(&serde_json::to_vec(&inputs).expect("inputs serialize"))
     }
-}
-
-/// Where an add-on folder sits: `<repository_root>/addons/<name>/<version>`.
-#[derive(Debug, Clone)]
-pub struct AddonLocation {
-    pub name: String,
-    pub version: String,
-    /// The folder itself, made absolute.
-    pub directory: PathBuf,
-    /// The folder holding `addons/`.
-    pub repository_root: PathBuf,
-}
-
-/// Reads the add-on's name, version and repository root from the folder's path.
-pub fn locate(directory: &Path) -> Result<AddonLocation, AddonError> {
-    let directory = std::path::absolute(directory).map_err(|source| AddonError::Io {
-        path: directory.to_path_buf(),
-        source,
-    })?;
-    let not_an_addon = || AddonError::NotAnAddon {
-        path: directory.clone(),
-    };
-    let name_of = |path: &Path| {
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .map(str::to_string)
-    };
-    let version = name_of(&directory).ok_or_else(not_an_addon)?;
-    let addon_folder = directory.parent().ok_or_else(not_an_addon)?;
-    let name = name_of(addon_folder).ok_or_else(not_an_addon)?;
-    let addons = addon_folder.parent().ok_or_else(not_an_addon)?;
-    if addons.file_name().is_none_or(|n| n != "addons") {
-        return Err(not_an_addon());
-    }
-    let repository_root = addons.parent().ok_or_else(not_an_addon)?.to_path_buf();
-    Ok(AddonLocation {
-        name,
-        version,
-        directory,
-        repository_root,
-    })
 }
 
 /// Hashes one file and records whether any execute bit is set.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use berth_formats::manifest::{Manifest, ReadError};
 
 use crate::process::{self, ProcessError};
+use crate::source::repository;
 
 /// What `check` looked at and found.
 #[derive(Debug, Default)]
@@ -29,38 +30,51 @@ pub fn check(paths: &[PathBuf]) -> Result<CheckReport, ProcessError> {
                 .push(format!("{}: no such file or folder", path.display()));
             continue;
         }
-        for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(error) => {
-                    report.problems.push(format!("{}: {error}", path.display()));
-                    continue;
-                }
-            };
-            if !entry.file_type().is_file() {
-                continue;
-            }
-            match entry.file_name().to_str() {
-                Some("Manifest") => {
-                    report.manifests += 1;
-                    check_manifest(entry.path(), &mut report.problems);
-                }
-                Some("install.sh") => {
-                    report.scripts += 1;
-                    let arguments: Vec<OsString> = vec!["-n".into(), entry.path().into()];
-                    if let Err(error) = process::run(&bash, arguments) {
-                        let message = match error {
-                            ProcessError::Failed { tail, .. } => tail,
-                            other => other.to_string(),
-                        };
-                        report.problems.push(message.trim().to_string());
-                    }
-                }
-                _ => {}
-            }
+        for root in repository::package_roots(path) {
+            check_below(&root, &bash, &mut report);
         }
     }
     Ok(report)
+}
+
+/// Checks every Manifest and `install.sh` below `path`, but for kURL's `template/` folders.
+fn check_below(path: &Path, bash: &Path, report: &mut CheckReport) {
+    let mut walk = walkdir::WalkDir::new(path).sort_by_file_name().into_iter();
+    while let Some(entry) = walk.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                report.problems.push(format!("{}: {error}", path.display()));
+                continue;
+            }
+        };
+        // kURL's generators of new add-on versions are templates, not packages.
+        if entry.file_type().is_dir() && repository::is_template(entry.path()) {
+            walk.skip_current_dir();
+            continue;
+        }
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        match entry.file_name().to_str() {
+            Some("Manifest") => {
+                report.manifests += 1;
+                check_manifest(entry.path(), &mut report.problems);
+            }
+            Some("install.sh") => {
+                report.scripts += 1;
+                let arguments: Vec<OsString> = vec!["-n".into(), entry.path().into()];
+                if let Err(error) = process::run(bash, arguments) {
+                    let message = match error {
+                        ProcessError::Failed { tail, .. } => tail,
+                        other => other.to_string(),
+                    };
+                    report.problems.push(message.trim().to_string());
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn check_manifest(path: &Path, problems: &mut Vec<String>) {
@@ -76,14 +90,14 @@ fn check_manifest(path: &Path, problems: &mut Vec<String>) {
         }
     };
     let folder = path.parent().unwrap_or(Path::new("."));
-    match crate::source::addon::locate(folder) {
+    match repository::locate(folder) {
         Ok(location) => {
             if let Err(errors) = manifest.check_paths(&location.repository_root) {
                 problems.extend(errors.0.iter().map(ToString::to_string));
             }
         }
         Err(_) => problems.push(format!(
-            "{}: not inside `addons/<name>/<version>/`, so its paths cannot be resolved\nhint: move the add-on to addons/<name>/<version>/",
+            "{}: not inside a package folder (`addons/<name>/<version>/`, `packages/kubernetes/<version>/`, `packages/host/<name>/`), so its paths cannot be resolved\nhint: move the add-on to addons/<name>/<version>/",
             path.display()
         )),
     }
