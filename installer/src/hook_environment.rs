@@ -1,12 +1,20 @@
-//! The variables a hook session starts with, from four sources: Berth's own (`DIR`,
-//! `BERTH_ROOT`, …), each add-on's version and fields, and kURL's `key=value` script arguments.
-//! Each variable has one source: a field or argument that would set a variable another source
-//! sets, or one the shell itself obeys (`PATH`, `BASH_ENV`, `LD_PRELOAD`, …), is refused with
-//! both origins named, never silently overridden.
+//! The variables a hook session starts with, from five sources: Berth's own (`DIR`,
+//! `BERTH_ROOT`, …), each add-on's version and fields, kURL's variables for the fields of its
+//! Installer type, and kURL's `key=value` script arguments.
+//!
+//! kURL's variables are what its conversion gives every field, set or not, so they are
+//! defaults: a script argument replaces one (`private-address=…` over
+//! `spec.kurl.privateAddress`, as kURL's flags win over the spec), and so does a value Berth
+//! sets itself (`AIRGAP`). Every other variable has one source: a field or argument that would
+//! set a variable another source sets, or one the shell itself obeys (`PATH`, `BASH_ENV`,
+//! `LD_PRELOAD`, …), is refused with both origins named, never silently overridden.
 
 use std::collections::BTreeMap;
 
-use berth_formats::spec::{FieldError, config_environment, is_variable_name, upper_snake};
+use berth_formats::spec::kurl_type::{KurlVariable, is_kurl_key};
+use berth_formats::spec::{
+    FieldError, config_environment, is_variable_name, spec_key, upper_snake,
+};
 use serde_json::{Map, Value};
 
 use crate::layout::Layout;
@@ -51,10 +59,18 @@ pub enum EnvironmentError {
     Reserved { variable: String, origin: String },
 }
 
+/// One variable: its value, where it came from, and whether another source may replace it.
+#[derive(Debug)]
+struct Entry {
+    value: String,
+    origin: String,
+    default: bool,
+}
+
 /// The variables of one hook session, each with where it came from.
 #[derive(Debug, Default)]
 pub struct HookEnvironment {
-    variables: BTreeMap<String, (String, String)>,
+    variables: BTreeMap<String, Entry>,
 }
 
 impl HookEnvironment {
@@ -62,9 +78,14 @@ impl HookEnvironment {
     pub fn for_node(layout: &Layout) -> Self {
         let mut environment = Self::default();
         let mut berth = |name: &str, value: String| {
-            environment
-                .variables
-                .insert(name.to_string(), (value, "Berth".to_string()));
+            environment.variables.insert(
+                name.to_string(),
+                Entry {
+                    value,
+                    origin: "Berth".to_string(),
+                    default: false,
+                },
+            );
         };
         berth("DIR", layout.install_dir().display().to_string());
         berth("BERTH_ROOT", layout.root().display().to_string());
@@ -79,7 +100,20 @@ impl HookEnvironment {
         self.set(name.to_string(), value.into(), "Berth".to_string())
     }
 
-    /// `<ADDON>_VERSION` and a variable per field of the add-on's configuration.
+    /// kURL's variables for the fields of its Installer type, as defaults.
+    pub fn kurl(&mut self, variables: Vec<KurlVariable>) {
+        for variable in variables {
+            self.variables.entry(variable.variable).or_insert(Entry {
+                value: variable.value,
+                origin: variable.origin,
+                default: true,
+            });
+        }
+    }
+
+    /// `<ADDON>_VERSION` and a variable per field of the add-on's configuration: under kURL's
+    /// names for one of kURL's add-ons (see [`HookEnvironment::kurl`]), `<ADDON>_<FIELD>`
+    /// for any other.
     pub fn addon(
         &mut self,
         name: &str,
@@ -91,6 +125,9 @@ impl HookEnvironment {
             version.to_string(),
             format!("the version of {name}"),
         )?;
+        if is_kurl_key(spec_key(name)) {
+            return Ok(());
+        }
         for (variable, value) in config_environment(name, config)? {
             self.set(variable, value, format!("a field of {name}"))?;
         }
@@ -127,14 +164,23 @@ impl HookEnvironment {
         {
             return Err(EnvironmentError::Reserved { variable, origin });
         }
-        if let Some((_, first)) = self.variables.get(&variable) {
+        if let Some(first) = self.variables.get(&variable)
+            && !first.default
+        {
             return Err(EnvironmentError::Collision {
                 variable,
-                first: first.clone(),
+                first: first.origin.clone(),
                 origin,
             });
         }
-        self.variables.insert(variable, (value, origin));
+        self.variables.insert(
+            variable,
+            Entry {
+                value,
+                origin,
+                default: false,
+            },
+        );
         Ok(())
     }
 
@@ -142,7 +188,7 @@ impl HookEnvironment {
     pub fn into_vec(self) -> Vec<(String, String)> {
         self.variables
             .into_iter()
-            .map(|(name, (value, _))| (name, value))
+            .map(|(name, entry)| (name, entry.value))
             .collect()
     }
 }

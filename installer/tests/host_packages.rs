@@ -301,13 +301,13 @@ fn containerd_and_registry_addons_install_from_their_packages_and_reset() {
                 "containerd",
                 "version: 1.6.20, tomlConfig: '[debug]\n  level = \"warn\"'",
             ),
-            ("registry", "version: 2.8.2, port: 5000"),
+            ("registry", "version: 2.8.2, publishPort: 5000"),
             ("demo", "version: 1.0.0, port: 8080"),
         ],
     );
     let registry_spec = dist.spec(
         "registry.yaml",
-        &[("registry", "version: 2.8.2, port: 5000")],
+        &[("registry", "version: 2.8.2, publishPort: 5000")],
     );
     let node = Node::new();
     let joined = tempfile::tempdir().unwrap();

@@ -10,7 +10,7 @@ REGISTRY_UNIT=/etc/systemd/system/berth-registry.service
 REGISTRY_HOSTS_DIR=/etc/containerd/certs.d
 
 function registry_port() {
-    echo "${REGISTRY_PORT:-5000}"
+    echo "${REGISTRY_PUBLISH_PORT:-5000}"
 }
 
 function registry_preflight() {

@@ -38,6 +38,14 @@ pub fn addon_folder(key: &str) -> &str {
         .find(|(spec_key, _)| *spec_key == key)
         .map_or(key, |(_, folder)| folder)
 }
+/// The spec key that names an add-on folder: `certManager` for `cert-manager`.
+pub fn spec_key(folder: &str) -> &str {
+    ADDON_FOLDERS
+        .iter()
+        .find(|(_, name)| *name == folder)
+        .map_or(folder, |(spec_key, _)| spec_key)
+}
+
 /// Hex digits of the spec digest that make an installer id: 128 bits, so that no one can
 /// craft another spec with the id of a spec someone else posted (kURL's 7 digits take seconds).
 pub const ID_LENGTH: usize = 32;
@@ -185,6 +193,12 @@ impl InstallerSpec {
                         ));
                     }
                 };
+                if kurl_type::is_kurl_key(&key) {
+                    for (field, value) in &map {
+                        kurl_type::check_field(&key, field, value)
+                            .map_err(|problem| error(line_of(text, field), problem, None))?;
+                    }
+                }
                 if is_settings {
                     settings = map;
                 } else {
@@ -197,6 +211,13 @@ impl InstallerSpec {
                 .map_err(|problem| error(line_of(text, &name), problem.to_string(), None))?;
             let addon = AddonSpec::from_value(&name, value)
                 .map_err(|problem| error(line_of(text, &name), problem, None))?;
+            // kURL's own keys take kURL's fields, of kURL's types.
+            if kurl_type::is_kurl_key(&key) {
+                for (field, value) in &addon.config {
+                    kurl_type::check_field(&key, field, value)
+                        .map_err(|problem| error(line_of(text, field), problem, None))?;
+                }
+            }
             if let Err(problem) = config_environment(&name, &addon.config) {
                 let field = match &problem {
                     FieldError::BadName { field, .. }
@@ -326,6 +347,7 @@ fn kind_of(value: &Value) -> &'static str {
 
 mod bounds;
 mod environment;
+pub mod kurl_type;
 
 use bounds::{is_forbidden, line_of, too_deep};
 pub use environment::{

@@ -134,7 +134,7 @@ fn deeply_nested_yaml_is_refused_before_it_is_parsed() {
 
 #[test]
 fn a_real_spec_is_far_from_the_depth_limit() {
-    let text = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  containerd:\n    version: latest\n    tomlConfig: |\n      [plugins]\n        [plugins.\"io.containerd.grpc.v1.cri\"]\n          sandbox_image = \"x\"\n  kurl:\n    hostPreflightIgnore: true\n    excludeBuiltinHostPreflights: [a, {b: [c]}]\n";
+    let text = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  containerd:\n    version: latest\n    tomlConfig: |\n      [plugins]\n        [plugins.\"io.containerd.grpc.v1.cri\"]\n          sandbox_image = \"x\"\n  kurl:\n    hostPreflightIgnore: true\n    hostPreflights: {spec: {analyzers: [{cpu: {outcomes: [{fail: {when: x}}]}}]}}\n";
     InstallerSpec::parse(Path::new("ok.yaml"), text).unwrap();
 }
 
@@ -278,4 +278,135 @@ fn settings_sections_are_kept_and_camel_case_add_ons_take_their_folder_names() {
             .contains("spec.selinuxConfig is a string, expected a mapping"),
         "{refused}"
     );
+}
+
+fn parse_spec(body: &str) -> Result<InstallerSpec, SpecError> {
+    InstallerSpec::parse(
+        Path::new("spec.yaml"),
+        &format!("apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n{body}"),
+    )
+}
+
+#[test]
+fn every_key_of_kurls_installer_type_takes_its_fields() {
+    use super::kurl_type::{KURL_FIELDS, is_kurl_key};
+    // The 32 keys of kURL's Installer type.
+    let keys: std::collections::BTreeSet<&str> = KURL_FIELDS.iter().map(|f| f.key).collect();
+    assert_eq!(keys.len(), 32, "{keys:?}");
+    for key in [
+        "kubernetes",
+        "kurl",
+        "certManager",
+        "metricsServer",
+        "ufwConfig",
+        "helm",
+    ] {
+        assert!(is_kurl_key(key), "{key}");
+    }
+    assert!(!is_kurl_key("cert-manager") && !is_kurl_key("demo"));
+    // A spec that writes every field kURL's type has, each with a value of its type, parses.
+    let mut body = String::new();
+    for key in &keys {
+        body.push_str(&format!("  {key}:\n"));
+        for field in KURL_FIELDS.iter().filter(|f| f.key == *key) {
+            use super::kurl_type::FieldKind::*;
+            let value = match field.kind {
+                _ if field.field == "version" => "latest",
+                Text | CidrRange => "x",
+                Bool | BoolDefaultTrue | BoolOneOrZero => "true",
+                Integer => "3",
+                List => "[a, b]",
+                Commands => "[[a, b]]",
+                Document => "{spec: {}}",
+            };
+            body.push_str(&format!("    {}: {value}\n", field.field));
+        }
+    }
+    parse_spec(&body).unwrap();
+}
+
+#[test]
+fn a_misspelled_or_mistyped_kurl_field_is_refused_naming_the_nearest() {
+    for (body, expected) in [
+        (
+            "  registry:\n    version: latest\n    publshPort: 9090\n",
+            "spec.registry.publshPort is not a field of kURL's `registry`; did you mean `publishPort`?",
+        ),
+        (
+            "  ekco:\n    version: latest\n    shouldDisableRebootService: true\n",
+            "did you mean `shouldDisableRebootServices`?",
+        ),
+        (
+            "  kurl:\n    privateAdress: 10.0.0.1\n",
+            "did you mean `privateAddress`?",
+        ),
+        (
+            "  firewalldConfig:\n    zzz: 1\n",
+            "its fields are `bypassFirewalldWarning`",
+        ),
+        (
+            "  containerd:\n    version: latest\n    preserveConfig: \"yes\"\n",
+            "spec.containerd.preserveConfig is a string, expected true or false",
+        ),
+        (
+            "  kubernetes:\n    version: latest\n    maxPodsPerNode: many\n",
+            "expected a whole number",
+        ),
+        (
+            "  velero:\n    version: latest\n    serverFlags: --x\n",
+            "expected a list of strings",
+        ),
+    ] {
+        let error = parse_spec(body).unwrap_err();
+        assert!(error.to_string().contains(expected), "{body}: {error}");
+        assert!(error.line.is_some(), "{body}: the line is named");
+    }
+    // An add-on kURL does not have keeps whatever fields it likes.
+    parse_spec("  demo:\n    version: latest\n    prot: 9090\n").unwrap();
+}
+
+#[test]
+fn kurl_values_are_written_as_kurls_conversion_writes_them() {
+    use super::kurl_type::kurl_environment;
+    let spec = parse_spec(
+        "  kubernetes:\n    version: latest\n    serviceCidrRange: /22\n    loadBalancerAddress: lb:6443\n    maxPodsPerNode: 0\n  weave:\n    version: latest\n    noMasqLocal: false\n  velero:\n    version: latest\n    serverFlags: [--a, --b]\n    namespace: backups\n  kurl:\n    airgap: true\n    noProxy: false\n  firewalldConfig:\n    disableFirewalld: true\n    preserveConfig: true\n",
+    )
+    .unwrap();
+    let sections: BTreeMap<String, Map<String, Value>> = spec
+        .addons
+        .iter()
+        .map(|(name, addon)| (super::spec_key(name).to_string(), addon.config.clone()))
+        .chain([("kurl".to_string(), spec.settings.clone())])
+        .chain(spec.sections.clone())
+        .collect();
+    let variables: BTreeMap<String, String> = kurl_environment(|key| sections.get(key))
+        .into_iter()
+        .map(|variable| (variable.variable, variable.value))
+        .collect();
+    for (name, value) in [
+        ("SERVICE_CIDR_RANGE", "22"),
+        ("HA_CLUSTER", "1"),
+        ("KUBERNETES_MAX_PODS_PER_NODE", ""),
+        ("KUBERNETES_CLUSTER_NAME", "kubernetes"),
+        ("NO_MASQ_LOCAL", "0"),
+        ("VELERO_SERVER_FLAGS", "--a,--b"),
+        ("VELERO_NAMESPACE", "backups"),
+        ("AIRGAP", "1"),
+        ("OFFLINE_DOCKER_INSTALL", "1"),
+        ("DISABLE_FIREWALLD", ""),
+        ("HARD_FAIL_ON_LOOPBACK", "1"),
+        ("FLANNEL_VERSION", ""),
+        ("EKCO_SHOULD_DISABLE_REBOOT_SERVICE", ""),
+    ] {
+        assert_eq!(
+            variables.get(name).map(String::as_str),
+            Some(value),
+            "{name}"
+        );
+    }
+    // The engine sets these: the resolved version of each add-on asked for, and MASTER.
+    assert!(!variables.contains_key("KUBERNETES_VERSION"));
+    assert!(!variables.contains_key("MASTER"));
+    // kurl.noProxy false leaves the node's own NO_PROXY alone.
+    assert!(!variables.contains_key("NO_PROXY"));
 }

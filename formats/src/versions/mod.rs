@@ -42,11 +42,23 @@ pub struct VersionEntry {
     pub kubernetes_version: Option<String>,
 }
 
+/// Spec keys kURL installs with its own scripts rather than as add-ons: a dist offers them
+/// only as add-ons of its own.
+pub const KURL_CORE: [&str; 4] = ["kubernetes", "docker", "rke2", "k3s"];
+
 #[derive(Debug, thiserror::Error)]
 pub enum VersionsError {
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
-    #[error("unknown add-on `{name}`; {VERSIONS_FILE} offers: {}", offered.join(", "))]
+    #[error(
+        "unknown add-on `{name}`; {VERSIONS_FILE} offers: {}{}",
+        offered.join(", "),
+        if KURL_CORE.contains(&name.as_str()) {
+            format!("\nhint: kURL installs {name} with its own scripts, which Berth does not run; publish a `{name}` add-on, or remove spec.{name}")
+        } else {
+            String::new()
+        }
+    )]
     UnknownAddon { name: String, offered: Vec<String> },
     #[error("{name} has no version `{requested}`; {VERSIONS_FILE} offers: {}", offered.join(", "))]
     UnknownVersion {

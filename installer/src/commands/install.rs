@@ -95,10 +95,9 @@ pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
             Some((key, value)) if !key.is_empty() => {
                 settings.params.push((key.to_string(), value.to_string()));
             }
-            // kURL's join.sh takes the bare word; its hooks test MASTER.
+            // kURL's join.sh takes the bare word; the engine sets MASTER from it.
             _ if word == "control-plane" => {
                 settings.params.push(("control-plane".into(), "1".into()));
-                settings.params.push(("master".into(), "1".into()));
             }
             _ => {
                 bail!("`{word}`: expected the key=value pairs of a join command, or control-plane")

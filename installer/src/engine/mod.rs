@@ -23,6 +23,7 @@ pub mod reset;
 mod resolve;
 mod run;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -172,6 +173,13 @@ pub struct Plan {
     /// `spec.kurl.airgap`.
     #[serde(skip)]
     pub airgap: bool,
+    /// `spec.kurl` and kURL's other settings sections, by spec key, for the hooks' variables.
+    #[serde(skip)]
+    pub settings: BTreeMap<String, Map<String, Value>>,
+    /// Each add-on's `s3Override`, by add-on: hooks see it as kURL's `<ADDON>_S3_OVERRIDE`;
+    /// the package itself still comes from the dist, checked by its digest.
+    #[serde(skip)]
+    pub s3_overrides: BTreeMap<String, String>,
 }
 
 impl Plan {

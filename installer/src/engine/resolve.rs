@@ -6,7 +6,7 @@ use std::path::Path;
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::package_file_name;
-use berth_formats::spec::InstallerSpec;
+use berth_formats::spec::{INSTALLER_SETTINGS_KEY, InstallerSpec};
 use berth_formats::versions::{VERSIONS_FILE, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
@@ -164,6 +164,17 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         id,
         addons: planned,
         airgap: spec.airgap(),
+        settings: spec
+            .sections
+            .clone()
+            .into_iter()
+            .chain([(INSTALLER_SETTINGS_KEY.to_string(), spec.settings.clone())])
+            .collect(),
+        s3_overrides: spec
+            .addons
+            .iter()
+            .filter_map(|(name, addon)| Some((name.clone(), addon.s3_override.clone()?)))
+            .collect(),
     })
 }
 
@@ -235,6 +246,8 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             bundled_index: None,
         }],
         airgap: false,
+        settings: BTreeMap::new(),
+        s3_overrides: BTreeMap::new(),
     })
 }
 

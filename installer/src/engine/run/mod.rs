@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::{PackageIndex, package_file_name};
-use berth_formats::spec::upper_snake;
+use berth_formats::spec::kurl_type::kurl_environment;
+use berth_formats::spec::{spec_key, upper_snake};
 use fs_err::os::unix::fs::OpenOptionsExt as _;
 
 use super::{
@@ -284,6 +285,20 @@ impl<'a> Run<'a> {
         if self.plan.airgap {
             environment.berth("AIRGAP", "1")?;
         }
+        // kURL's install.sh sets MASTER on the first node; a joining node is one when it
+        // joins with control-plane or its spec says `kubernetes.controlPlane: true`.
+        let control_plane = self
+            .settings
+            .params
+            .iter()
+            .any(|(key, value)| key == "control-plane" && value == "1")
+            || self
+                .member_config("kubernetes")
+                .or_else(|| self.plan.settings.get("kubernetes"))
+                .and_then(|kubernetes| kubernetes.get("controlPlane"))
+                == Some(&serde_json::Value::Bool(true));
+        let master = self.settings.mode != Mode::Join || control_plane;
+        environment.berth("MASTER", if master { "1" } else { "" })?;
         for member in &self.members {
             let planned = member.planned;
             environment.addon(&planned.name, &planned.version, &planned.config)?;
@@ -297,6 +312,18 @@ impl<'a> Run<'a> {
                 current.map_or("", |applied| applied.target.version.as_str()),
             )?;
         }
+        // What the spec holds under each of kURL's keys: an add-on's fields (with its
+        // s3Override, which the plan keeps apart), or a settings section.
+        let mut sections = self.plan.settings.clone();
+        for member in &self.members {
+            let planned = member.planned;
+            let mut fields = planned.config.clone();
+            if let Some(url) = self.plan.s3_overrides.get(&planned.name) {
+                fields.insert("s3Override".into(), url.clone().into());
+            }
+            sections.insert(spec_key(&planned.name).to_string(), fields);
+        }
+        environment.kurl(kurl_environment(|key| sections.get(key)));
         for (key, value) in &self.settings.params {
             // `airgap=1` is what the scripts pass for an airgap install.
             if key == "airgap" && self.plan.airgap {
@@ -305,6 +332,14 @@ impl<'a> Run<'a> {
             environment.param(key, value)?;
         }
         Ok(environment.into_vec())
+    }
+
+    /// The configuration of the add-on in folder `name`, when the run has it.
+    fn member_config(&self, name: &str) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.members
+            .iter()
+            .find(|member| member.planned.name == name)
+            .map(|member| &member.planned.config)
     }
 
     /// A failure in the session: an add-on's (by index) or the engine's own.
