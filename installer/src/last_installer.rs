@@ -20,6 +20,10 @@ pub struct LastInstaller {
     pub lock: Option<PathBuf>,
     /// A folder or an http(s):// URL, as `--dist` takes it.
     pub dist: String,
+    /// The node joined a cluster (`berth join`) rather than installing its first node: an
+    /// upgrade runs its join hooks, as kURL's upgrade does on such a node.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub joined: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +56,7 @@ impl LastInstaller {
         spec: &Path,
         lock: Option<&Path>,
         dist: &Dist,
+        joined: bool,
     ) -> Result<Self, LastInstallerError> {
         let folder = layout.installer_dir(id);
         let write_error = |path: &Path| {
@@ -78,6 +83,7 @@ impl LastInstaller {
                 .map(|lock| keep(lock, berth_formats::lock::LOCK_FILE))
                 .transpose()?,
             dist: dist.argument(),
+            joined,
         };
         let mut bytes = serde_json::to_vec_pretty(&record).expect("the record serializes");
         bytes.push(b'\n');

@@ -40,6 +40,9 @@ enum Command {
     /// Join this node to a cluster: fetch, load, preflight and each add-on's join hook, with
     /// the key=value parameters of the command the first node printed.
     Join(commands::install::JoinArgs),
+    /// Upgrade this node to the spec: as kURL's upgrade, an install on the node that installed
+    /// the cluster, each add-on's join hook on a node that joined it.
+    Upgrade(commands::install::JoinArgs),
     /// Print the command that joins a new node to this one's cluster.
     #[command(name = "join-command")]
     JoinCommandLine(commands::join_command::JoinCommandArgs),
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Install(args) => commands::install::run(args, false),
         Command::Plan(args) => commands::install::run(args, true),
         Command::Join(args) => commands::install::join(args),
+        Command::Upgrade(args) => commands::install::upgrade(args),
         Command::JoinCommandLine(args) => commands::join_command::run(args),
         Command::JoinParam(command) => commands::join_command::param_run(command),
         Command::Rollback(args) => commands::rollback::run(args),

@@ -14,8 +14,16 @@ pub const HOOK_PHASES: [Phase; 5] = [
     Phase::Outro,
 ];
 
-/// The hook phases of a joining node.
-pub const JOIN_PHASES: [Phase; 2] = [Phase::Preflight, Phase::Join];
+/// The hook phases of a joining node: as kURL's join.sh, the container runtime's install
+/// hook runs before any add-on's `_join`.
+pub const JOIN_PHASES: [Phase; 3] = [Phase::Preflight, Phase::Install, Phase::Join];
+
+/// Whether add-on `name` installs the container runtime, as kURL's containerd does: its
+/// install hook runs on joining nodes too, and its images load once that hook has run, since
+/// they need the runtime it installs.
+pub fn installs_runtime(name: &str) -> bool {
+    name == "containerd"
+}
 
 /// A hook phase, in kURL's names (`pre_init` runs `<addon>_pre_init`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -639,3 +639,140 @@ fn hooks_are_found_by_the_names_kurl_calls() {
     succeeded(&node.berth(&["reset"]));
     assert_eq!(take_trace(&trace_file), ["cert-manager_reset"]);
 }
+
+/// A joining node gets the container runtime as kURL's join.sh gives it: containerd's install
+/// hook first, then every add-on's `_join` in order.
+#[test]
+fn a_joining_node_installs_the_runtime_before_any_join_hook() {
+    let mut dist = TestDist::new();
+    let containerd = r#"
+function containerd_preflight() { echo containerd_preflight >> "$TRACE"; }
+function containerd_install() { echo containerd_install >> "$TRACE"; }
+function containerd_join() { echo containerd_join >> "$TRACE"; }
+"#;
+    dist.addon("containerd", "1.0.0", containerd);
+    dist.addon(
+        "a",
+        "1.0.0",
+        "function a() { :; }\nfunction a_join() { echo a_join >> \"$TRACE\"; }\n",
+    );
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("containerd", "version: latest"), ("a", "version: latest")],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    succeeded(&node.berth(&[
+        "join",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--dist",
+        &dist.url(),
+    ]));
+    assert_eq!(
+        take_trace(&trace_file),
+        [
+            "containerd_preflight",
+            "containerd_install",
+            "containerd_join",
+            "a_join"
+        ]
+    );
+    // Joined again, nothing changed: neither install runs again.
+    succeeded(&node.berth(&[
+        "join",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--dist",
+        &dist.url(),
+    ]));
+    assert_eq!(take_trace(&trace_file), ["containerd_preflight"]);
+}
+
+/// kURL's containerd Manifest ships the pause image: it loads once containerd's install hook
+/// has brought the runtime up, not before (when there is none yet).
+#[test]
+fn the_runtime_addons_images_load_once_its_install_hook_has_run() {
+    use support::images::{PlatformImage, busybox_layer, write_oci_archive};
+    let real = support::Containerd::start();
+    let mut dist = TestDist::new();
+    write_oci_archive(
+        &dist.addons.root().join("pause.tar"),
+        "pause:3.9",
+        &[PlatformImage {
+            arch: "amd64",
+            layers: vec![busybox_layer()],
+        }],
+    );
+    // The runtime's socket appears only when the hook "installs" it.
+    let runtime_dir = tempfile::tempdir().unwrap();
+    let socket = runtime_dir.path().join("containerd.sock");
+    let containerd = r#"
+function containerd_install() {
+    echo containerd_install >> "$TRACE"
+    ln -s "$REAL_SOCKET" "$CONTAINERD_ADDRESS"
+}
+"#;
+    dist.addon_with_manifest(
+        "containerd",
+        "1.6.20",
+        "image pause pause.tar\n",
+        containerd,
+    );
+    let spec = dist.spec("spec.yaml", &[("containerd", "version: latest")]);
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new()
+        .env("TRACE", &trace_file)
+        .env("CONTAINERD_ADDRESS", &socket)
+        .env("REAL_SOCKET", &real.socket)
+        .env("BERTH_CONTAINER_RUNTIME", "containerd");
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(take_trace(&trace_file), ["containerd_install"]);
+    let images = real.ctr(&["images", "ls", "-q"]);
+    let images = String::from_utf8_lossy(&images.stdout);
+    assert!(images.contains("pause:3.9"), "{images}");
+}
+
+/// `berth upgrade` (what upgrade.sh runs) does what kURL's upgrade does on each node: the
+/// install hooks on the node that installed the cluster, the join hooks on one that joined.
+#[test]
+fn an_upgrade_runs_the_join_hooks_on_a_node_that_joined() {
+    let mut dist = TestDist::new();
+    let hooks = |version: &str| {
+        format!(
+            "function a() {{ echo a {version} >> \"$TRACE\"; }}\nfunction a_join() {{ echo a_join {version} >> \"$TRACE\"; }}\n"
+        )
+    };
+    dist.addon("a", "1.0.0", &hooks("1.0.0"));
+    let first = dist.spec("first.yaml", &[("a", "version: 1.0.0")]);
+    let trace_file = dist.addons.root().join("trace");
+    let primary = Node::new().env("TRACE", &trace_file);
+    let joined = Node::new().env("TRACE", &trace_file);
+    succeeded(&primary.install(&first, &dist.url(), &[]));
+    assert_eq!(take_trace(&trace_file), ["a 1.0.0"]);
+    let url = dist.url();
+    let join = |spec: &Path| {
+        vec![
+            "--spec".to_string(),
+            spec.display().to_string(),
+            "--dist".to_string(),
+            url.clone(),
+        ]
+    };
+    let mut arguments = vec!["join".to_string()];
+    arguments.extend(join(&first));
+    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    succeeded(&joined.berth(&arguments));
+    assert_eq!(take_trace(&trace_file), ["a_join 1.0.0"]);
+
+    dist.addon("a", "2.0.0", &hooks("2.0.0"));
+    let second = dist.spec("second.yaml", &[("a", "version: 2.0.0")]);
+    let mut arguments = vec!["upgrade".to_string()];
+    arguments.extend(join(&second));
+    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    succeeded(&primary.berth(&arguments));
+    assert_eq!(take_trace(&trace_file), ["a 2.0.0"]);
+    succeeded(&joined.berth(&arguments));
+    assert_eq!(take_trace(&trace_file), ["a_join 2.0.0"]);
+    assert_eq!(joined.status()["a"]["current"]["version"], "2.0.0");
+}

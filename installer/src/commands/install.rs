@@ -88,6 +88,26 @@ pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {
     execute(&args, &source, settings, plan_only)
 }
 
+/// `berth upgrade`, what upgrade.sh runs: as kURL's upgrade, an install on the node that
+/// installed the cluster, and the join hooks on a node that joined it.
+pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
+    let layout = Layout::new(&args.install.root.root);
+    let joined = LastInstaller::load(&layout)?.is_some_and(|last| last.joined);
+    if joined {
+        return join(args);
+    }
+    if let Some(word) = args.words.iter().find(|word| !word.contains('=')) {
+        bail!("`{word}`: this node installed the cluster; an upgrade takes only key=value pairs");
+    }
+    let (source, mut settings) = settings(&args.install, Mode::Install, args.install.dry_run)?;
+    for word in &args.words {
+        if let Some((key, value)) = word.split_once('=') {
+            settings.params.push((key.to_string(), value.to_string()));
+        }
+    }
+    execute(&args.install, &source, settings, false)
+}
+
 pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let (source, mut settings) = settings(&args.install, Mode::Join, args.install.dry_run)?;
     for word in &args.words {
@@ -148,6 +168,7 @@ fn execute(
             &source.spec_path,
             source.lock_path.as_deref(),
             &settings.dist,
+            settings.mode == Mode::Join,
         )?;
     }
     engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {

@@ -12,8 +12,10 @@
 //! once its last defined hook has succeeded, so a run that stops at one add-on's hook does not
 //! repeat the add-ons that finished before it.
 //!
-//! A joining node runs `preflight` and then `<name>_join` in place of pre_init, install and
-//! post_init. A rollback runs the install phases with a plan that comes from the records (see
+//! A joining node runs `preflight`, the runtime's install hook (`containerd_install`, as
+//! kURL's join.sh runs it), and then `<name>_join` in place of pre_init, install and
+//! post_init. The runtime's add-on loads its images after its install hook, once there is a
+//! runtime to take them. A rollback runs the install phases with a plan that comes from the records (see
 //! [`rollback_plan`]).
 //!
 //! [`resolve`] turns a spec (or a rollback) into a plan; [`run`] carries a plan out; [`reset`]
@@ -91,20 +93,31 @@ impl Mode {
     }
 }
 
-impl Phase {
-    /// What this phase's hook function adds to the add-on's name: nothing for the main hook,
-    /// `_already_applied` for an add-on already applied as asked, `_<phase>` otherwise.
-    fn suffix(self, decision: &Decision) -> String {
-        match self {
-            Phase::Install | Phase::Join if !decision.applies() => "_already_applied".into(),
-            Phase::Install => String::new(),
-            other => format!("_{}", other.name()),
+impl Mode {
+    /// What the hook an add-on runs in `phase` adds to its name (nothing for the main hook,
+    /// `_already_applied` for an add-on already applied as asked, `_<phase>` otherwise), or
+    /// `None` when it runs none there. On a joining node only the runtime's add-on has an
+    /// install phase, and the runtime's `_join` runs only when it applies.
+    fn hook_suffix(self, phase: Phase, decision: &Decision, runtime: bool) -> Option<String> {
+        let applies = decision.applies();
+        match (self, phase) {
+            (Mode::Join, Phase::Install) if !runtime => None,
+            (Mode::Join, Phase::Join) if runtime && !applies => None,
+            (_, phase) if phase == self.main_phase(runtime) && !applies => {
+                Some("_already_applied".into())
+            }
+            (_, Phase::Install) => Some(String::new()),
+            (_, other) => Some(format!("_{}", other.name())),
         }
     }
 
-    /// The phase an already-applied add-on runs its one hook in.
-    fn main(self) -> bool {
-        matches!(self, Phase::Install | Phase::Join)
+    /// The phase in which an add-on's images load and its main hook (or `_already_applied`)
+    /// runs: install, or `_join` on a joining node but for the runtime's add-on.
+    fn main_phase(self, runtime: bool) -> Phase {
+        match self {
+            Mode::Join if !runtime => Phase::Join,
+            _ => Phase::Install,
+        }
     }
 }
 

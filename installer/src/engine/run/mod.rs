@@ -22,7 +22,7 @@ use crate::images::{ImageError, Runtime};
 use berth_formats::release::checksum_file;
 
 use crate::node_lock::NodeLock;
-use crate::phase::{Step, hook_functions};
+use crate::phase::{Phase, Step, hook_functions, installs_runtime};
 use crate::session::{HookError, Session};
 use crate::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
 use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
@@ -195,13 +195,14 @@ impl<'a> Run<'a> {
                     .source(&script, self.settings.hook_timeout)
                     .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
             }
+            let mode = self.settings.mode;
+            let runtime = installs_runtime(&member.planned.name);
             let candidates: Vec<Vec<String>> = phases
                 .iter()
                 .map(|phase| {
-                    hook_functions(
-                        &member.planned.name,
-                        &phase.suffix(&member.planned.decision),
-                    )
+                    mode.hook_suffix(*phase, &member.planned.decision, runtime)
+                        .map(|suffix| hook_functions(&member.planned.name, &suffix))
+                        .unwrap_or_default()
                 })
                 .collect();
             let defined = session
@@ -210,8 +211,9 @@ impl<'a> Run<'a> {
             // kURL calls an applied add-on's install hook unguarded: one that is not there is
             // a broken add-on, not one with nothing to do.
             let member = &self.members[index];
-            if self.settings.mode != Mode::Join && member.planned.decision.applies() {
-                let main = phases.iter().position(|phase| phase.main());
+            let main = mode.main_phase(runtime);
+            if main == Phase::Install && member.planned.decision.applies() {
+                let main = phases.iter().position(|phase| *phase == main);
                 if let Some(looked_for) = main.map(|main| &candidates[main])
                     && !looked_for.iter().any(|function| defined.contains(function))
                 {
@@ -239,9 +241,14 @@ impl<'a> Run<'a> {
                 let applies = member.planned.decision.applies();
                 let hook = member.hooks[phase_number].clone();
                 let kustomize = layout.kustomize_dir(&member.planned.name);
-                if phase.main() && applies {
-                    self.enter_phase(index, Step::Load)?;
-                    self.load_images(index, &mut runtime, reporter)?;
+                let installs_runtime = installs_runtime(&member.planned.name);
+                let main = *phase == self.settings.mode.main_phase(installs_runtime) && applies;
+                if main {
+                    // The runtime's own images wait for the runtime its hook installs.
+                    if !installs_runtime {
+                        self.enter_phase(index, Step::Load)?;
+                        self.load_images(index, &mut runtime, reporter)?;
+                    }
                     let _ = fs_err::remove_dir_all(&kustomize);
                     fs_err::create_dir_all(&kustomize).map_err(io_error(&kustomize))?;
                 }
@@ -259,6 +266,10 @@ impl<'a> Run<'a> {
                         .hook(&hook, self.settings.hook_timeout)
                         .map_err(|source| self.hook_error(Some(index), &hook, source))?;
                     report_duration(reporter, &hook, started.elapsed());
+                }
+                if main && installs_runtime {
+                    self.enter_phase(index, Step::Load)?;
+                    self.load_images(index, &mut runtime, reporter)?;
                 }
                 // An add-on is applied once no later phase defines a hook for it.
                 let member = &self.members[index];
