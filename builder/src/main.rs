@@ -93,6 +93,14 @@ struct FetchArgs {
         value_delimiter = ','
     )]
     insecure_registries: Vec<String>,
+    /// Fetch a registry's images from a mirror instead: `REGISTRY=HOST[:PORT]`
+    /// (`registry.k8s.io=mirror.internal:5000`); the images keep their own names.
+    #[arg(long = "registry-mirror", value_name = "REGISTRY=HOST")]
+    registry_mirrors: Vec<String>,
+    /// Fetch assets whose URL starts with a prefix from another: `PREFIX=REPLACEMENT`
+    /// (`https://github.com/=http://mirror.internal/github/`); pins still apply.
+    #[arg(long = "asset-mirror", value_name = "PREFIX=REPLACEMENT")]
+    asset_mirrors: Vec<String>,
     /// gzip level of the package, 0-9.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     compression: u32,

@@ -132,3 +132,72 @@ fn build_names_kubernetes_and_host_packages_as_kurl_does() {
         .collect();
     assert_eq!(names, ["hello"]);
 }
+
+/// kURL's real containerd add-on, read in place, built for Debian 12 the way restricted CI
+/// builds it: its image and its asset come through mirrors (a loopback registry stands in for
+/// registry.k8s.io and a loopback file server for github.com, neither reachable here), and
+/// its `dockerout` lines, each for another distro's folder, are not built.
+#[test]
+fn kurls_containerd_builds_for_one_distro_through_mirrors() {
+    use berth_formats::package_index::PackageIndex;
+    use support::Registry;
+    use support::images::{busybox_layer, push_image};
+    let registry = Registry::start();
+    // Stand-in for registry.k8s.io/pause:3.10, pushed under the same repository and tag.
+    let pause = push_image(&registry, "pause", "3.10", vec![busybox_layer()]);
+    let served = tempfile::tempdir().unwrap();
+    let runc = b"runc stand-in\n";
+    let release = served
+        .path()
+        .join("opencontainers/runc/releases/download/v1.3.6");
+    fs_err::create_dir_all(&release).unwrap();
+    fs_err::write(release.join("runc.amd64"), runc).unwrap();
+    let github = FileServer::serve(served.path(), None);
+
+    let addon = kurl_fixtures("kurl-addons/addons/containerd/2.2.6");
+    let out = tempfile::tempdir().unwrap();
+    let (ok, stdout, stderr) = BerthBuild::new().run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--distro",
+        "debian-12",
+        "--registry-mirror",
+        &format!("registry.k8s.io={}", registry.address),
+        "--asset-mirror",
+        &format!("https://github.com/={}/", github.url),
+    ]);
+    assert!(ok, "{stdout}{stderr}");
+    let package = out.path().join("containerd-2.2.6.tar.gz");
+    let (_, index) =
+        berth_formats::archive::read_entry(fs_err::File::open(&package).unwrap(), |path| {
+            path.ends_with("package.json")
+        })
+        .unwrap()
+        .expect("the package has its index");
+    let index: PackageIndex = serde_json::from_slice(&index).unwrap();
+    let image = &index.images[0];
+    assert_eq!(
+        image.reference, "registry.k8s.io/pause:3.10",
+        "named as the Manifest names it"
+    );
+    assert_eq!(image.manifest_digest, pause);
+    let (_, packaged) =
+        berth_formats::archive::read_entry(fs_err::File::open(&package).unwrap(), |path| {
+            path.ends_with("/assets/runc")
+        })
+        .unwrap()
+        .expect("the asset is packaged");
+    assert_eq!(packaged, runc);
+    // No other distro's folder was built into it.
+    let listing = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(&package)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    for folder in ["rhel-7", "rhel-9", "ubuntu-22.04"] {
+        assert!(!listing.contains(&format!("/{folder}/")), "{listing}");
+    }
+}

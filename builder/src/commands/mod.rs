@@ -45,11 +45,13 @@ pub fn prepare(
         registry: RegistryClient::new(RegistrySettings {
             insecure: args.insecure_registries.clone(),
             retry,
+            mirrors: pairs("--registry-mirror", &args.registry_mirrors)?,
         }),
         http,
         cache,
         retry,
         reporter: Arc::new(Bars::new()),
+        asset_mirrors: pairs("--asset-mirror", &args.asset_mirrors)?,
     };
     let distros = target_distros(args.distros_file.as_deref(), &args.distros, &args.mirrors)?;
     let settings = PackageSettings {
@@ -60,8 +62,22 @@ pub fn prepare(
         mtime: berth_formats::archive::source_date_epoch(),
         skip_unchanged,
         distros,
+        selected_distros: (!args.distros.is_empty()).then(|| args.distros.clone()),
     };
     Ok((context, settings))
+}
+
+/// `FROM=TO` arguments of `option`, split.
+fn pairs(option: &str, arguments: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    arguments
+        .iter()
+        .map(|argument| match argument.split_once('=') {
+            Some((from, to)) if !from.is_empty() && !to.is_empty() => {
+                Ok((from.to_string(), to.to_string()))
+            }
+            _ => anyhow::bail!("{option} {argument}: expected FROM=TO"),
+        })
+        .collect()
 }
 
 /// The target distros selected from the distros file (or the built-in one).

@@ -53,6 +53,7 @@ pub async fn fetch(
     reporter: &dyn Reporter,
     asset: &AssetDirective,
     local: Option<&LocalInput>,
+    mirrors: &[(String, String)],
 ) -> Result<FetchedAsset, AssetError> {
     match (&asset.source, local) {
         (AssetSource::Path(_), Some(local)) => {
@@ -72,9 +73,10 @@ pub async fn fetch(
             })
         }
         (AssetSource::Url(url), _) => {
+            let url = mirrored(url.as_str(), mirrors);
             let progress = reporter.start(&asset.file, None);
             let result = download::download_to_cache(
-                url.as_str(),
+                &url,
                 cache,
                 Expected {
                     digest: asset.sha256,
@@ -82,7 +84,7 @@ pub async fn fetch(
                 },
                 retry,
                 progress.as_ref(),
-                || http.get(url.as_str()),
+                || http.get(&url),
             )
             .await;
             progress.finish();
@@ -105,4 +107,15 @@ pub async fn fetch(
             ),
         }),
     }
+}
+
+/// `url` through the first mirror whose prefix it starts with, or as it is.
+pub fn mirrored(url: &str, mirrors: &[(String, String)]) -> String {
+    mirrors
+        .iter()
+        .find_map(|(prefix, replacement)| {
+            url.strip_prefix(prefix.as_str())
+                .map(|rest| format!("{replacement}{rest}"))
+        })
+        .unwrap_or_else(|| url.to_string())
 }

@@ -40,6 +40,7 @@ pub(super) async fn gather(
                     context.reporter.as_ref(),
                     directive,
                     source.local_input(entry.line),
+                    &context.asset_mirrors,
                 )
                 .await?,
             );
@@ -61,7 +62,8 @@ pub(super) async fn gather(
         .cache
         .temp_dir()
         .map_err(io_error(context.cache.root()))?;
-    let dockerout = run_dockerout(source, work.path()).await?;
+    let dockerout =
+        run_dockerout(source, work.path(), settings.selected_distros.as_deref()).await?;
     Ok(Inputs {
         images,
         assets,
@@ -113,6 +115,7 @@ async fn fetch_images(
 async fn run_dockerout(
     source: &AddonSource,
     work: &Path,
+    selected: Option<&[String]>,
 ) -> Result<Vec<addon::AddonFile>, PackageError> {
     let builds: Vec<_> = source
         .manifest
@@ -121,6 +124,13 @@ async fn run_dockerout(
         .filter_map(|entry| match &entry.directive {
             Directive::DockerOut(build) => Some((entry.line, build.clone())),
             _ => None,
+        })
+        .filter(|(_, build)| {
+            let wanted = builds_for_selected_distros(&build.destination, selected);
+            if !wanted {
+                tracing::info!("dockerout {}: not a selected distro", build.destination);
+            }
+            wanted
         })
         .collect();
     if builds.is_empty() {
@@ -193,4 +203,50 @@ fn sanitize(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Whether a `dockerout` into `destination` is built: always, unless `--distro` selected
+/// distros and the destination is the folder of another (kURL names them `<distro>-<version>`:
+/// `ubuntu-22.04`, `rhel-7-force`).
+fn builds_for_selected_distros(destination: &str, selected: Option<&[String]>) -> bool {
+    let Some(selected) = selected else {
+        return true;
+    };
+    let folder = destination
+        .trim_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("");
+    let is_distro_folder = folder.split_once('-').is_some_and(|(name, rest)| {
+        !name.is_empty()
+            && name.bytes().all(|byte| byte.is_ascii_lowercase())
+            && rest.starts_with(|c: char| c.is_ascii_digit())
+    });
+    !is_distro_folder || selected.iter().any(|distro| distro == folder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::builds_for_selected_distros;
+
+    #[test]
+    fn dockerout_into_another_distros_folder_is_skipped_when_distros_are_selected() {
+        let selected = vec!["debian-12".to_string(), "rhel-9".to_string()];
+        for (destination, built) in [
+            ("rhel-9", true),
+            ("rhel-9/", true),
+            ("rhel-7-force", false),
+            ("ubuntu-22.04", false),
+            ("debian-12/extra", true),
+            ("bin", true),
+            ("assets/tools", true),
+        ] {
+            assert_eq!(
+                builds_for_selected_distros(destination, Some(&selected)),
+                built,
+                "{destination}"
+            );
+        }
+        assert!(builds_for_selected_distros("ubuntu-22.04", None));
+    }
 }

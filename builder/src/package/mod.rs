@@ -40,6 +40,10 @@ pub struct BuildContext {
     pub cache: BlobCache,
     pub retry: RetryPolicy,
     pub reporter: Arc<dyn Reporter>,
+    /// URL prefixes of assets fetched from elsewhere (`https://github.com/` →
+    /// `http://mirror.internal/github/`), as restricted CI reaches them; the pin and the
+    /// package stay those of the Manifest's URL.
+    pub asset_mirrors: Vec<(String, String)>,
 }
 
 /// How to build a package.
@@ -58,6 +62,9 @@ pub struct PackageSettings {
     pub skip_unchanged: bool,
     /// Target distros of the Manifest's host package directives.
     pub distros: Vec<Distro>,
+    /// The distros `--distro` selected, when it did: a `dockerout` whose destination is
+    /// another distro's folder (`ubuntu-22.04`, `rhel-7-force`) is not built.
+    pub selected_distros: Option<Vec<String>>,
 }
 
 /// What happened to one add-on.

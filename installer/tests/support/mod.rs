@@ -251,12 +251,14 @@ impl TestDist {
                 berth_build::fetch::registry::RegistrySettings {
                     insecure: Vec::new(),
                     retry,
+                    mirrors: Vec::new(),
                 },
             ),
             http: reqwest::Client::new(),
             cache: berth_build::fetch::cache::BlobCache::open(self.cache.path()).unwrap(),
             retry,
             reporter: Arc::new(Silent),
+            asset_mirrors: Vec::new(),
         };
         let settings = berth_build::package::PackageSettings {
             out_dir: self.dist.path().to_path_buf(),
@@ -266,6 +268,7 @@ impl TestDist {
             mtime: 0,
             skip_unchanged: false,
             distros: self.distros.clone(),
+            selected_distros: None,
         };
         runtime
             .block_on(berth_build::package::package(&context, folder, &settings))

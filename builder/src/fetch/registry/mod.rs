@@ -33,6 +33,10 @@ pub struct RegistrySettings {
     /// Registries (`host` or `host:port`) reached over plain HTTP besides loopback ones.
     pub insecure: Vec<String>,
     pub retry: RetryPolicy,
+    /// Registries reached through another (`registry.k8s.io` → `mirror.internal:5000`), as
+    /// restricted CI reaches them: the same repositories and tags, fetched from the mirror,
+    /// the images still named by their own references.
+    pub mirrors: Vec<(String, String)>,
 }
 
 /// Why talking to a registry failed.
@@ -283,9 +287,20 @@ impl RegistryClient {
     }
 
     fn base_url(&self, registry: &str) -> String {
-        let host = match registry {
-            "docker.io" | "index.docker.io" => "registry-1.docker.io",
+        let canonical = match registry {
+            "index.docker.io" => "docker.io",
             other => other,
+        };
+        let mirror = self
+            .settings
+            .mirrors
+            .iter()
+            .find(|(from, _)| from == canonical)
+            .map(|(_, to)| to.as_str());
+        let host = match (mirror, canonical) {
+            (Some(mirror), _) => mirror,
+            (None, "docker.io") => "registry-1.docker.io",
+            (None, other) => other,
         };
         let scheme = if self.is_insecure(host) {
             "http"
