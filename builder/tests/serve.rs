@@ -287,6 +287,29 @@ fn bad_posts_are_answered_with_the_reason() {
     );
     assert_eq!(status, "400", "{body}");
     assert!(body.contains("unknown add-on `nothere`"), "{body}");
+
+    // A field the add-on does not declare, and one of kURL's misspelled.
+    fs_err::write(
+        dist.addons.root().join("addons/hello/1.0.0/fields.yaml"),
+        "fields:\n  - {name: greeting, type: string, default: hi, help: what it says}\n",
+    )
+    .unwrap();
+    dist.rebuild();
+    let (status, body) = post(
+        &serving.url,
+        &dist.spec("apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  hello:\n    version: latest\n    greting: hey\n"),
+    );
+    assert_eq!(status, "400", "{body}");
+    assert!(
+        body.contains("spec.hello.greting is not a field of hello; did you mean `greeting`?"),
+        "{body}"
+    );
+    let (status, body) = post(
+        &serving.url,
+        &dist.spec("apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  hello:\n    version: latest\n  kurl:\n    airgapp: true\n"),
+    );
+    assert_eq!(status, "400", "{body}");
+    assert!(body.contains("did you mean `airgap`?"), "{body}");
 }
 
 #[test]

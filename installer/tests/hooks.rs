@@ -776,3 +776,45 @@ fn an_upgrade_runs_the_join_hooks_on_a_node_that_joined() {
     assert_eq!(take_trace(&trace_file), ["a_join 2.0.0"]);
     assert_eq!(joined.status()["a"]["current"]["version"], "2.0.0");
 }
+
+/// An add-on's `fields.yaml` declares its fields: a spec's unknown or mistyped field is refused
+/// before anything runs, naming the nearest, and the defaults reach the hooks.
+#[test]
+fn declared_fields_are_checked_and_their_defaults_filled_in() {
+    let mut dist = TestDist::new();
+    let folder = dist.addon(
+        "a",
+        "1.0.0",
+        "function a() { echo \"port=$A_PORT\" >> \"$TRACE\"; }\n",
+    );
+    fs_err::write(
+        folder.join("fields.yaml"),
+        "fields:\n  - {name: port, type: integer, default: 8080, help: the port it answers on}\n",
+    )
+    .unwrap();
+    dist.write_versions();
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    for (fields, expected) in [
+        (
+            "version: latest, prot: 9090",
+            "spec.a.prot is not a field of a; did you mean `port`?",
+        ),
+        (
+            "version: latest, port: high",
+            "expected a whole number (the port it answers on)",
+        ),
+    ] {
+        let spec = dist.spec("spec.yaml", &[("a", fields)]);
+        let output = node.install(&spec, &dist.url(), &[]);
+        failed(&output);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{fields}: {stderr}");
+        assert!(trace(&trace_file).is_empty(), "{fields}: nothing ran");
+    }
+    let spec = dist.spec("spec.yaml", &[("a", "version: latest")]);
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(take_trace(&trace_file), ["port=8080"]);
+    // The default is part of the configuration the record keeps (and hashes).
+    assert_eq!(node.status()["a"]["current"]["config"]["port"], 8080);
+}

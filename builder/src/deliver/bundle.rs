@@ -128,7 +128,9 @@ pub async fn prepare(
         .iter()
         .map(|script| Ok((script.to_string(), scripts::render(script, &context)?)))
         .collect::<Result<_, ScriptError>>()?;
-    // The versions the lock pins, in its (install) order: the bundle is a dist of its own.
+    // The versions the lock pins, in its (install) order, with what each declares: the
+    // bundle is a dist of its own.
+    let offered = release.versions().await?;
     let versions = VersionsFile {
         addons: lock
             .addons
@@ -138,6 +140,15 @@ pub async fn prepare(
                 versions: vec![VersionEntry {
                     version: addon.version.clone(),
                     kubernetes_version: None,
+                    fields: offered
+                        .addon(&addon.name)
+                        .and_then(|offered| {
+                            offered
+                                .versions
+                                .iter()
+                                .find(|entry| entry.version == addon.version)
+                        })
+                        .and_then(|entry| entry.fields.clone()),
                 }],
             })
             .collect(),

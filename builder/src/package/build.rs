@@ -52,7 +52,14 @@ pub fn write_versions(
         .map(|outcome| (outcome.name.clone(), outcome.version.clone()))
         .collect();
     let path = out_dir.join(VERSIONS_FILE);
-    let bytes = VersionsFile::generate(existing.as_ref(), &found).to_bytes();
+    let mut versions = VersionsFile::generate(existing.as_ref(), &found);
+    let folders: Vec<&Path> = results
+        .iter()
+        .filter(|result| result.outcome.is_ok())
+        .map(|result| result.directory.as_path())
+        .collect();
+    attach_fields(&mut versions, &folders)?;
+    let bytes = versions.to_bytes();
     fs_err::write(&path, bytes).map_err(|source| WriteVersionsError::Write {
         path: path.clone(),
         source,
@@ -90,8 +97,56 @@ pub fn repository_versions(
     Ok((path, existing, generated))
 }
 
+/// Puts what each add-on folder declares in its `fields.yaml` on its version's entry.
+pub fn attach_fields(
+    versions: &mut VersionsFile,
+    folders: &[&Path],
+) -> Result<(), WriteVersionsError> {
+    for folder in folders {
+        let Ok(location) = repository::locate(folder) else {
+            continue;
+        };
+        let Some(declared) = read_fields(folder)? else {
+            continue;
+        };
+        let entry = versions
+            .addons
+            .iter_mut()
+            .filter(|addon| addon.name == location.name)
+            .flat_map(|addon| addon.versions.iter_mut())
+            .find(|entry| entry.version == location.version);
+        if let Some(entry) = entry {
+            entry.fields = Some(declared);
+        }
+    }
+    Ok(())
+}
+
+/// An add-on folder's field declaration, checked, if it has one.
+pub fn read_fields(
+    folder: &Path,
+) -> Result<Option<Vec<berth_formats::fields::FieldDeclaration>>, WriteVersionsError> {
+    let path = folder.join(berth_formats::fields::FIELDS_FILE);
+    let text = match fs_err::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(WriteVersionsError::ReadFields { path, source }),
+    };
+    berth_formats::fields::parse(&path.display().to_string(), &text)
+        .map(Some)
+        .map_err(|message| WriteVersionsError::Fields { message })
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum WriteVersionsError {
+    #[error("{message}")]
+    Fields { message: String },
+    #[error("failed to read {path}")]
+    ReadFields {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to list the add-ons in {path}")]
     Discover {
         path: PathBuf,

@@ -127,6 +127,12 @@ impl Release {
         )?;
         let mut addons = Vec::with_capacity(resolved.len());
         for addon in resolved {
+            // A spec is refused here, before anything is rendered, for a field its add-on
+            // does not declare or a value of the wrong type.
+            if let Some(requested) = spec.addons.get(&addon.name) {
+                let mut config = requested.config.clone();
+                versions.apply_fields(&addon.name, &addon.version, &mut config)?;
+            }
             let file = package_file_name(&addon.name, &addon.version);
             let what = format!("package {} {}", addon.name, addon.version);
             addons.push(LockedAddon {

@@ -21,6 +21,8 @@ pub enum AddonError {
     NoManifest { path: PathBuf },
     #[error("{0}")]
     Manifest(#[from] ManifestErrors),
+    #[error("{0}")]
+    Fields(String),
     #[error("failed to read {path}")]
     Io {
         path: PathBuf,
@@ -88,6 +90,16 @@ impl AddonSource {
             ReadError::Invalid(errors) => AddonError::Manifest(errors),
         })?;
         manifest.check_paths(&repository_root)?;
+        // A declaration that does not read is refused here, not on the nodes.
+        let fields_path = directory.join(berth_formats::fields::FIELDS_FILE);
+        if fields_path.is_file() {
+            let text = fs_err::read_to_string(&fields_path).map_err(|source| AddonError::Io {
+                path: fields_path.clone(),
+                source,
+            })?;
+            berth_formats::fields::parse(&fields_path.display().to_string(), &text)
+                .map_err(AddonError::Fields)?;
+        }
 
         let mut files = Vec::new();
         for entry in walkdir::WalkDir::new(&directory).sort_by_file_name() {

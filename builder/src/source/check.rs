@@ -1,6 +1,7 @@
 //! `berth-build check`: the lint a vendor's CI runs on every pull request. Every Manifest under
-//! the given paths is parsed and its local paths resolved; every `install.sh` is checked with
-//! `bash -n`. All problems are reported, each with its file and line.
+//! the given paths is parsed and its local paths resolved; every `fields.yaml` declaration is
+//! read; every `install.sh` is checked with `bash -n`. All problems are reported, each with its
+//! file and line.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -60,6 +61,19 @@ fn check_below(path: &Path, bash: &Path, report: &mut CheckReport) {
             Some("Manifest") => {
                 report.manifests += 1;
                 check_manifest(entry.path(), &mut report.problems);
+            }
+            Some(berth_formats::fields::FIELDS_FILE) => {
+                let path = entry.path();
+                match fs_err::read_to_string(path) {
+                    Ok(text) => {
+                        if let Err(problem) =
+                            berth_formats::fields::parse(&path.display().to_string(), &text)
+                        {
+                            report.problems.push(problem);
+                        }
+                    }
+                    Err(error) => report.problems.push(error.to_string()),
+                }
             }
             Some("install.sh") => {
                 report.scripts += 1;

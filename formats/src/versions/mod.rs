@@ -40,6 +40,9 @@ pub struct VersionEntry {
     /// The Kubernetes versions this add-on version works with, as a semver range (`>=1.24, <1.29`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
+    /// The spec fields this version declares (its `fields.yaml`), when it declares them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<crate::fields::FieldDeclaration>>,
 }
 
 /// Spec keys kURL installs with its own scripts rather than as add-ons: a dist offers them
@@ -50,6 +53,8 @@ pub const KURL_CORE: [&str; 4] = ["kubernetes", "docker", "rke2", "k3s"];
 pub enum VersionsError {
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
+    #[error("{message}")]
+    Fields { message: String },
     #[error(
         "unknown add-on `{name}`; {VERSIONS_FILE} offers: {}{}",
         offered.join(", "),
@@ -94,13 +99,46 @@ pub struct ResolvedAddon {
 impl VersionsFile {
     /// Parses `text`, the contents of `origin` (a path or URL, named in errors).
     pub fn parse(origin: &str, text: &[u8]) -> Result<Self, VersionsError> {
-        serde_json::from_slice(text).map_err(|error| VersionsError::Parse {
+        let file: Self = serde_json::from_slice(text).map_err(|error| VersionsError::Parse {
             path: origin.to_string(),
             message: format!(
                 "line {}: {error}; expected {{\"addons\": [{{\"name\": …, \"versions\": [{{\"version\": …}}]}}]}}",
                 error.line()
             ),
-        })
+        })?;
+        for addon in &file.addons {
+            for entry in &addon.versions {
+                if let Some(fields) = &entry.fields {
+                    let what = format!("the fields of {} {}", addon.name, entry.version);
+                    crate::fields::check(&what, fields).map_err(|message| {
+                        VersionsError::Parse {
+                            path: origin.to_string(),
+                            message,
+                        }
+                    })?;
+                }
+            }
+        }
+        Ok(file)
+    }
+
+    /// Checks add-on `name`'s fields in a spec against what its version `version` declares,
+    /// filling in the declared defaults; a version that declares nothing takes any fields.
+    pub fn apply_fields(
+        &self,
+        name: &str,
+        version: &str,
+        config: &mut serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), VersionsError> {
+        let declared = self
+            .addon(name)
+            .and_then(|addon| addon.versions.iter().find(|entry| entry.version == version))
+            .and_then(|entry| entry.fields.as_deref());
+        match declared {
+            Some(declared) => crate::fields::apply(name, declared, config)
+                .map_err(|message| VersionsError::Fields { message }),
+            None => Ok(()),
+        }
     }
 
     pub fn load(path: &Path) -> Result<Self, VersionsError> {
@@ -246,6 +284,7 @@ impl VersionsFile {
                                     .find(|entry| &entry.version == version)
                             })
                             .and_then(|entry| entry.kubernetes_version.clone()),
+                        fields: None,
                     })
                     .collect();
                 versions.sort_by(|a, b| compare_versions(&b.version, &a.version));

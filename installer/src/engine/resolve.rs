@@ -131,9 +131,14 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             package_digest,
             bundled_index,
         } = pinned;
-        let (_, config) = requested
+        let (_, mut config) = requested
             .remove(&name)
             .expect("every pinned add-on was requested");
+        // The add-on version's declared fields: unknown or mistyped ones refused, defaults
+        // filled in, so that they count in the configuration hash.
+        versions
+            .apply_fields(&name, &version, &mut config)
+            .map_err(versions_error)?;
         let config_hash =
             Sha256Digest::of(&serde_json::to_vec(&Value::Object(config.clone())).expect("JSON"));
         let target = Target {

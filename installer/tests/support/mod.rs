@@ -205,7 +205,9 @@ impl TestDist {
             .collect();
         let existing =
             berth_formats::versions::VersionsFile::load(&repository.join("versions.json")).unwrap();
-        let versions = berth_formats::versions::VersionsFile::generate(Some(&existing), &found);
+        let mut versions = berth_formats::versions::VersionsFile::generate(Some(&existing), &found);
+        let folders: Vec<&Path> = folders.iter().map(PathBuf::as_path).collect();
+        berth_build::package::build::attach_fields(&mut versions, &folders).unwrap();
         fs_err::write(dist.dist.path().join("versions.json"), versions.to_bytes()).unwrap();
         (repository.join("examples/installer.yaml"), dist)
     }
@@ -294,7 +296,13 @@ impl TestDist {
                 })
                 .collect(),
         };
-        let versions = berth_formats::versions::VersionsFile::generate(Some(&order), &found);
+        let mut versions = berth_formats::versions::VersionsFile::generate(Some(&order), &found);
+        let folders: Vec<PathBuf> = found
+            .iter()
+            .map(|(name, version)| self.addons.root().join("addons").join(name).join(version))
+            .collect();
+        let folders: Vec<&Path> = folders.iter().map(PathBuf::as_path).collect();
+        berth_build::package::build::attach_fields(&mut versions, &folders).unwrap();
         fs_err::write(self.dist.path().join("versions.json"), versions.to_bytes()).unwrap();
     }
 
