@@ -4,17 +4,54 @@
 
 use std::path::{Path, PathBuf};
 
-const FILES: [(&str, &str); 4] = [
+/// The library's files, in the order `berth.sh` sources them: logging first, since every file
+/// logs; discover.sh sets kURL's globals as it is sourced, from itself and common.sh alone.
+const FILES: [(&str, &str); 15] = [
     (
         "logging.sh",
         include_str!("../../scripts/common/logging.sh"),
     ),
     ("common.sh", include_str!("../../scripts/common/common.sh")),
+    (
+        "discover.sh",
+        include_str!("../../scripts/common/discover.sh"),
+    ),
+    (
+        "prompts.sh",
+        include_str!("../../scripts/common/prompts.sh"),
+    ),
+    (
+        "waiting.sh",
+        include_str!("../../scripts/common/waiting.sh"),
+    ),
+    (
+        "systemd.sh",
+        include_str!("../../scripts/common/systemd.sh"),
+    ),
+    (
+        "network.sh",
+        include_str!("../../scripts/common/network.sh"),
+    ),
+    ("distro.sh", include_str!("../../scripts/common/distro.sh")),
+    (
+        "kubernetes.sh",
+        include_str!("../../scripts/common/kubernetes.sh"),
+    ),
     ("yaml.sh", include_str!("../../scripts/common/yaml.sh")),
+    ("images.sh", include_str!("../../scripts/common/images.sh")),
     (
         "host-packages.sh",
         include_str!("../../scripts/common/host-packages.sh"),
     ),
+    (
+        "object-store.sh",
+        include_str!("../../scripts/common/object-store.sh"),
+    ),
+    (
+        "storage.sh",
+        include_str!("../../scripts/common/storage.sh"),
+    ),
+    ("addons.sh", include_str!("../../scripts/common/addons.sh")),
 ];
 
 const ENTRY_POINT: &str = "berth.sh";

@@ -703,6 +703,12 @@ fn every_field_of_every_kurl_spec_reaches_hooks_as_kurl_names_it() {
                 compared += 1;
                 continue;
             }
+            // Left empty by the spec, the helper library discovers these as kURL's discover
+            // does (the node's address, the proxy of its environment).
+            if matches!(*variable, "PRIVATE_ADDRESS" | "PROXY_ADDRESS") && want.is_empty() {
+                compared += 1;
+                continue;
+            }
             let got = environment
                 .get(*variable)
                 .unwrap_or_else(|| panic!("{name}: spec.{key}.{field} gave no ${variable}"));

@@ -1,0 +1,98 @@
+# shellcheck shell=bash
+# kURL's storage helpers that add-ons share (Rook, Longhorn, OpenEBS, Velero): the host's NFS
+# and iSCSI services, and the small kubectl steps around EKCO and storage migrations.
+
+# __berth_ensure_service_package SERVICE DIR YUM_PACKAGE APT_PACKAGE: unless SERVICE is a
+# systemd unit already, installs its package (online where kURL ships none, else from DIR's
+# archives); then starts and enables SERVICE.
+function __berth_ensure_service_package() {
+    local service="$1" src="$2" yum_package="$3" apt_package="$4"
+    if ! systemctl list-units 2>/dev/null | grep -q "$service"; then
+        if ! host_packages_shipped; then
+            ensure_host_package "$yum_package" "$apt_package"
+        else
+            case "${LSB_DIST:-}" in
+                ubuntu | debian) dpkg_install_host_archives "$src" "$apt_package" ;;
+                centos | rhel | ol | rocky | almalinux | amzn) yum_install_host_archives "$src" "$yum_package" ;;
+            esac
+        fi
+    fi
+    if ! systemctl -q is-active "$service"; then
+        systemctl start "$service"
+    fi
+    if ! systemctl -q is-enabled "$service"; then
+        systemctl enable "$service"
+    fi
+}
+
+# install_nfs_utils_if_missing_common DIR: makes sure the NFS client (nfs-utils, nfs-common)
+# is installed, started and enabled.
+function install_nfs_utils_if_missing_common() {
+    __berth_ensure_service_package nfs-utils "$1" nfs-utils nfs-common
+}
+
+# longhorn_install_iscsi_if_missing_common DIR: makes sure the iSCSI initiator
+# (iscsi-initiator-utils, open-iscsi) is installed, started and enabled.
+function longhorn_install_iscsi_if_missing_common() {
+    __berth_ensure_service_package iscsid "$1" iscsi-initiator-utils open-iscsi
+}
+
+# longhorn_host_init_common DIR: prepares a Longhorn node: iSCSI, NFS and /var/lib/longhorn.
+function longhorn_host_init_common() {
+    longhorn_install_iscsi_if_missing_common "$1"
+    install_nfs_utils_if_missing_common "$1"
+    mkdir -p /var/lib/longhorn
+    chmod 700 /var/lib/longhorn
+}
+
+# rook_disable_ekco_operator: scales EKCO's operator to 0 and waits up to 2 minutes for its pods
+# to go; returns 1 if they do not.
+function rook_disable_ekco_operator() {
+    if ! kubernetes_resource_exists kurl deployment ekc-operator; then
+        return 0
+    fi
+    log "Scaling down EKCO deployment to 0 replicas"
+    kubernetes_scale_down kurl deployment ekc-operator
+    log "Waiting for ekco pods to be removed"
+    if ! spinner_until 120 ekco_pods_gone; then
+        logFail "Unable to scale down ekco operator"
+        return 1
+    fi
+}
+
+# rook_enable_ekco_operator: scales EKCO's operator back to 1 replica.
+function rook_enable_ekco_operator() {
+    if kubernetes_resource_exists kurl deployment ekc-operator; then
+        echo "Scaling up EKCO deployment to 1 replica"
+        kubernetes_scale kurl deployment ekc-operator 1
+    fi
+}
+
+# current_ceph_version: prints the Ceph version Rook's first manager runs (x.y.z).
+function current_ceph_version() {
+    kubectl -n rook-ceph get deployment rook-ceph-mgr-a -o jsonpath='{.metadata.labels.ceph-version}' 2>/dev/null |
+        awk -F'-' '{ print $1 }'
+}
+
+# __berth_record_rook_migration KEY: sets KEY=1 in the kurl/kurl-migration-from-rook configmap
+# (creating it) and exports KEY=1.
+function __berth_record_rook_migration() {
+    if ! kubectl -n kurl get configmap kurl-migration-from-rook >/dev/null 2>&1; then
+        log "Creating ConfigMap to track status of migration from Rook"
+        kubectl create configmap kurl-migration-from-rook -n kurl
+    fi
+    kubectl patch configmap kurl-migration-from-rook -n kurl --type merge -p "{\"data\":{\"$1\":\"1\"}}"
+    export "$1=1"
+}
+
+# add_rook_pvc_migration_status: records that Rook's volumes were migrated
+# (DID_MIGRATE_ROOK_PVCS=1, in the cluster and the environment).
+function add_rook_pvc_migration_status() {
+    __berth_record_rook_migration DID_MIGRATE_ROOK_PVCS
+}
+
+# add_rook_store_object_migration_status: records that Rook's object store was migrated
+# (DID_MIGRATE_ROOK_OBJECT_STORE=1).
+function add_rook_store_object_migration_status() {
+    __berth_record_rook_migration DID_MIGRATE_ROOK_OBJECT_STORE
+}
