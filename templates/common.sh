@@ -5,7 +5,7 @@
 #
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
 # nothing); `allow-downgrade` (install and upgrade: let an add-on go back to the older
-# version the spec names);
+# version the spec names); `yes` (kURL's: accept every prompt, ASSUME_YES=1);
 # `key=value` pairs (`public-address=10.0.0.1`), which hooks see as environment variables
 # (PUBLIC_ADDRESS).
 #
@@ -41,7 +41,8 @@ for berth_argument in "$@"; do
         airgap) berth_airgap=1 ;;
         plan | dry-run | --dry-run) berth_plan_only=1 ;;
         allow-downgrade) berth_allow_downgrade=1 ;;
-        control-plane) berth_params+=("control-plane=1" "master=1") ;;
+        control-plane) berth_params+=("control-plane=1") ;;
+        yes) berth_params+=("assume-yes=1") ;;
         *=*) berth_params+=("$berth_argument") ;;
         *) berth_words+=("$berth_argument") ;;
     esac

@@ -818,3 +818,35 @@ fn declared_fields_are_checked_and_their_defaults_filled_in() {
     // The default is part of the configuration the record keeps (and hashes).
     assert_eq!(node.status()["a"]["current"]["config"]["port"], 8080);
 }
+
+/// MASTER as kURL's scripts set it: 1 on the first node and on a node joining the control
+/// plane, empty on a worker; `yes` (ASSUME_YES) reaches hooks as kURL's prompts read it.
+#[test]
+fn master_is_set_as_kurls_scripts_set_it() {
+    let mut dist = TestDist::new();
+    dist.addon(
+        "a",
+        "1.0.0",
+        "function a() { echo \"a MASTER=$MASTER\" >> \"$TRACE\"; }\nfunction a_join() { echo \"a_join MASTER=$MASTER CONTROL_PLANE=${CONTROL_PLANE:-} ASSUME_YES=${ASSUME_YES:-}\" >> \"$TRACE\"; }\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("a", "version: latest")]);
+    let trace_file = dist.addons.root().join("trace");
+    succeeded(
+        &Node::new()
+            .env("TRACE", &trace_file)
+            .install(&spec, &dist.url(), &[]),
+    );
+    assert_eq!(take_trace(&trace_file), ["a MASTER=1"]);
+    let url = dist.url();
+    let join = |words: &[&str]| {
+        let mut arguments = vec!["join", "--spec", spec.to_str().unwrap(), "--dist", &url];
+        arguments.extend(words);
+        succeeded(&Node::new().env("TRACE", &trace_file).berth(&arguments));
+        take_trace(&trace_file)
+    };
+    assert_eq!(
+        join(&["control-plane", "assume-yes=1"]),
+        ["a_join MASTER=1 CONTROL_PLANE=1 ASSUME_YES=1"]
+    );
+    assert_eq!(join(&[]), ["a_join MASTER= CONTROL_PLANE= ASSUME_YES="]);
+}
