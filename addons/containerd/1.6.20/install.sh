@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # containerd from the node's distro packages, configured from the spec and started through
-# systemd where it runs, directly where it does not. The install hook is named `containerd`
-# (kURL's naming), so inside the hook session the program is called as `command containerd`.
+# systemd where it runs, directly where it does not. The install hook is `containerd_install`,
+# as kURL calls containerd's: a function named `containerd` would hide the program.
 #
 # Spec fields: containerd.tomlConfig (TOML merged into the configuration, as a file containerd
 # imports), containerd.preserveConfig (leave an existing /etc/containerd/config.toml alone).
@@ -9,12 +9,13 @@
 
 CONTAINERD_ETC=/etc/containerd
 
-function containerd() {
+function containerd_install() {
     containerd_install_and_start
 }
 
+# A joining node has run containerd_install just before, as kURL's join does.
 function containerd_join() {
-    containerd_install_and_start
+    containerd_answers || containerd_start
 }
 
 function containerd_already_applied() {
