@@ -379,7 +379,7 @@ trap - EXIT
         "demo's image was removed:\n{all}"
     );
     for expected in [
-        "containerd 1.6.20: containerd\n",
+        "containerd 1.6.20: containerd_install\n",
         "config: 1 import line",
         "level = \"warn\"",
         "demo: demo 1.0.0",
