@@ -149,28 +149,8 @@ pub fn apply(
 ) -> Result<(), String> {
     for (name, value) in config.iter() {
         let Some(field) = declared.iter().find(|field| &field.name == name) else {
-            let nearest = declared
-                .iter()
-                .map(|field| {
-                    let distance =
-                        strsim::levenshtein(&name.to_lowercase(), &field.name.to_lowercase());
-                    (distance, field.name.as_str())
-                })
-                .min();
-            let hint = match nearest {
-                Some((distance, nearest)) if distance <= name.len().max(3) / 2 + 1 => {
-                    format!("; did you mean `{nearest}`?")
-                }
-                _ if declared.is_empty() => "; it takes no fields but `version`".to_string(),
-                _ => format!(
-                    "; its fields are {}",
-                    declared
-                        .iter()
-                        .map(|field| format!("`{}`", field.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
+            let known: Vec<&str> = declared.iter().map(|field| field.name.as_str()).collect();
+            let hint = unknown_field_hint(name, &known);
             return Err(format!(
                 "spec.{addon}.{name} is not a field of {addon}{hint}"
             ));
@@ -191,6 +171,32 @@ pub fn apply(
         }
     }
     Ok(())
+}
+
+/// What to tell a spec that names `name`, which is not among `known`: the nearest known field
+/// when one is near, else all of them (`; did you mean `port`?`).
+pub fn unknown_field_hint(name: &str, known: &[&str]) -> String {
+    let nearest = known
+        .iter()
+        .map(|field| {
+            let distance = strsim::levenshtein(&name.to_lowercase(), &field.to_lowercase());
+            (distance, *field)
+        })
+        .min();
+    match nearest {
+        Some((distance, nearest)) if distance <= name.len().max(3) / 2 + 1 => {
+            format!("; did you mean `{nearest}`?")
+        }
+        None => "; it takes no fields but `version`".to_string(),
+        _ => format!(
+            "; its fields are {}",
+            known
+                .iter()
+                .map(|field| format!("`{field}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -716,25 +716,8 @@ pub fn fields_of(key: &str) -> impl Iterator<Item = &'static KurlField> + '_ {
 /// the field and, for an unknown one, the nearest known field.
 pub fn check_field(key: &str, name: &str, value: &Value) -> Result<(), String> {
     let Some(known) = fields_of(key).find(|field| field.field == name) else {
-        let nearest = fields_of(key)
-            .map(|field| {
-                let distance =
-                    strsim::levenshtein(&name.to_lowercase(), &field.field.to_lowercase());
-                (distance, field.field)
-            })
-            .min();
-        let hint = match nearest {
-            Some((distance, nearest)) if distance <= name.len().max(3) / 2 + 1 => {
-                format!("; did you mean `{nearest}`?")
-            }
-            _ => format!(
-                "; its fields are {}",
-                fields_of(key)
-                    .map(|field| format!("`{}`", field.field))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
+        let fields: Vec<&str> = fields_of(key).map(|field| field.field).collect();
+        let hint = crate::fields::unknown_field_hint(name, &fields);
         return Err(format!(
             "spec.{key}.{name} is not a field of kURL's `{key}`{hint}"
         ));
