@@ -41,6 +41,17 @@ const SHELL_VARIABLES: [&str; 18] = [
     "BERTH_CONTAINER_RUNTIME",
 ];
 
+/// Globals the helper library sets from the host and then obeys (kURL's: `K8S_DISTRO` names
+/// the functions hooks call, `BIN_*` the programs they run): never from an argument or a field.
+const LIBRARY_VARIABLES: [&str; 6] = [
+    "K8S_DISTRO",
+    "LSB_DIST",
+    "DIST_VERSION",
+    "DIST_VERSION_MAJOR",
+    "DIST_VERSION_MINOR",
+    "TEST_PROMPT_RESULT",
+];
+
 #[derive(Debug, thiserror::Error)]
 pub enum EnvironmentError {
     #[error(transparent)]
@@ -100,15 +111,32 @@ impl HookEnvironment {
         self.set(name.to_string(), value.into(), "Berth".to_string())
     }
 
-    /// kURL's variables for the fields of its Installer type, as defaults.
-    pub fn kurl(&mut self, variables: Vec<KurlVariable>) {
+    /// kURL's variables for the fields of its Installer type, as defaults. Berth's own value
+    /// of one stands (`AIRGAP`); another add-on's field that would set one is refused.
+    pub fn kurl(&mut self, variables: Vec<KurlVariable>) -> Result<(), EnvironmentError> {
         for variable in variables {
-            self.variables.entry(variable.variable).or_insert(Entry {
-                value: variable.value,
-                origin: variable.origin,
-                default: true,
-            });
+            match self.variables.get(&variable.variable) {
+                Some(first) if first.origin == "Berth" => {}
+                Some(first) => {
+                    return Err(EnvironmentError::Collision {
+                        variable: variable.variable,
+                        first: first.origin.clone(),
+                        origin: variable.origin,
+                    });
+                }
+                None => {
+                    self.variables.insert(
+                        variable.variable,
+                        Entry {
+                            value: variable.value,
+                            origin: variable.origin,
+                            default: true,
+                        },
+                    );
+                }
+            }
         }
+        Ok(())
     }
 
     /// `<ADDON>_VERSION` and a variable per field of the add-on's configuration: under kURL's
@@ -158,8 +186,10 @@ impl HookEnvironment {
         origin: String,
     ) -> Result<(), EnvironmentError> {
         if SHELL_VARIABLES.contains(&variable.as_str())
+            || LIBRARY_VARIABLES.contains(&variable.as_str())
             || variable.starts_with("LD_")
             || variable.starts_with("BASH_")
+            || variable.starts_with("BIN_")
             || variable.starts_with("BERTH_") && origin != "Berth"
         {
             return Err(EnvironmentError::Reserved { variable, origin });
@@ -237,6 +267,45 @@ mod tests {
                 .into_vec()
                 .contains(&("PUBLIC_ADDRESS".into(), "10.0.0.1".into()))
         );
+    }
+
+    #[test]
+    fn another_addons_field_cannot_take_a_kurl_variable() {
+        let mut environment = node();
+        let config = Map::from_iter([("address".to_string(), Value::from("http://x"))]);
+        environment.addon("proxy", "1.0.0", &config).unwrap();
+        let error = environment
+            .kurl(vec![KurlVariable {
+                variable: "PROXY_ADDRESS".into(),
+                value: String::new(),
+                origin: "spec.kurl.proxyAddress".into(),
+            }])
+            .unwrap_err();
+        assert!(error.to_string().contains("a field of proxy"), "{error}");
+        // Berth's own value of a kURL variable stands, without an error.
+        let mut environment = node();
+        environment.berth("AIRGAP", "1").unwrap();
+        environment
+            .kurl(vec![KurlVariable {
+                variable: "AIRGAP".into(),
+                value: String::new(),
+                origin: "spec.kurl.airgap".into(),
+            }])
+            .unwrap();
+        assert!(
+            environment
+                .into_vec()
+                .contains(&("AIRGAP".into(), "1".into()))
+        );
+        for key in ["k8s-distro", "bin-subnet", "lsb-dist"] {
+            assert!(
+                matches!(
+                    node().param(key, "x"),
+                    Err(EnvironmentError::Reserved { .. })
+                ),
+                "{key}"
+            );
+        }
     }
 
     #[test]

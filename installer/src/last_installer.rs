@@ -21,9 +21,13 @@ pub struct LastInstaller {
     /// A folder or an http(s):// URL, as `--dist` takes it.
     pub dist: String,
     /// The node joined a cluster (`berth join`) rather than installing its first node: an
-    /// upgrade runs its join hooks, as kURL's upgrade does on such a node.
+    /// upgrade runs its join hooks, as kURL's upgrade does on such a node. Once set, it stays.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub joined: bool,
+    /// The node joined the control plane (`control-plane`): its hooks see `MASTER=1` on every
+    /// later run too. Once set, it stays.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub control_plane: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +61,13 @@ impl LastInstaller {
         lock: Option<&Path>,
         dist: &Dist,
         joined: bool,
+        control_plane: bool,
     ) -> Result<Self, LastInstallerError> {
+        // A node's role outlives the command that ran last: a stray `berth install` on a
+        // worker does not make it the first node.
+        let previous = Self::load(layout).ok().flatten();
+        let joined = joined || previous.as_ref().is_some_and(|last| last.joined);
+        let control_plane = control_plane || previous.is_some_and(|last| last.control_plane);
         let folder = layout.installer_dir(id);
         let write_error = |path: &Path| {
             let path = path.to_path_buf();
@@ -84,6 +94,7 @@ impl LastInstaller {
                 .transpose()?,
             dist: dist.argument(),
             joined,
+            control_plane,
         };
         let mut bytes = serde_json::to_vec_pretty(&record).expect("the record serializes");
         bytes.push(b'\n');

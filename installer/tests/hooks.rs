@@ -850,3 +850,62 @@ fn master_is_set_as_kurls_scripts_set_it() {
     );
     assert_eq!(join(&[]), ["a_join MASTER= CONTROL_PLANE= ASSUME_YES="]);
 }
+
+/// kURL installs the runtime before any other add-on's install hook, wherever the runtime's
+/// add-on stands in the order.
+#[test]
+fn the_runtime_installs_before_any_other_install_hook() {
+    let mut dist = TestDist::new();
+    dist.addon("a", "1.0.0", "function a() { echo a >> \"$TRACE\"; }\n");
+    dist.addon(
+        "containerd",
+        "1.0.0",
+        "function containerd_install() { echo containerd_install >> \"$TRACE\"; }\n",
+    );
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("a", "version: latest"), ("containerd", "version: latest")],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(take_trace(&trace_file), ["containerd_install", "a"]);
+}
+
+/// On a joining node an add-on with no join hook is applied only once its images are in: a
+/// load that fails leaves it Failed, for the next run to retry.
+#[test]
+fn a_joining_addon_is_not_applied_before_its_images_load() {
+    use support::images::{PlatformImage, busybox_layer, write_oci_archive};
+    let mut dist = TestDist::new();
+    write_oci_archive(
+        &dist.addons.root().join("b.tar"),
+        "b:1.0.0",
+        &[PlatformImage {
+            arch: "amd64",
+            layers: vec![busybox_layer()],
+        }],
+    );
+    dist.addon_with_manifest(
+        "b",
+        "1.0.0",
+        "image b b.tar\n",
+        "function b() { :; }\nfunction b_preflight() { :; }\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("b", "version: latest")]);
+    let nowhere = tempfile::tempdir().unwrap();
+    let node = Node::new()
+        .env("BERTH_CONTAINER_RUNTIME", "containerd")
+        .env("CONTAINERD_ADDRESS", nowhere.path().join("containerd.sock"));
+    let output = node.berth(&[
+        "join",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--dist",
+        &dist.url(),
+    ]);
+    failed(&output);
+    let status = node.status();
+    assert_eq!(status["b"]["progressing"]["reason"], "Failed", "{status:?}");
+    assert!(status["b"]["current"].is_null(), "{status:?}");
+}

@@ -28,11 +28,29 @@ function cert_has_san() {
         grep --after-context=1 'X509v3 Subject Alternative Name' | grep -qF "$san"
 }
 
-# __berth_ipv4_to_number ADDRESS: prints the IPv4 ADDRESS as an integer.
+# __berth_is_ipv4_cidr TEXT: whether TEXT is a dotted IPv4 address (each part 0-255) with an
+# optional /0-32 length. Only text that passes goes into bash arithmetic, which would run a
+# command named in it (`x[$(cmd)]`), and spec values reach here.
+function __berth_is_ipv4_cidr() {
+    local text="$1" address length part parts
+    [[ "$text" =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}(/[0-9]{1,2})?$ ]] || return 1
+    address="${text%%/*}"
+    if [[ "$text" == */* ]]; then
+        length="${text#*/}"
+        [ "$((10#$length))" -le 32 ] || return 1
+    fi
+    IFS=. read -r -a parts <<<"$address"
+    for part in "${parts[@]}"; do
+        [ "$((10#$part))" -le 255 ] || return 1
+    done
+}
+
+# __berth_ipv4_to_number ADDRESS: prints the IPv4 ADDRESS (checked by __berth_is_ipv4_cidr)
+# as an integer.
 function __berth_ipv4_to_number() {
     local a b c d
     IFS=. read -r a b c d <<<"$1"
-    echo "$(((a << 24) + (b << 16) + (c << 8) + d))"
+    echo "$(((10#$a << 24) + (10#$b << 16) + (10#$c << 8) + 10#$d))"
 }
 
 # __berth_number_to_ipv4 NUMBER: prints the integer NUMBER as a dotted IPv4 address.
@@ -57,7 +75,8 @@ function __berth_subnet_alloc() {
         esac
         shift
     done
-    if [[ "$range" == *:* ]] || ! [[ "$size" =~ ^[0-9]+$ ]] || [ "$size" -lt 1 ] || [ "$size" -gt 32 ]; then
+    if [[ "$range" != */* ]] || ! __berth_is_ipv4_cidr "$range" ||
+        ! [[ "$size" =~ ^[0-9]{1,2}$ ]] || [ "$((10#$size))" -lt 1 ] || [ "$((10#$size))" -gt 32 ]; then
         echo "cannot allocate a /$size in $range"
         return 1
     fi
@@ -80,16 +99,17 @@ function __berth_subnet_alloc() {
     local spans=() mask
     for line in "${taken[@]}"; do
         [ -n "$line" ] || continue
+        __berth_is_ipv4_cidr "$line" || continue
         network="${line%%/*}"
         length=32
-        if [[ "$line" == */* ]]; then length="${line#*/}"; fi
-        isValidIpv4 "$network" || continue
+        if [[ "$line" == */* ]]; then length="$((10#${line#*/}))"; fi
         [ "$network" != "0.0.0.0" ] || continue
         mask=$(((0xffffffff << (32 - length)) & 0xffffffff))
         start=$(($(__berth_ipv4_to_number "$network") & mask))
         spans+=("$start $((start + (1 << (32 - length)) - 1))")
     done
-    local range_length="${range#*/}" range_start range_end block candidate next jump hit
+    local range_length="$((10#${range#*/}))" range_start range_end block candidate next jump hit
+    size="$((10#$size))"
     local span span_start span_end
     mask=$(((0xffffffff << (32 - range_length)) & 0xffffffff))
     range_start=$(($(__berth_ipv4_to_number "${range%%/*}") & mask))

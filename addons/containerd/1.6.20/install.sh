@@ -76,6 +76,11 @@ function containerd_write_config() {
     if berth_has_systemd; then
         systemd_cgroup=true
     fi
+    # With no containerd program (its packages not installed), an empty default would
+    # replace a working configuration.
+    command -v containerd >/dev/null || bail "containerd is not installed: no host packages for this distro?"
+    local -
+    set -o pipefail
     command containerd config default |
         sed -e "s|^imports = .*|imports = [\"$CONTAINERD_ETC/config.d/*.toml\"]|" \
             -e "s/SystemdCgroup = .*/SystemdCgroup = $systemd_cgroup/" \

@@ -51,13 +51,16 @@ impl Authorizations {
 }
 
 /// Answers a `WWW-Authenticate` challenge with basic credentials or a bearer token.
+/// `host` is the registry actually asked (a mirror's, when one stands in for the
+/// reference's): its credentials answer, never those of the registry the mirror stands for.
 pub(super) async fn answer(
     http: &Client,
     reference: &Reference,
+    host: &str,
     challenge: &str,
 ) -> Result<HeaderValue, RegistryError> {
     let (scheme, parameters) = parse_challenge(challenge);
-    let credentials = credentials_for(reference.registry());
+    let credentials = credentials_for(host);
     match scheme.to_ascii_lowercase().as_str() {
         "basic" => {
             let (user, password) = credentials.ok_or_else(|| {
@@ -143,7 +146,7 @@ fn basic_header(user: &str, password: &str) -> HeaderValue {
 /// User name and password for `registry` from the docker config, if any.
 fn credentials_for(registry: &str) -> Option<(String, String)> {
     let server = match registry {
-        "docker.io" | "index.docker.io" => "https://index.docker.io/v1/",
+        "docker.io" | "index.docker.io" | "registry-1.docker.io" => "https://index.docker.io/v1/",
         other => other,
     };
     match docker_credential::get_credential(server) {

@@ -235,7 +235,9 @@ impl RegistryClient {
                 .and_then(|value| value.to_str().ok())
                 .unwrap_or_default()
                 .to_string();
-            let authorization = authentication::answer(&self.http, reference, &challenge).await?;
+            let host = self.host(reference.registry()).to_string();
+            let authorization =
+                authentication::answer(&self.http, reference, &host, &challenge).await?;
             self.authorizations.learned(reference, authorization);
             response = self.send_with_retries(reference, &request).await?;
             if response.status() == StatusCode::UNAUTHORIZED {
@@ -286,7 +288,9 @@ impl RegistryClient {
         }
     }
 
-    fn base_url(&self, registry: &str) -> String {
+    /// The registry a reference's registry is reached as: its mirror, when one is given, else
+    /// itself (as docker.io's API host for docker.io).
+    fn host<'a>(&'a self, registry: &'a str) -> &'a str {
         let canonical = match registry {
             "index.docker.io" => "docker.io",
             other => other,
@@ -297,11 +301,15 @@ impl RegistryClient {
             .iter()
             .find(|(from, _)| from == canonical)
             .map(|(_, to)| to.as_str());
-        let host = match (mirror, canonical) {
+        match (mirror, canonical) {
             (Some(mirror), _) => mirror,
             (None, "docker.io") => "registry-1.docker.io",
             (None, other) => other,
-        };
+        }
+    }
+
+    fn base_url(&self, registry: &str) -> String {
+        let host = self.host(registry);
         let scheme = if self.is_insecure(host) {
             "http"
         } else {

@@ -19,6 +19,7 @@ use super::{
 use crate::dist::Dist;
 use crate::hook_environment::HookEnvironment;
 use crate::images::{ImageError, Runtime};
+use crate::last_installer::LastInstaller;
 use berth_formats::release::checksum_file;
 
 use crate::node_lock::NodeLock;
@@ -234,15 +235,29 @@ impl<'a> Run<'a> {
         // Every add-on's hooks run in every phase, as kURL runs them, so what one hook sets
         // for a later one is there on every run; only the main hook is the decision's:
         // `<name>` when the add-on applies, `<name>_already_applied` when it does not.
+        // The runtime's add-on takes its install phase first, whatever its place in the
+        // order, as kURL installs the runtime before any other add-on's install hook.
+        let runtime_first: Vec<usize> = {
+            let mut order: Vec<usize> = (0..self.members.len()).collect();
+            order.sort_by_key(|&index| !installs_runtime(&self.members[index].planned.name));
+            order
+        };
+        let in_order: Vec<usize> = (0..self.members.len()).collect();
         for (phase_number, phase) in phases.iter().enumerate() {
-            for index in 0..self.members.len() {
+            let order = if *phase == Phase::Install {
+                &runtime_first
+            } else {
+                &in_order
+            };
+            for &index in order {
                 check_interrupt()?;
                 let member = &self.members[index];
                 let applies = member.planned.decision.applies();
                 let hook = member.hooks[phase_number].clone();
                 let kustomize = layout.kustomize_dir(&member.planned.name);
                 let installs_runtime = installs_runtime(&member.planned.name);
-                let main = *phase == self.settings.mode.main_phase(installs_runtime) && applies;
+                let main_phase = self.settings.mode.main_phase(installs_runtime);
+                let main = *phase == main_phase && applies;
                 if main {
                     // The runtime's own images wait for the runtime its hook installs.
                     if !installs_runtime {
@@ -271,10 +286,15 @@ impl<'a> Run<'a> {
                     self.enter_phase(index, Step::Load)?;
                     self.load_images(index, &mut runtime, reporter)?;
                 }
-                // An add-on is applied once no later phase defines a hook for it.
+                // An add-on is applied once its main phase (its images) is behind it and no
+                // later phase defines a hook for it.
                 let member = &self.members[index];
                 let remaining = member.hooks[phase_number + 1..].iter().any(Option::is_some);
-                if applies && !member.finished && !remaining {
+                let main_done = phases
+                    .iter()
+                    .position(|phase| *phase == main_phase)
+                    .is_none_or(|main| phase_number >= main);
+                if applies && !member.finished && main_done && !remaining {
                     self.succeed(index, reporter)?;
                 }
             }
@@ -296,19 +316,22 @@ impl<'a> Run<'a> {
         if self.plan.airgap {
             environment.berth("AIRGAP", "1")?;
         }
-        // kURL's install.sh sets MASTER on the first node; a joining node is one when it
-        // joins with control-plane or its spec says `kubernetes.controlPlane: true`.
+        // kURL's install.sh sets MASTER on the first node; a node that joined is one when it
+        // joined the control plane (now, or as its last installer records), or its spec says
+        // `kubernetes.controlPlane: true`.
+        let role = LastInstaller::load(&self.settings.layout).ok().flatten();
         let control_plane = self
             .settings
             .params
             .iter()
             .any(|(key, value)| key == "control-plane" && value == "1")
+            || role.as_ref().is_some_and(|role| role.control_plane)
             || self
                 .member_config("kubernetes")
-                .or_else(|| self.plan.settings.get("kubernetes"))
                 .and_then(|kubernetes| kubernetes.get("controlPlane"))
                 == Some(&serde_json::Value::Bool(true));
-        let master = self.settings.mode != Mode::Join || control_plane;
+        let joined = self.settings.mode == Mode::Join || role.is_some_and(|role| role.joined);
+        let master = !joined || control_plane;
         environment.berth("MASTER", if master { "1" } else { "" })?;
         for member in &self.members {
             let planned = member.planned;
@@ -334,7 +357,7 @@ impl<'a> Run<'a> {
             }
             sections.insert(spec_key(&planned.name).to_string(), fields);
         }
-        environment.kurl(kurl_environment(|key| sections.get(key)));
+        environment.kurl(kurl_environment(|key| sections.get(key)))?;
         for (key, value) in &self.settings.params {
             // `airgap=1` is what the scripts pass for an airgap install.
             if key == "airgap" && self.plan.airgap {
