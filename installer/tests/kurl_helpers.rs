@@ -138,3 +138,22 @@ fn prompts_answer_at_once_without_a_terminal() {
         assert!(text(&output).contains(says), "{call}: {}", text(&output));
     }
 }
+
+/// kURL's subnet discovery computes in bash arithmetic, which runs a command named in its
+/// operands; spec values (`weave.podCIDR`, `kubernetes.serviceCIDR`) reach it, and only
+/// checked IPv4 CIDRs go in.
+#[test]
+fn a_crafted_cidr_runs_nothing_in_subnet_discovery() {
+    let marker = tempfile::tempdir().unwrap();
+    let touched = marker.path().join("ran");
+    let crafted = format!("x[$(touch {})].0.0.0/16", touched.display());
+    let output = with_library(
+        "__berth_subnet_alloc --subnet-alloc-range \"$RANGE\" --cidr-range 20 || echo refused; __berth_subnet_alloc --subnet-alloc-range 10.32.0.0/16 --cidr-range 20 --exclude-subnet=\"$RANGE,10.32.0.0/20\"",
+        &[("RANGE", crafted.as_str())],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(!touched.exists(), "a command in a spec value ran");
+    let all = text(&output);
+    assert!(all.contains("refused"), "{all}");
+    assert!(all.contains("10.32.16.0/20"), "{all}");
+}
