@@ -46,6 +46,10 @@ function kubeadm_containerd_restart() {
 function kubeadm_registry_containerd_configure() {
     local registry_ip="$1"
     local server="$registry_ip"
+    # The address becomes a folder under /etc/containerd/certs.d and a line of /etc/hosts.
+    if ! isValidIpv4 "$registry_ip" && ! isValidIpv6 "$registry_ip"; then
+        bail "The registry address ${registry_ip//%/%%} is not an IP address"
+    fi
     if [ "${IPV6_ONLY:-}" = "1" ]; then
         server="registry.kurl.svc.cluster.local"
         sed -i '/registry\.kurl\.svc\.cluster\.local/d' /etc/hosts
