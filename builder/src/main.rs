@@ -8,6 +8,23 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+/// Prints to standard output; a reader that went away (`berth-build inspect … | head`) is not
+/// an error.
+macro_rules! show {
+    ($($argument:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($argument)*);
+    }};
+}
+
+/// As [`show!`], without a line break of its own.
+macro_rules! show_text {
+    ($($argument:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($argument)*);
+    }};
+}
+
 mod commands;
 mod progress;
 

@@ -15,6 +15,14 @@ macro_rules! say {
     }};
 }
 
+/// Prints to standard output; a reader that went away (`berth status | head`) is not an error.
+macro_rules! show {
+    ($($argument:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($argument)*);
+    }};
+}
+
 mod commands;
 
 #[derive(Parser)]

@@ -102,3 +102,22 @@ fn logs_are_named_for_the_run_they_record() {
         assert!(kinds.contains(&kind), "a log named {kind}-…: {names:?}");
     }
 }
+
+/// `berth status | head`: a reader that went away before berth wrote is no panic.
+#[test]
+fn a_reader_that_went_away_is_not_a_panic() {
+    let (_dist, node, _spec) = installed();
+    for arguments in [&["status"][..], &["status", "--json"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = node
+            .command(arguments)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{arguments:?}: {stderr}");
+        assert!(output.status.success(), "{arguments:?}: {stderr}");
+    }
+}

@@ -21,14 +21,18 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let results =
         super::runtime()?.block_on(build::build_all(&context, directories, &settings, jobs));
 
-    println!(
+    show!(
         "{:<24} {:<20} {:<9} {:>10} {:>8}  SHA256",
-        "NAME", "VERSION", "RESULT", "SIZE", "TIME"
+        "NAME",
+        "VERSION",
+        "RESULT",
+        "SIZE",
+        "TIME"
     );
     let mut failures = Vec::new();
     for result in &results {
         match &result.outcome {
-            Ok(outcome) => println!(
+            Ok(outcome) => show!(
                 "{:<24} {:<20} {:<9} {:>10} {:>7.1}s  {}",
                 outcome.name,
                 outcome.version,
@@ -53,7 +57,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                     .and_then(|parent| parent.file_name())
                     .unwrap_or_default()
                     .to_string_lossy();
-                println!(
+                show!(
                     "{:<24} {:<20} {:<9} {:>10} {:>7.1}s",
                     name,
                     version,

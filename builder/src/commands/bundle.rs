@@ -53,7 +53,7 @@ pub fn run(args: BundleArgs) -> anyhow::Result<ExitCode> {
     for addon in &lock.addons {
         eprintln!("{} {}", addon.name, addon.version);
     }
-    println!("{}", args.out.display());
+    show!("{}", args.out.display());
     eprintln!(
         "{} ({}) in {:.1}s",
         args.out.display(),

@@ -5,7 +5,7 @@ use crate::CheckArgs;
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let report = berth_build::source::check::check(&args.paths)?;
     for problem in &report.problems {
-        println!("{problem}");
+        show!("{problem}");
     }
     eprintln!(
         "checked {} Manifests and {} install.sh scripts: {} problems",

@@ -7,12 +7,12 @@ use crate::InspectArgs;
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let index = berth_build::package::inspect::read_index(&args.package)?;
     if args.json {
-        print!("{}", String::from_utf8_lossy(&index.to_bytes()));
+        show_text!("{}", String::from_utf8_lossy(&index.to_bytes()));
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{} {} ({})", index.name, index.version, index.arch);
-    println!("inputs {}", index.inputs_digest);
-    println!();
+    show!("{} {} ({})", index.name, index.version, index.arch);
+    show!("inputs {}", index.inputs_digest);
+    show!();
     let images: Vec<[String; 4]> = index
         .images
         .iter()
@@ -31,7 +31,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         [Align::Left, Align::Left, Align::Right, Align::Left],
         &images,
     );
-    println!();
+    show!();
     let files: Vec<[String; 3]> = index
         .files
         .iter()
@@ -49,7 +49,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         [Align::Left, Align::Right, Align::Left],
         &files,
     );
-    println!();
+    show!();
     let host_packages: Vec<[String; 2]> = index
         .host_packages
         .iter()
@@ -72,8 +72,8 @@ fn section<const N: usize>(
     rows: &[[String; N]],
 ) {
     if rows.is_empty() {
-        println!("{title}  none");
+        show!("{title}  none");
     } else {
-        print!("{}", table::render(header, align, rows));
+        show_text!("{}", table::render(header, align, rows));
     }
 }

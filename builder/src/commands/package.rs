@@ -13,7 +13,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
             &settings,
         ))
         .with_context(|| format!("failed to package {}", args.addon.display()))?;
-    println!(
+    show!(
         "{}  {} ({}, {} images, {} files)",
         outcome.sha256.hex(),
         outcome.path.display(),

@@ -55,12 +55,12 @@ pub fn run(args: ResolveArgs) -> anyhow::Result<ExitCode> {
     };
     let resolved = started.elapsed() - read;
     for (name, version) in &closure {
-        println!("{name} {version}");
+        show!("{name} {version}");
     }
     if args.show_base {
-        println!("--");
+        show!("--");
         for name in &base {
-            println!("{name}");
+            show!("{name}");
         }
     }
     eprintln!(

@@ -46,7 +46,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
         let path = args.out.join(script);
         fs_err::write(&path, text)
             .with_context(|| format!("failed to write {}", path.display()))?;
-        println!("{}", path.display());
+        show!("{}", path.display());
     }
     for addon in &context.lock.addons {
         eprintln!("{} {}  {}", addon.name, addon.version, addon.sha256);

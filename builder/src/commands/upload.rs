@@ -126,7 +126,7 @@ pub fn run(args: UploadArgs) -> anyhow::Result<ExitCode> {
             written += 1;
             bytes += file.size;
         }
-        println!(
+        show!(
             "{:<60}  {:>10}  {what}",
             file.key,
             super::human_size(file.size)

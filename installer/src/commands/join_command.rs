@@ -34,7 +34,7 @@ pub fn run(args: JoinCommandArgs) -> anyhow::Result<ExitCode> {
             airgap: args.airgap,
         },
     )?;
-    println!("{command}");
+    show!("{command}");
     Ok(ExitCode::SUCCESS)
 }
 

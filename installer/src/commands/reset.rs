@@ -34,7 +34,7 @@ pub fn run(args: ResetArgs) -> anyhow::Result<ExitCode> {
     )?;
     drop(lock);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        show!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         say!(
             "berth: reset: {} hook(s) ran, {} image(s) and {} path(s) removed",

@@ -51,18 +51,18 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         say!("berth: {damage}");
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&states)?);
+        show!("{}", serde_json::to_string_pretty(&states)?);
         return Ok(status);
     }
     if states.is_empty() && damaged.is_empty() {
-        println!(
+        show!(
             "no add-on is installed on this node ({} holds no records)",
             layout.state_dir().display()
         );
         return Ok(status);
     }
     let rows: Vec<[String; 6]> = states.iter().map(row).collect();
-    print!(
+    show!(
         "{}",
         table::render(
             [
@@ -76,10 +76,11 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             [Align::Left; 6],
             &rows
         )
+        .trim_end_matches('\n')
     );
     // What the node runs: the installer `berth plan` takes when given no spec.
     if let Ok(Some(last)) = LastInstaller::load(&layout) {
-        println!("\ninstaller {} from {}", last.id, last.dist);
+        show!("\ninstaller {} from {}", last.id, last.dist);
     }
     for state in &states {
         if let Some(progressing) = state
@@ -87,7 +88,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .filter(|p| matches!(p.reason, Reason::Failed | Reason::Interrupted))
         {
-            println!("\n{}: {}", state.name, progressing.message);
+            show!("\n{}: {}", state.name, progressing.message);
         }
     }
     Ok(status)

@@ -30,7 +30,7 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<ExitCode> {
         &staging,
         &args.to,
     )?;
-    println!(
+    show!(
         "unpacked {} {} into {}",
         index.name,
         index.version,
