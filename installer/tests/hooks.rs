@@ -909,3 +909,31 @@ fn a_joining_addon_is_not_applied_before_its_images_load() {
     assert_eq!(status["b"]["progressing"]["reason"], "Failed", "{status:?}");
     assert!(status["b"]["current"].is_null(), "{status:?}");
 }
+
+/// A rollback's hooks see the settings of the installer the node runs, as the run that
+/// applied the version did.
+#[test]
+fn a_rollback_sees_the_installers_kurl_settings() {
+    let mut dist = TestDist::new();
+    let hooks = "function a() { echo \"a $A_VERSION at $PRIVATE_ADDRESS\" >> \"$TRACE\"; }\n";
+    dist.addon("a", "1.0.0", hooks);
+    dist.addon("a", "2.0.0", hooks);
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    for version in ["1.0.0", "2.0.0"] {
+        let spec = dist.spec(
+            "spec.yaml",
+            &[
+                ("a", &format!("version: {version}")),
+                ("kurl", "privateAddress: 10.9.8.7"),
+            ],
+        );
+        succeeded(&node.install(&spec, &dist.url(), &[]));
+    }
+    assert_eq!(
+        take_trace(&trace_file),
+        ["a 1.0.0 at 10.9.8.7", "a 2.0.0 at 10.9.8.7"]
+    );
+    succeeded(&node.berth(&["rollback", "a"]));
+    assert_eq!(take_trace(&trace_file), ["a 1.0.0 at 10.9.8.7"]);
+}

@@ -14,6 +14,7 @@ use super::{
     ENGINE_GENERATION, EngineError, Plan, PlannedAddon, RunSettings, SpecSource, cached_digest,
     first_line,
 };
+use crate::last_installer::LastInstaller;
 use crate::layout::Layout;
 use crate::plan::{Decision, decide};
 use crate::state::{Applied, Reason, StateStore, Target};
@@ -169,17 +170,8 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         id,
         addons: planned,
         airgap: spec.airgap(),
-        settings: spec
-            .sections
-            .clone()
-            .into_iter()
-            .chain([(INSTALLER_SETTINGS_KEY.to_string(), spec.settings.clone())])
-            .collect(),
-        s3_overrides: spec
-            .addons
-            .iter()
-            .filter_map(|(name, addon)| Some((name.clone(), addon.s3_override.clone()?)))
-            .collect(),
+        settings: settings_of(&spec),
+        s3_overrides: s3_overrides_of(&spec),
     })
 }
 
@@ -200,6 +192,12 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
         problem,
     };
     let record = StateStore::new(layout.state_dir()).load(name)?;
+    // The hooks see the settings of the installer the node runs (its addresses, airgap, …),
+    // as they did when it was applied; a node whose installer cannot be read goes on without.
+    let spec = LastInstaller::load(layout)
+        .ok()
+        .flatten()
+        .and_then(|last| InstallerSpec::load(&last.spec).ok());
     let Some(current) = &record.current else {
         return Err(problem(
             "is not installed on this node; `berth status` lists what is".into(),
@@ -250,10 +248,27 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             record_damaged: false,
             bundled_index: None,
         }],
-        airgap: false,
-        settings: BTreeMap::new(),
-        s3_overrides: BTreeMap::new(),
+        airgap: spec.as_ref().is_some_and(InstallerSpec::airgap),
+        settings: spec.as_ref().map(settings_of).unwrap_or_default(),
+        s3_overrides: spec.as_ref().map(s3_overrides_of).unwrap_or_default(),
     })
+}
+
+/// `spec.kurl` and kURL's other settings sections, by spec key.
+fn settings_of(spec: &InstallerSpec) -> BTreeMap<String, Map<String, Value>> {
+    spec.sections
+        .clone()
+        .into_iter()
+        .chain([(INSTALLER_SETTINGS_KEY.to_string(), spec.settings.clone())])
+        .collect()
+}
+
+/// Each add-on's `s3Override`, by add-on.
+fn s3_overrides_of(spec: &InstallerSpec) -> BTreeMap<String, String> {
+    spec.addons
+        .iter()
+        .filter_map(|(name, addon)| Some((name.clone(), addon.s3_override.clone()?)))
+        .collect()
 }
 
 /// The versions of `name` whose packages this node keeps, newest first.
