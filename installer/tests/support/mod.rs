@@ -318,3 +318,19 @@ impl TestDist {
         path
     }
 }
+
+/// The lines hooks appended to a trace file, in order (none when there is no file).
+pub fn trace(path: &Path) -> Vec<String> {
+    fs_err::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// [`trace`], and the file removed for the next run.
+pub fn take_trace(path: &Path) -> Vec<String> {
+    let lines = trace(path);
+    let _ = fs_err::remove_file(path);
+    lines
+}
