@@ -156,21 +156,16 @@ function berth_set_join_param() {
     printf '%s' "$2" | "${BERTH_BIN:-berth}" join-param set "${flags[@]+"${flags[@]}"}" "$1"
 }
 
-# berth_private_address: prints this node's address for other nodes: PRIVATE_ADDRESS when set
-# (the private-address argument, or what the library discovered), else the source address of
-# the default route, else the first address of the host; bails when there is none.
+# berth_private_address: prints this node's address for other nodes: PRIVATE_ADDRESS (the
+# private-address argument, or what the library discovered as kURL does); bails when there is
+# none.
 function berth_private_address() {
-    if [ -n "${PRIVATE_ADDRESS:-}" ]; then
-        echo "$PRIVATE_ADDRESS"
-        return
+    # Discovered again only when a hook emptied it since the library was sourced.
+    if [ -z "${PRIVATE_ADDRESS:-}" ]; then
+        __berth_discover_private_address
     fi
-    local address
-    address=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -n1)
-    if [ -z "$address" ]; then
-        address=$(hostname -I 2>/dev/null | awk '{print $1}')
-    fi
-    [ -n "$address" ] || bail "cannot tell this node's address; pass private-address=IP"
-    echo "$address"
+    [ -n "${PRIVATE_ADDRESS:-}" ] || bail "cannot tell this node's address; pass private-address=IP"
+    echo "$PRIVATE_ADDRESS"
 }
 
 # berth_has_systemd: whether systemd runs this host (and so manages its services).

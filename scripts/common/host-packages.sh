@@ -238,11 +238,7 @@ function __berth_install_from_repository() {
     else
         local manager
         manager="$(__berth_yum_manager)" || bail "installing host packages from $repository needs dnf or yum; this host has neither"
-        local options=()
-        if [ "$manager" = "dnf" ] && [[ " ${packages[*]} " == *" containerd.io "* || " ${packages[*]} " == *" docker-ce "* ]]; then
-            options+=(--allowerasing)
-        fi
-        __berth_yum_run "$manager" "$repository" "${options[@]+"${options[@]}"}" -y install "${packages[@]}"
+        __berth_yum_install "$manager" "$repository" "${packages[@]}"
     fi
     logSuccess "Host packages ${packages[*]//%/%%} installed"
 }
@@ -280,6 +276,17 @@ function __berth_yum_manager() {
     else
         return 1
     fi
+}
+
+# __berth_yum_install MANAGER FOLDER PACKAGE…: installs PACKAGE… from the repository FOLDER;
+# with dnf, containerd.io and docker-ce may replace the distro's packages (kURL's --allowerasing).
+function __berth_yum_install() {
+    local manager="$1" folder="$2"
+    local packages=("${@:3}") options=()
+    if [ "$manager" = "dnf" ] && [[ " ${packages[*]} " == *" containerd.io "* || " ${packages[*]} " == *" docker-ce "* ]]; then
+        options+=(--allowerasing)
+    fi
+    __berth_yum_run "$manager" "$folder" "${options[@]+"${options[@]}"}" -y install "${packages[@]}"
 }
 
 # __berth_yum_run MANAGER REPOSITORY ARG…: runs dnf or yum with a configuration of its own: no
@@ -411,11 +418,7 @@ function __berth_install_rpm_folder() {
     local manager=""
     manager="$(__berth_yum_manager)" || manager=""
     if [ -n "$manager" ] && [ -f "$folder/repodata/repomd.xml" ]; then
-        local options=()
-        if [ "$manager" = "dnf" ] && [[ " ${packages[*]} " == *" containerd.io "* || " ${packages[*]} " == *" docker-ce "* ]]; then
-            options+=(--allowerasing)
-        fi
-        __berth_yum_run "$manager" "$folder" "${options[@]+"${options[@]}"}" -y install "${packages[@]}"
+        __berth_yum_install "$manager" "$folder" "${packages[@]}"
     elif [ -n "$manager" ]; then
         __berth_yum_run "$manager" "" -y install "$folder"/*.rpm
     else

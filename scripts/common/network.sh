@@ -149,6 +149,30 @@ function __berth_subnet() {
     fi
 }
 
+# __berth_check_given_subnet WHAT CIDR RANGE EXISTING EXCLUDED: kURL's checks of a pod or
+# service network the spec gives: at least /RANGE, the cluster's EXISTING one unchanged, and
+# (asked, yes by default) free of the host's routes and of EXCLUDED (`--exclude-subnet=…`).
+function __berth_check_given_subnet() {
+    local what="$1" cidr="$2" range="$3" existing="$4" excluded="$5"
+    local size="${cidr#*/}"
+    if [ -n "$range" ] && [ "$size" -gt "$range" ]; then
+        bail "$what cidr must be at least /$range"
+    fi
+    if [ "$cidr" = "$existing" ]; then
+        return 0
+    elif [ -n "$existing" ]; then
+        bail "$what cidr cannot be changed to $cidr because existing cidr is $existing"
+    fi
+    if __berth_subnet --subnet-alloc-range "$cidr" --cidr-range "$size" "$excluded" >/dev/null; then
+        return 0
+    fi
+    # shellcheck disable=SC2059 # kURL's colours are part of the format
+    printf "${RED}$what cidr %s overlaps with existing route. Continue? ${NC}" "$cidr"
+    if ! confirmY; then
+        exit 1
+    fi
+}
+
 # discover_pod_subnet: sets POD_CIDR as kURL does: fd00:c00b:1::/112 with IPV6_ONLY=1; a given
 # POD_CIDR is checked (at least /POD_CIDR_RANGE, not a change of EXISTING_POD_CIDR, and, if it
 # overlaps a route, confirmed); else EXISTING_POD_CIDR; else a free /POD_CIDR_RANGE (default
@@ -163,23 +187,7 @@ function discover_pod_subnet() {
         excluded="--exclude-subnet=${PRIVATE_ADDRESS:-}/16"
     fi
     if [ -n "${POD_CIDR:-}" ]; then
-        local pod_cidr_size="${POD_CIDR#*/}"
-        if [ -n "${POD_CIDR_RANGE:-}" ] && [ "$pod_cidr_size" -gt "$POD_CIDR_RANGE" ]; then
-            bail "Pod cidr must be at least /$POD_CIDR_RANGE"
-        fi
-        if [ "$POD_CIDR" = "${EXISTING_POD_CIDR:-}" ]; then
-            return 0
-        elif [ -n "${EXISTING_POD_CIDR:-}" ]; then
-            bail "Pod cidr cannot be changed to $POD_CIDR because existing cidr is $EXISTING_POD_CIDR"
-        fi
-        if __berth_subnet --subnet-alloc-range "$POD_CIDR" --cidr-range "$pod_cidr_size" "$excluded" >/dev/null; then
-            return 0
-        fi
-        # shellcheck disable=SC2059 # kURL's colours are part of the format
-        printf "${RED}Pod cidr %s overlaps with existing route. Continue? ${NC}" "$POD_CIDR"
-        if ! confirmY; then
-            exit 1
-        fi
+        __berth_check_given_subnet Pod "$POD_CIDR" "${POD_CIDR_RANGE:-}" "${EXISTING_POD_CIDR:-}" "$excluded"
         return 0
     fi
     if [ -n "${EXISTING_POD_CIDR:-}" ]; then
@@ -217,23 +225,7 @@ function discover_service_subnet() {
     fi
     EXISTING_SERVICE_CIDR="$(maybe kubeadm_cluster_configuration | awk '/serviceSubnet/ { print $2 }')"
     if [ -n "${SERVICE_CIDR:-}" ]; then
-        local service_cidr_size="${SERVICE_CIDR#*/}"
-        if [ -n "${SERVICE_CIDR_RANGE:-}" ] && [ "$service_cidr_size" -gt "$SERVICE_CIDR_RANGE" ]; then
-            bail "Service cidr must be at least /$SERVICE_CIDR_RANGE"
-        fi
-        if [ "$SERVICE_CIDR" = "$EXISTING_SERVICE_CIDR" ]; then
-            return 0
-        elif [ -n "$EXISTING_SERVICE_CIDR" ]; then
-            bail "Service cidr cannot be changed to $SERVICE_CIDR because existing cidr is $EXISTING_SERVICE_CIDR"
-        fi
-        if __berth_subnet --subnet-alloc-range "$SERVICE_CIDR" --cidr-range "$service_cidr_size" "$excluded" >/dev/null; then
-            return 0
-        fi
-        # shellcheck disable=SC2059 # kURL's colours are part of the format
-        printf "${RED}Service cidr %s overlaps with existing route. Continue? ${NC}" "$SERVICE_CIDR"
-        if ! confirmY; then
-            exit 1
-        fi
+        __berth_check_given_subnet Service "$SERVICE_CIDR" "${SERVICE_CIDR_RANGE:-}" "$EXISTING_SERVICE_CIDR" "$excluded"
         return 0
     fi
     if [ -n "$EXISTING_SERVICE_CIDR" ]; then

@@ -106,7 +106,7 @@ pub fn attach_fields(
         let Ok(location) = repository::locate(folder) else {
             continue;
         };
-        let Some(declared) = read_fields(folder)? else {
+        let Some(declared) = crate::source::addon::read_fields(folder)? else {
             continue;
         };
         let entry = versions
@@ -122,31 +122,10 @@ pub fn attach_fields(
     Ok(())
 }
 
-/// An add-on folder's field declaration, checked, if it has one.
-pub fn read_fields(
-    folder: &Path,
-) -> Result<Option<Vec<berth_formats::fields::FieldDeclaration>>, WriteVersionsError> {
-    let path = folder.join(berth_formats::fields::FIELDS_FILE);
-    let text = match fs_err::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(WriteVersionsError::ReadFields { path, source }),
-    };
-    berth_formats::fields::parse(&path.display().to_string(), &text)
-        .map(Some)
-        .map_err(|message| WriteVersionsError::Fields { message })
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum WriteVersionsError {
-    #[error("{message}")]
-    Fields { message: String },
-    #[error("failed to read {path}")]
-    ReadFields {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Fields(#[from] crate::source::addon::AddonError),
     #[error("failed to list the add-ons in {path}")]
     Discover {
         path: PathBuf,

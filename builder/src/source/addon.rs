@@ -91,15 +91,7 @@ impl AddonSource {
         })?;
         manifest.check_paths(&repository_root)?;
         // A declaration that does not read is refused here, not on the nodes.
-        let fields_path = directory.join(berth_formats::fields::FIELDS_FILE);
-        if fields_path.is_file() {
-            let text = fs_err::read_to_string(&fields_path).map_err(|source| AddonError::Io {
-                path: fields_path.clone(),
-                source,
-            })?;
-            berth_formats::fields::parse(&fields_path.display().to_string(), &text)
-                .map_err(AddonError::Fields)?;
-        }
+        read_fields(&directory)?;
 
         let mut files = Vec::new();
         for entry in walkdir::WalkDir::new(&directory).sort_by_file_name() {
@@ -168,6 +160,21 @@ impl AddonSource {
         };
         Sha256Digest::of(&serde_json::to_vec(&inputs).expect("inputs serialize"))
     }
+}
+
+/// The add-on folder's declaration of its spec fields (`fields.yaml`), checked, if it has one.
+pub fn read_fields(
+    directory: &Path,
+) -> Result<Option<Vec<berth_formats::fields::FieldDeclaration>>, AddonError> {
+    let path = directory.join(berth_formats::fields::FIELDS_FILE);
+    let text = match fs_err::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(AddonError::Io { path, source }),
+    };
+    berth_formats::fields::parse(&path.display().to_string(), &text)
+        .map(Some)
+        .map_err(AddonError::Fields)
 }
 
 /// Hashes one file and records whether any execute bit is set.

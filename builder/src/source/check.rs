@@ -63,16 +63,9 @@ fn check_below(path: &Path, bash: &Path, report: &mut CheckReport) {
                 check_manifest(entry.path(), &mut report.problems);
             }
             Some(berth_formats::fields::FIELDS_FILE) => {
-                let path = entry.path();
-                match fs_err::read_to_string(path) {
-                    Ok(text) => {
-                        if let Err(problem) =
-                            berth_formats::fields::parse(&path.display().to_string(), &text)
-                        {
-                            report.problems.push(problem);
-                        }
-                    }
-                    Err(error) => report.problems.push(error.to_string()),
+                let folder = entry.path().parent().unwrap_or(Path::new("."));
+                if let Err(error) = crate::source::addon::read_fields(folder) {
+                    report.problems.push(berth_formats::report::render(&error));
                 }
             }
             Some("install.sh") => {
