@@ -1,8 +1,11 @@
 //! The bash helper library hooks call (`scripts/common/*.sh`), carried inside the binary so a
 //! node needs nothing but `berth`. It is written under `$DIR/scripts/common/` and sourced into
-//! the hook session before any add-on's install.sh.
+//! the hook session before any add-on's install.sh; `$DIR/bin/kurl`, the utility program
+//! kURL's hooks run as `$BIN_KURL`, is a link to `berth` itself.
 
 use std::path::{Path, PathBuf};
+
+use crate::layout::Layout;
 
 /// The library's files, in the order `berth.sh` sources them: logging first, since every file
 /// logs; discover.sh sets kURL's globals as it is sourced, from itself and common.sh alone.
@@ -56,9 +59,12 @@ const FILES: [(&str, &str); 15] = [
 
 const ENTRY_POINT: &str = "berth.sh";
 
-/// Writes the library into `dir`, leaving files that already hold the same text.
-pub fn install(dir: &Path) -> std::io::Result<()> {
-    fs_err::create_dir_all(dir)?;
+/// Writes the library into the node's helpers folder, leaving files that already hold the same
+/// text, and links `bin/kurl` to this program.
+pub fn install(layout: &Layout) -> std::io::Result<()> {
+    link_kurl(&layout.programs_dir())?;
+    let dir = layout.helpers_dir();
+    fs_err::create_dir_all(&dir)?;
     let mut entry = String::from("# Sources the Berth helper library.\n");
     for (name, text) in FILES {
         write_if_changed(&dir.join(name), text)?;
@@ -67,9 +73,37 @@ pub fn install(dir: &Path) -> std::io::Result<()> {
     write_if_changed(&dir.join(ENTRY_POINT), &entry)
 }
 
+/// Empties (or makes) `$DIR/kustomize/kubeadm/init-patches` and `join-patches`, as kURL's
+/// `setup_kubeadm_kustomize` does before every run's hooks: kURL's `_pre_init` and `_join`
+/// hooks copy their kubeadm patches there without making the folder.
+pub fn fresh_kubeadm_patches(layout: &Layout) -> std::io::Result<()> {
+    for kind in ["init-patches", "join-patches"] {
+        let dir = layout.kustomize_dir("kubeadm").join(kind);
+        if dir.exists() {
+            fs_err::remove_dir_all(&dir)?;
+        }
+        fs_err::create_dir_all(&dir)?;
+    }
+    Ok(())
+}
+
 /// The file that sources the whole library.
-pub fn entry_point(dir: &Path) -> PathBuf {
-    dir.join(ENTRY_POINT)
+pub fn entry_point(layout: &Layout) -> PathBuf {
+    layout.helpers_dir().join(ENTRY_POINT)
+}
+
+/// `bin/kurl` → the running `berth`, replacing whatever stood there (an older binary's link).
+fn link_kurl(programs: &Path) -> std::io::Result<()> {
+    let berth = std::env::current_exe()?;
+    let link = programs.join("kurl");
+    if fs_err::read_link(&link).is_ok_and(|target| target == berth) {
+        return Ok(());
+    }
+    fs_err::create_dir_all(programs)?;
+    let fresh = programs.join(".kurl.new");
+    let _ = fs_err::remove_file(&fresh);
+    fs_err::os::unix::fs::symlink(&berth, &fresh)?;
+    fs_err::rename(&fresh, &link)
 }
 
 fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {

@@ -85,7 +85,8 @@ pub struct HookEnvironment {
 }
 
 impl HookEnvironment {
-    /// What every hook session sees of the node: `DIR`, `BERTH_ROOT` and `BERTH_BIN`.
+    /// What every hook session sees of the node: `DIR`, `BERTH_ROOT`, `BERTH_BIN` and
+    /// `BIN_KURL` (kURL's utility program, a link to `berth`).
     pub fn for_node(layout: &Layout) -> Self {
         let mut environment = Self::default();
         let mut berth = |name: &str, value: String| {
@@ -100,6 +101,10 @@ impl HookEnvironment {
         };
         berth("DIR", layout.install_dir().display().to_string());
         berth("BERTH_ROOT", layout.root().display().to_string());
+        berth(
+            "BIN_KURL",
+            layout.programs_dir().join("kurl").display().to_string(),
+        );
         if let Ok(binary) = std::env::current_exe() {
             berth("BERTH_BIN", binary.display().to_string());
         }

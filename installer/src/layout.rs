@@ -35,6 +35,11 @@ impl Layout {
         self.install_dir().join("kustomize").join(name)
     }
 
+    /// `$DIR/bin`: the programs kURL's hooks run from there (`kurl`).
+    pub fn programs_dir(&self) -> PathBuf {
+        self.install_dir().join("bin")
+    }
+
     pub fn helpers_dir(&self) -> PathBuf {
         self.install_dir().join("scripts/common")
     }

@@ -8,7 +8,7 @@
 //! atomically; [`node_lock`] lets one run at a time change the node; [`interrupt`] stops a run
 //! cleanly on a signal; [`kustomization`] does the YAML edits the `insert_*` helpers ask for;
 //! [`join`] keeps what a new node needs and builds its command; [`last_installer`] remembers
-//! the installer the node ran last.
+//! the installer the node ran last; [`network_interfaces`] answers kURL's `kurl netutil`.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
@@ -24,6 +24,7 @@ pub mod join;
 pub mod kustomization;
 pub mod last_installer;
 pub mod layout;
+pub mod network_interfaces;
 pub mod node_lock;
 pub mod phase;
 pub mod plan;

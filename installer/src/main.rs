@@ -68,10 +68,14 @@ enum Command {
     /// Edit a kustomization.yaml (the insert_* helpers call this).
     #[command(subcommand)]
     Kustomization(commands::kustomization::KustomizationCommand),
+    /// kURL's utility commands hooks run as `$BIN_KURL` (a link to `berth` named `kurl`).
+    #[command(subcommand)]
+    Kurl(commands::kurl::KurlCommand),
 }
 
 fn main() -> ExitCode {
-    let Cli { command } = Cli::parse();
+    let arguments = commands::kurl::arguments_under_kurls_name(std::env::args_os().collect());
+    let Cli { command } = Cli::parse_from(arguments);
     let result = match command {
         Command::Install(args) => commands::install::run(args, false),
         Command::Plan(args) => commands::install::run(args, true),
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         Command::Status(args) => commands::status::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Kustomization(command) => commands::kustomization::run(command),
+        Command::Kurl(command) => commands::kurl::run(command),
     };
     match result {
         Ok(code) => code,

@@ -305,3 +305,41 @@ fn a_rollback_sees_the_installers_kurl_settings() {
     succeeded(&node.berth(&["rollback", "a"]));
     assert_eq!(take_trace(&trace_file), ["a 1.0.0 at 10.9.8.7"]);
 }
+
+/// kURL's flannel asks `"$BIN_KURL" netutil …` which interface holds the node's address and
+/// which the default route leaves by: `$DIR/bin/kurl` answers, with kURL's error (and exit
+/// status) where there is no such interface.
+#[test]
+fn hooks_run_kurls_utility_program_as_bin_kurl() {
+    let mut dist = TestDist::new();
+    dist.addon(
+        "a",
+        "1.0.0",
+        r#"
+function a() {
+    [ "$BIN_KURL" = "$DIR/bin/kurl" ]
+    "$BIN_KURL" netutil iface-from-ip 127.0.0.1 >> "$TRACE"
+    "$BIN_KURL" netutil iface-from-ip ::ffff:127.0.0.1 >> "$TRACE"
+    if ! "$BIN_KURL" netutil iface-from-ip 192.0.2.77 2>> "$TRACE"; then echo refused >> "$TRACE"; fi
+    if "$BIN_KURL" netutil iface-from-ip not-an-address 2>/dev/null; then echo accepted >> "$TRACE"; fi
+}
+"#,
+    );
+    let spec = dist.spec("spec.yaml", &[("a", "version: latest")]);
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    succeeded(&node.berth(&[
+        "install",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--dist",
+        &dist.url(),
+    ]));
+    let trace = take_trace(&trace_file);
+    assert_eq!(trace[..2], ["lo", "lo"]);
+    assert!(
+        trace[2].contains("no interface with given IP address found"),
+        "{trace:?}"
+    );
+    assert_eq!(trace[3..], ["refused"]);
+}

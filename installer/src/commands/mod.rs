@@ -3,6 +3,7 @@
 
 pub mod install;
 pub mod join_command;
+pub mod kurl;
 pub mod kustomization;
 pub mod reset;
 pub mod rollback;

@@ -134,7 +134,7 @@ fn run_reset_hooks(
     // A session only when some add-on has hooks to run.
     let mut session = None;
     if scripts.iter().any(|(_, _, script)| script.is_some()) {
-        crate::helpers::install(&layout.helpers_dir()).map_err(|source| EngineError::Io {
+        crate::helpers::install(layout).map_err(|source| EngineError::Io {
             path: layout.helpers_dir(),
             source,
         })?;
@@ -142,10 +142,7 @@ fn run_reset_hooks(
         let mut started = Session::start(&work, &environment, Box::new(std::io::sink()))
             .map_err(hook_error("berth", "", "bash"))?;
         started
-            .source(
-                &crate::helpers::entry_point(&layout.helpers_dir()),
-                hook_timeout,
-            )
+            .source(&crate::helpers::entry_point(layout), hook_timeout)
             .map_err(hook_error("berth", "", "the helper library"))?;
         session = Some(started);
     }

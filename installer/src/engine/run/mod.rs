@@ -142,7 +142,9 @@ impl<'a> Run<'a> {
     fn execute(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
         let layout = self.settings.layout.clone();
         crate::session::end_orphans(&layout.work_dir());
-        crate::helpers::install(&layout.helpers_dir()).map_err(io_error(&layout.helpers_dir()))?;
+        crate::helpers::install(&layout).map_err(io_error(&layout.helpers_dir()))?;
+        crate::helpers::fresh_kubeadm_patches(&layout)
+            .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;
 
         // fetch: every package is verified and in place before any hook runs.
         for index in 0..self.members.len() {
@@ -177,7 +179,7 @@ impl<'a> Run<'a> {
         let work = layout.work_dir().join(&self.run_id);
         let mut session = Session::start(&work, &self.environment()?, Box::new(log))
             .map_err(|source| self.hook_error(None, "bash", source))?;
-        let helpers = crate::helpers::entry_point(&layout.helpers_dir());
+        let helpers = crate::helpers::entry_point(&layout);
         session
             .source(&helpers, self.settings.hook_timeout)
             .map_err(|source| self.hook_error(None, "the helper library", source))?;
