@@ -49,6 +49,34 @@ pub struct VersionEntry {
 /// only as add-ons of its own.
 pub const KURL_CORE: [&str; 4] = ["kubernetes", "docker", "rke2", "k3s"];
 
+/// kURL's install order of its add-ons (`kubeadm_addon_for_each`, the container runtime
+/// first): where a generated `versions.json` puts a kURL add-on that had no place before.
+pub const KURL_ADDON_ORDER: [&str; 23] = [
+    "containerd",
+    "aws",
+    "nodeless",
+    "calico",
+    "weave",
+    "flannel",
+    "antrea",
+    "rook",
+    "ekco",
+    "openebs",
+    "longhorn",
+    "minio",
+    "contour",
+    "registry",
+    "prometheus",
+    "kotsadm",
+    "velero",
+    "fluentd",
+    "collectd",
+    "cert-manager",
+    "metrics-server",
+    "sonobuoy",
+    "goldpinger",
+];
+
 #[derive(Debug, thiserror::Error)]
 pub enum VersionsError {
     #[error("{path}: {message}")]
@@ -261,10 +289,14 @@ impl VersionsFile {
         let mut names: Vec<&str> = found.iter().map(|(name, _)| name.as_str()).collect();
         names.sort();
         names.dedup();
+        // Add-ons keep their place; a new one goes after them, kURL's in kURL's order, then
+        // the others by name.
         let rank = |name: &str| {
-            existing
-                .and_then(|file| file.position(name))
-                .unwrap_or(usize::MAX)
+            let kurl = KURL_ADDON_ORDER.iter().position(|known| *known == name);
+            match existing.and_then(|file| file.position(name)) {
+                Some(position) => (0, position),
+                None => (1, kurl.unwrap_or(usize::MAX)),
+            }
         };
         names.sort_by_key(|name| rank(name));
         let addons = names
@@ -485,6 +517,31 @@ mod tests {
         let generated = VersionsFile::generate(Some(&file()), &found);
         let names: Vec<&str> = generated.addons.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["containerd", "flannel", "zebra"]);
+        // With no file before it, kURL's add-ons go in kURL's order, others after by name.
+        let kurls = [
+            "zebra",
+            "collectd",
+            "registry",
+            "ekco",
+            "flannel",
+            "containerd",
+            "apple",
+        ]
+        .map(|name| (name.to_string(), "1.0.0".to_string()));
+        let fresh = VersionsFile::generate(None, &kurls);
+        let fresh: Vec<&str> = fresh.addons.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            fresh,
+            [
+                "containerd",
+                "flannel",
+                "ekco",
+                "registry",
+                "collectd",
+                "apple",
+                "zebra"
+            ]
+        );
         let containerd: Vec<&str> = generated.addons[0]
             .versions
             .iter()
