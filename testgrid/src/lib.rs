@@ -4,6 +4,7 @@
 pub mod apt;
 mod file_server;
 pub mod images;
+pub mod machine;
 pub mod network;
 pub mod rpm;
 mod runtimes;
@@ -98,6 +99,10 @@ impl Server {
             .spawn()
             .unwrap_or_else(|error| panic!("{command:?}: {error}"));
         Server { child }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
     }
 }
 

@@ -27,6 +27,8 @@ pub struct Host {
     pub namespace: String,
     /// Its address on the network (none for an isolated host).
     pub address: Option<String>,
+    /// Its link to the network (none for an isolated host).
+    pub interface: Option<String>,
 }
 
 impl Host {
@@ -105,6 +107,7 @@ impl Network {
         Host {
             namespace,
             address: Some(address),
+            interface: Some(inside),
         }
     }
 
@@ -117,6 +120,7 @@ impl Network {
         Host {
             namespace,
             address: None,
+            interface: None,
         }
     }
 }
