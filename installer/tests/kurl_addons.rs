@@ -1,0 +1,388 @@
+//! kURL's real add-ons (`shared/fixtures/kurl-addons`, read in place and never changed),
+//! packaged by `berth-build` for Debian 12 and run through `berth install` and `berth join` on
+//! machines of their own (network, mount and UTS namespaces; see `testgrid::machine`), each
+//! with the real containerd its add-on's hook brings up.
+//!
+//! These machines reach no image registry, no GitHub and no Ubuntu or RHEL mirror, and boot
+//! no init system. Each stand-in, and why:
+//! - a loopback registry holds a busybox image under each reference the Manifests name
+//!   (`registry.k8s.io/pause:3.6`, `docker.io/replicated/ekco:v0.28.14`, …), reached through
+//!   the builder's `--registry-mirror`: no image registry is reachable;
+//! - a loopback file server answers for github.com with Debian's own `runc`, through
+//!   `--asset-mirror`: GitHub is not reachable;
+//! - a loopback apt suite stands for Debian 12's mirror, with a stand-in `collectd` package
+//!   for the builder to resolve: the build must not depend on the Debian mirror answering;
+//! - `/etc/os-release` says Ubuntu 22.04: kURL's hooks branch on `LSB_DIST` and have no Debian
+//!   branch;
+//! - the spec sets kURL's `skipSystemPackageInstall`, and containerd and collectd are
+//!   preinstalled from Debian (containerd by `scripts/test.sh` on this machine, collectd into
+//!   each test machine from the packages `scripts/test.sh` downloads into `.test-packages/`):
+//!   kURL ships these only
+//!   for Ubuntu and RHEL, whose mirrors are not reachable;
+//! - `systemctl` is the machine's stand-in (it starts a unit's real `ExecStart`): the
+//!   machines are namespaces, with no systemd.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::images::{busybox_layer, push_image};
+use support::machine::Machine;
+use support::network::Network;
+use support::{FileServer, Registry, kurl_fixtures, text};
+
+/// Every image the fixture add-ons' Manifests name: (registry, repository, tag).
+const IMAGES: [(&str, &str, &str); 8] = [
+    ("registry.k8s.io", "pause", "3.6"),
+    ("registry.k8s.io", "pause", "3.10"),
+    ("docker.io", "replicated/ekco", "v0.28.14"),
+    ("docker.io", "library/haproxy", "3.4.2-alpine3.24"),
+    ("docker.io", "library/registry", "3.1.1"),
+    ("docker.io", "kurlsh/s3cmd", "20260224-0d00dd0"),
+    ("ghcr.io", "flannel-io/flannel", "v0.28.7"),
+    (
+        "ghcr.io",
+        "flannel-io/flannel-cni-plugin",
+        "v1.9.1-flannel2",
+    ),
+];
+
+/// Where `scripts/test.sh` downloads Debian's collectd and what it depends on.
+fn debian_packages() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.test-packages/debian")
+}
+
+/// The stand-ins for the upstream the builder fetches from, and the dist it built.
+struct Built {
+    dist: tempfile::TempDir,
+    _registry: Registry,
+    _github: FileServer,
+    _apt: FileServer,
+    _served: tempfile::TempDir,
+}
+
+/// `berth-build build` over the fixtures' kURL repository, for Debian 12, through mirrors.
+fn build_the_fixture_addons() -> Built {
+    let registry = Registry::start();
+    for (_, repository, tag) in IMAGES {
+        push_image(&registry, repository, tag, vec![busybox_layer()]);
+    }
+    let served = tempfile::tempdir().unwrap();
+    // Debian's runc under the release path of the Manifests: containerd's hook copies it over
+    // the node's own runc, which must go on working.
+    for version in ["v1.3.1", "v1.3.6"] {
+        let release = served
+            .path()
+            .join("github/opencontainers/runc/releases/download")
+            .join(version);
+        fs_err::create_dir_all(&release).unwrap();
+        fs_err::copy(support::require("runc", "runc"), release.join("runc.amd64")).unwrap();
+    }
+    let github = FileServer::serve(&served.path().join("github"), None);
+    let suite = served.path().join("debian");
+    support::apt::deb(&suite, "collectd", "5.12.0-14", "amd64", &[]);
+    support::apt::index(&suite, "bookworm");
+    let apt = FileServer::serve(&suite, None);
+    let distros = served.path().join("distros.yaml");
+    fs_err::write(
+        &distros,
+        format!(
+            "distros:\n  - name: debian-12\n    format: deb\n    mirrors: [{}]\n    suite: bookworm\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n",
+            apt.url
+        ),
+    )
+    .unwrap();
+
+    let dist = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut build = Command::new(support::built_beside(
+        env!("CARGO_BIN_EXE_berth"),
+        "berth-build",
+    ));
+    build
+        .arg("build")
+        .arg(kurl_fixtures("kurl-addons"))
+        .arg("--out")
+        .arg(dist.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(["--distros", distros.to_str().unwrap()])
+        .args(["--distro", "debian-12"])
+        .args([
+            "--asset-mirror",
+            &format!("https://github.com/={}/", github.url),
+        ]);
+    for mirrored in ["registry.k8s.io", "docker.io", "ghcr.io"] {
+        build.args([
+            "--registry-mirror",
+            &format!("{mirrored}={}", registry.address),
+        ]);
+    }
+    let output = build.output().unwrap();
+    assert!(
+        output.status.success(),
+        "berth-build: {}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    Built {
+        dist,
+        _registry: registry,
+        _github: github,
+        _apt: apt,
+        _served: served,
+    }
+}
+
+/// A machine set up as the module's comment says: Ubuntu 22.04 by its os-release, Debian's
+/// containerd (from this machine) and collectd (installed into it from the packages
+/// `scripts/test.sh` downloads).
+fn ubuntu_machine(network: &mut Network, name: &str) -> Machine {
+    let machine = Machine::start(network.host(), name);
+    machine.write(
+        "/etc/os-release",
+        "NAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nID=ubuntu\nID_LIKE=debian\nPRETTY_NAME=\"Ubuntu 22.04 (stand-in)\"\n",
+    );
+    let packages = debian_packages();
+    assert!(
+        packages.is_dir(),
+        "{} is missing: scripts/test.sh downloads Debian's collectd there",
+        packages.display()
+    );
+    let installed = machine
+        .command("apt-get")
+        .args(["install", "--no-download", "--no-install-recommends"])
+        .args(["-y", "-q"])
+        .arg(format!("-oDir::Cache::archives={}", packages.display()))
+        .arg("collectd")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "collectd could not be preinstalled from {} (scripts/test.sh downloads it): {}{}",
+        packages.display(),
+        text(&installed.stdout),
+        text(&installed.stderr)
+    );
+    machine
+}
+
+fn spec(dir: &Path, addons: &str) -> PathBuf {
+    let path = dir.join("installer.yaml");
+    fs_err::write(
+        &path,
+        format!(
+            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: kurl-addons\nspec:\n  kurl:\n    skipSystemPackageInstall: true\n{addons}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn berth(machine: &Machine, arguments: &[&str]) -> Output {
+    machine
+        .command(env!("CARGO_BIN_EXE_berth"))
+        .args(arguments)
+        .env_remove("BERTH_ROOT")
+        .env_remove("BERTH_DIST")
+        .env_remove("CONTAINERD_ADDRESS")
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap()
+}
+
+fn all(output: &Output) -> String {
+    format!("{}{}", text(&output.stdout), text(&output.stderr))
+}
+
+/// What `ctr` lists in containerd's `k8s.io` namespace on the machine.
+fn images(machine: &Machine) -> String {
+    machine.shell("ctr --namespace k8s.io images ls -q")
+}
+
+#[test]
+fn kurls_containerd_and_collectd_install_on_a_fresh_machine() {
+    let built = build_the_fixture_addons();
+    let mut network = Network::new();
+    let machine = ubuntu_machine(&mut network, "kurl-first");
+    let work = tempfile::tempdir().unwrap();
+    let spec = spec(
+        work.path(),
+        "  containerd:\n    version: 1.6.33\n  collectd:\n    version: v5\n",
+    );
+    let dist = built.dist.path().to_str().unwrap();
+    let output = berth(
+        &machine,
+        &["install", "--spec", spec.to_str().unwrap(), "--dist", dist],
+    );
+    let printed = all(&output);
+    assert!(
+        output.status.success(),
+        "{printed}\ncontainerd: {}\ncollectd: {}",
+        machine.service_log("containerd.service"),
+        machine.service_log("collectd.service")
+    );
+    // containerd's install configured the node's containerd, and its pause image is in it.
+    let config = machine
+        .read("/etc/containerd/config.toml")
+        .expect("containerd_configure wrote its config");
+    assert!(config.contains("SystemdCgroup = true"), "{config}");
+    assert!(machine.read("/etc/crictl.yaml").is_some());
+    assert!(
+        machine.shell("systemctl is-enabled containerd").trim() == "enabled",
+        "kURL's hook enables containerd"
+    );
+    assert!(
+        images(&machine).contains("registry.k8s.io/pause:3.6"),
+        "{}",
+        images(&machine)
+    );
+    // collectd's install put kURL's configuration in place and started Debian's collectd.
+    let conf = machine.read("/etc/collectd/collectd.conf").unwrap();
+    assert_eq!(
+        conf,
+        fs_err::read_to_string(kurl_fixtures(
+            "kurl-addons/addons/collectd/v5/collectd.conf"
+        ))
+        .unwrap()
+    );
+    assert!(
+        machine
+            .command("systemctl")
+            .args(["is-active", "--quiet", "collectd"])
+            .status()
+            .unwrap()
+            .success(),
+        "collectd runs: {}",
+        machine.service_log("collectd.service")
+    );
+    // Its hostname did not resolve: kURL's prompt took its default answer, yes, and the
+    // hook added the name to /etc/hosts.
+    let hosts = machine.read("/etc/hosts").unwrap();
+    assert!(
+        hosts.contains(&format!("{}    kurl-first", machine.host.address())),
+        "{hosts}"
+    );
+}
+
+/// The lines in which Berth names the main or join hook it runs, in order.
+fn hooks_run(printed: &str) -> Vec<String> {
+    printed
+        .lines()
+        .filter_map(|line| line.strip_prefix("berth: "))
+        .filter_map(|line| line.rsplit_once(": "))
+        .map(|(_, hook)| hook.to_string())
+        .filter(|hook| hook.ends_with("_install") || hook.ends_with("_join"))
+        .collect()
+}
+
+/// kURL's join on a fresh node: containerd's install first, then every add-on's `_join` in
+/// kURL's order (registry, flannel and ekco need no cluster there).
+#[test]
+fn kurls_join_hooks_run_on_a_joining_machine_after_containerds_install() {
+    let built = build_the_fixture_addons();
+    let mut network = Network::new();
+    let machine = ubuntu_machine(&mut network, "kurl-joining");
+    let work = tempfile::tempdir().unwrap();
+    let spec = spec(
+        work.path(),
+        "  containerd:\n    version: 1.6.33\n  registry:\n    version: 3.1.1\n  flannel:\n    version: 0.28.7\n  ekco:\n    version: 0.28.14\n  collectd:\n    version: v5\n",
+    );
+    let dist = built.dist.path().to_str().unwrap();
+    let output = berth(
+        &machine,
+        &["join", "--spec", spec.to_str().unwrap(), "--dist", dist],
+    );
+    let printed = all(&output);
+    assert!(
+        output.status.success(),
+        "{printed}\ncontainerd: {}",
+        machine.service_log("containerd.service"),
+    );
+    assert_eq!(
+        hooks_run(&printed),
+        [
+            "containerd_install",
+            "containerd_join",
+            "flannel_join",
+            "ekco_join",
+            "registry_join",
+            "collectd_join"
+        ],
+        "{printed}"
+    );
+    // Every add-on's images are in the containerd the runtime's hook brought up.
+    let loaded = images(&machine);
+    for (registry, repository, tag) in IMAGES.iter().filter(|(_, _, tag)| *tag != "3.10") {
+        let short = repository.trim_start_matches("library/");
+        let named = [
+            format!("{registry}/{repository}:{tag}"),
+            format!("{short}:{tag}"),
+        ];
+        assert!(
+            named
+                .iter()
+                .any(|name| loaded.lines().any(|line| line == name)),
+            "{named:?} not in\n{loaded}"
+        );
+    }
+    // flannel_join warned of its port; ekco_join installed and started its reboot service.
+    assert!(
+        printed.contains("Flannel requires UDP port 8472"),
+        "{printed}"
+    );
+    assert!(machine.read("/opt/ekco/startup.sh").is_some());
+    assert_eq!(
+        machine.shell("systemctl is-enabled ekco-reboot").trim(),
+        "enabled"
+    );
+    assert_eq!(
+        machine.shell("systemctl is-active ekco-reboot").trim(),
+        "active"
+    );
+    assert!(
+        machine
+            .command("systemctl")
+            .args(["is-active", "--quiet", "collectd"])
+            .status()
+            .unwrap()
+            .success(),
+        "collectd_join started collectd: {}",
+        machine.service_log("collectd.service")
+    );
+}
+
+/// Hooks that need a cluster get as far as kubectl, which fails as it fails on a node with no
+/// cluster: no helper is missing on the way.
+#[test]
+fn kurls_cluster_hooks_reach_kubectl_and_fail_with_its_error() {
+    let built = build_the_fixture_addons();
+    let mut network = Network::new();
+    let machine = ubuntu_machine(&mut network, "kurl-cluster");
+    let work = tempfile::tempdir().unwrap();
+    let dist = built.dist.path().to_str().unwrap();
+    for (addon, version) in [
+        ("registry", "3.1.1"),
+        ("flannel", "0.28.7"),
+        ("ekco", "0.28.14"),
+    ] {
+        let spec = spec(
+            work.path(),
+            &format!("  containerd:\n    version: 1.6.33\n  {addon}:\n    version: {version}\n"),
+        );
+        let output = berth(
+            &machine,
+            &["install", "--spec", spec.to_str().unwrap(), "--dist", dist],
+        );
+        let printed = all(&output);
+        assert!(!output.status.success(), "{printed}");
+        println!("=== {addon}\n{printed}");
+        assert!(
+            printed.contains("localhost:8080") && printed.contains("connection refused"),
+            "{addon}: kubectl's own error expected:\n{printed}"
+        );
+        assert!(!printed.contains("command not found"), "{printed}");
+    }
+}
