@@ -25,7 +25,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use support::images::{busybox_layer, push_image};
 use support::machine::Machine;
@@ -150,12 +150,21 @@ fn ubuntu_machine(network: &mut Network, name: &str) -> Machine {
         "{} is missing: scripts/test.sh downloads Debian's collectd there",
         packages.display()
     );
+    // Into the machine's own apt cache: apt locks the folder it installs from.
+    for entry in fs_err::read_dir(&packages).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|extension| extension == "deb") {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            machine.write(
+                &format!("/var/cache/apt/archives/{name}"),
+                fs_err::read(&path).unwrap(),
+            );
+        }
+    }
     let installed = machine
         .command("apt-get")
         .args(["install", "--no-download", "--no-install-recommends"])
-        .args(["-y", "-q"])
-        .arg(format!("-oDir::Cache::archives={}", packages.display()))
-        .arg("collectd")
+        .args(["-y", "-q", "collectd"])
         .env("DEBIAN_FRONTEND", "noninteractive")
         .output()
         .unwrap();
@@ -169,57 +178,79 @@ fn ubuntu_machine(network: &mut Network, name: &str) -> Machine {
     machine
 }
 
-fn spec(dir: &Path, addons: &str) -> PathBuf {
-    let path = dir.join("installer.yaml");
-    fs_err::write(
-        &path,
-        format!(
-            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: kurl-addons\nspec:\n  kurl:\n    skipSystemPackageInstall: true\n{addons}"
-        ),
-    )
-    .unwrap();
-    path
+/// A fresh machine, the dist built for it, and a spec of the fixtures' add-ons: each alive
+/// as long as the scene (the machine ends before its network).
+struct Scene {
+    machine: Machine,
+    _network: Network,
+    built: Built,
+    work: tempfile::TempDir,
 }
 
-fn berth(machine: &Machine, arguments: &[&str]) -> Output {
-    machine
-        .command(env!("CARGO_BIN_EXE_berth"))
-        .args(arguments)
-        .env_remove("BERTH_ROOT")
-        .env_remove("BERTH_DIST")
-        .env_remove("CONTAINERD_ADDRESS")
-        .env_remove("KUBECONFIG")
-        .output()
-        .unwrap()
-}
+impl Scene {
+    fn new(name: &str) -> Scene {
+        let built = build_the_fixture_addons();
+        let mut network = Network::new();
+        Scene {
+            machine: ubuntu_machine(&mut network, name),
+            _network: network,
+            built,
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
 
-fn all(output: &Output) -> String {
-    format!("{}{}", text(&output.stdout), text(&output.stderr))
-}
+    /// `berth COMMAND` on the machine for a spec of these add-ons (spec lines under `spec:`),
+    /// with kURL's `skipSystemPackageInstall`; what it printed, and whether it succeeded.
+    fn berth(&self, command: &str, addons: &str) -> (bool, String) {
+        let spec = self.work.path().join("installer.yaml");
+        fs_err::write(
+            &spec,
+            format!(
+                "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: kurl-addons\nspec:\n  kurl:\n    skipSystemPackageInstall: true\n{addons}"
+            ),
+        )
+        .unwrap();
+        let output = self
+            .machine
+            .command(env!("CARGO_BIN_EXE_berth"))
+            .arg(command)
+            .arg("--spec")
+            .arg(&spec)
+            .arg("--dist")
+            .arg(self.built.dist.path())
+            .env_remove("BERTH_ROOT")
+            .env_remove("BERTH_DIST")
+            .env_remove("CONTAINERD_ADDRESS")
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap();
+        let printed = format!("{}{}", text(&output.stdout), text(&output.stderr));
+        (output.status.success(), printed)
+    }
 
-/// What `ctr` lists in containerd's `k8s.io` namespace on the machine.
-fn images(machine: &Machine) -> String {
-    machine.shell("ctr --namespace k8s.io images ls -q")
+    /// What `ctr` lists in containerd's `k8s.io` namespace on the machine.
+    fn images(&self) -> String {
+        self.machine.shell("ctr --namespace k8s.io images ls -q")
+    }
+
+    fn service_is_active(&self, unit: &str) -> bool {
+        self.machine
+            .command("systemctl")
+            .args(["is-active", "--quiet", unit])
+            .status()
+            .unwrap()
+            .success()
+    }
 }
 
 #[test]
 fn kurls_containerd_and_collectd_install_on_a_fresh_machine() {
-    let built = build_the_fixture_addons();
-    let mut network = Network::new();
-    let machine = ubuntu_machine(&mut network, "kurl-first");
-    let work = tempfile::tempdir().unwrap();
-    let spec = spec(
-        work.path(),
-        "  containerd:\n    version: 1.6.33\n  collectd:\n    version: v5\n",
-    );
-    let dist = built.dist.path().to_str().unwrap();
-    let output = berth(
-        &machine,
-        &["install", "--spec", spec.to_str().unwrap(), "--dist", dist],
-    );
-    let printed = all(&output);
+    let scene = Scene::new("kurl-first");
+    let machine = &scene.machine;
+    let addons = "  containerd:\n    version: 1.6.33\n  collectd:\n    version: v5\n";
+    let (ok, printed) = scene.berth("install", addons);
     assert!(
-        output.status.success(),
+        ok,
         "{printed}\ncontainerd: {}\ncollectd: {}",
         machine.service_log("containerd.service"),
         machine.service_log("collectd.service")
@@ -235,9 +266,9 @@ fn kurls_containerd_and_collectd_install_on_a_fresh_machine() {
         "kURL's hook enables containerd"
     );
     assert!(
-        images(&machine).contains("registry.k8s.io/pause:3.6"),
+        scene.images().contains("registry.k8s.io/pause:3.6"),
         "{}",
-        images(&machine)
+        scene.images()
     );
     // collectd's install put kURL's configuration in place and started Debian's collectd.
     let conf = machine.read("/etc/collectd/collectd.conf").unwrap();
@@ -249,12 +280,7 @@ fn kurls_containerd_and_collectd_install_on_a_fresh_machine() {
         .unwrap()
     );
     assert!(
-        machine
-            .command("systemctl")
-            .args(["is-active", "--quiet", "collectd"])
-            .status()
-            .unwrap()
-            .success(),
+        scene.service_is_active("collectd"),
         "collectd runs: {}",
         machine.service_log("collectd.service")
     );
@@ -265,16 +291,23 @@ fn kurls_containerd_and_collectd_install_on_a_fresh_machine() {
         hosts.contains(&format!("{}    kurl-first", machine.host.address())),
         "{hosts}"
     );
+
+    // Run again, unchanged: kURL's pre_init runs as on every run; no install hook does.
+    let (ok, printed) = scene.berth("install", addons);
+    assert!(ok, "{printed}");
+    assert_eq!(hooks_run(&printed), ["containerd_pre_init"], "{printed}");
+    assert!(scene.service_is_active("containerd") && scene.service_is_active("collectd"));
 }
 
-/// The lines in which Berth names the main or join hook it runs, in order.
+/// The hooks Berth says it runs (`berth: <add-on> <version>: <hook>`), in order.
 fn hooks_run(printed: &str) -> Vec<String> {
     printed
         .lines()
         .filter_map(|line| line.strip_prefix("berth: "))
         .filter_map(|line| line.rsplit_once(": "))
-        .map(|(_, hook)| hook.to_string())
-        .filter(|hook| hook.ends_with("_install") || hook.ends_with("_join"))
+        .filter(|(addon, _)| addon.contains(' '))
+        .map(|(_, step)| step.to_string())
+        .filter(|step| !step.contains(' ') && step != "succeeded")
         .collect()
 }
 
@@ -282,22 +315,14 @@ fn hooks_run(printed: &str) -> Vec<String> {
 /// kURL's order (registry, flannel and ekco need no cluster there).
 #[test]
 fn kurls_join_hooks_run_on_a_joining_machine_after_containerds_install() {
-    let built = build_the_fixture_addons();
-    let mut network = Network::new();
-    let machine = ubuntu_machine(&mut network, "kurl-joining");
-    let work = tempfile::tempdir().unwrap();
-    let spec = spec(
-        work.path(),
+    let scene = Scene::new("kurl-joining");
+    let machine = &scene.machine;
+    let (ok, printed) = scene.berth(
+        "join",
         "  containerd:\n    version: 1.6.33\n  registry:\n    version: 3.1.1\n  flannel:\n    version: 0.28.7\n  ekco:\n    version: 0.28.14\n  collectd:\n    version: v5\n",
     );
-    let dist = built.dist.path().to_str().unwrap();
-    let output = berth(
-        &machine,
-        &["join", "--spec", spec.to_str().unwrap(), "--dist", dist],
-    );
-    let printed = all(&output);
     assert!(
-        output.status.success(),
+        ok,
         "{printed}\ncontainerd: {}",
         machine.service_log("containerd.service"),
     );
@@ -314,7 +339,7 @@ fn kurls_join_hooks_run_on_a_joining_machine_after_containerds_install() {
         "{printed}"
     );
     // Every add-on's images are in the containerd the runtime's hook brought up.
-    let loaded = images(&machine);
+    let loaded = scene.images();
     for (registry, repository, tag) in IMAGES.iter().filter(|(_, _, tag)| *tag != "3.10") {
         let short = repository.trim_start_matches("library/");
         let named = [
@@ -343,12 +368,7 @@ fn kurls_join_hooks_run_on_a_joining_machine_after_containerds_install() {
         "active"
     );
     assert!(
-        machine
-            .command("systemctl")
-            .args(["is-active", "--quiet", "collectd"])
-            .status()
-            .unwrap()
-            .success(),
+        scene.service_is_active("collectd"),
         "collectd_join started collectd: {}",
         machine.service_log("collectd.service")
     );
@@ -358,30 +378,24 @@ fn kurls_join_hooks_run_on_a_joining_machine_after_containerds_install() {
 /// cluster: no helper is missing on the way.
 #[test]
 fn kurls_cluster_hooks_reach_kubectl_and_fail_with_its_error() {
-    let built = build_the_fixture_addons();
-    let mut network = Network::new();
-    let machine = ubuntu_machine(&mut network, "kurl-cluster");
-    let work = tempfile::tempdir().unwrap();
-    let dist = built.dist.path().to_str().unwrap();
+    let scene = Scene::new("kurl-cluster");
     for (addon, version) in [
         ("registry", "3.1.1"),
         ("flannel", "0.28.7"),
         ("ekco", "0.28.14"),
     ] {
-        let spec = spec(
-            work.path(),
+        let (ok, printed) = scene.berth(
+            "install",
             &format!("  containerd:\n    version: 1.6.33\n  {addon}:\n    version: {version}\n"),
         );
-        let output = berth(
-            &machine,
-            &["install", "--spec", spec.to_str().unwrap(), "--dist", dist],
-        );
-        let printed = all(&output);
-        assert!(!output.status.success(), "{printed}");
-        println!("=== {addon}\n{printed}");
+        assert!(!ok, "{printed}");
         assert!(
             printed.contains("localhost:8080") && printed.contains("connection refused"),
             "{addon}: kubectl's own error expected:\n{printed}"
+        );
+        assert!(
+            printed.contains(&format!("`{addon}` exited with status 1")),
+            "{addon}: its install hook is what failed:\n{printed}"
         );
         assert!(!printed.contains("command not found"), "{printed}");
     }

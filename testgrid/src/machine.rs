@@ -130,7 +130,16 @@ impl Machine {
     }
 
     /// Writes a file the machine sees at `path` (through its overlay, from outside).
-    pub fn write(&self, path: &str, contents: &str) {
+    pub fn write(&self, path: &str, contents: impl AsRef<[u8]>) {
+        let file = self.upper(path);
+        fs_err::create_dir_all(file.parent().unwrap()).unwrap();
+        // A symlink of the lower layer (/etc/os-release → ../usr/lib/os-release) is replaced.
+        let _ = fs_err::remove_file(&file);
+        fs_err::write(file, contents).unwrap();
+    }
+
+    /// Where `path` of the machine is written in its overlay's upper layer.
+    fn upper(&self, path: &str) -> std::path::PathBuf {
         let relative = path.trim_start_matches('/');
         assert!(
             OVERLAID
@@ -138,11 +147,7 @@ impl Machine {
                 .any(|folder| relative.starts_with(&format!("{folder}/"))),
             "{path} is not in an overlaid folder of the machine"
         );
-        let file = self.dir.path().join("upper").join(relative);
-        fs_err::create_dir_all(file.parent().unwrap()).unwrap();
-        // A symlink of the lower layer (/etc/os-release → ../usr/lib/os-release) is replaced.
-        let _ = fs_err::remove_file(&file);
-        fs_err::write(file, contents).unwrap();
+        self.dir.path().join("upper").join(relative)
     }
 
     /// The log of a service the stand-in `systemctl` started.
