@@ -4,17 +4,8 @@
 
 mod support;
 
-use std::path::Path;
-
 use berth_formats::versions::VersionsFile;
-use support::{BerthBuild, FileServer, files_below, kurl_fixtures};
-
-/// Writes `text` to `root/relative`, making its folders.
-fn write(root: &Path, relative: &str, text: &str) {
-    let path = root.join(relative);
-    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
-    fs_err::write(path, text).unwrap();
-}
+use support::{AddonRepository, BerthBuild, FileServer, files_below, kurl_fixtures};
 
 fn fixture_manifest(name: &str) -> String {
     fs_err::read_to_string(kurl_fixtures("kurl-manifests").join(name)).unwrap()
@@ -24,8 +15,8 @@ fn fixture_manifest(name: &str) -> String {
 /// Manifests, and its variable file `scripts/Manifest`: check finds no problem.
 #[test]
 fn check_over_a_kurl_shaped_tree_exits_zero() {
-    let tree = tempfile::tempdir().unwrap();
-    let root = tree.path();
+    let tree = AddonRepository::new();
+    let root = tree.root();
     fs_err::os::unix::fs::symlink(kurl_fixtures("kurl-addons/addons"), root.join("addons"))
         .unwrap();
     for (relative, fixture) in [
@@ -40,9 +31,9 @@ fn check_over_a_kurl_shaped_tree_exits_zero() {
         ("packages/host/openssl/Manifest", "host__openssl.Manifest"),
         ("packages/host/fio/Manifest", "host__fio.Manifest"),
     ] {
-        write(root, relative, &fixture_manifest(fixture));
+        tree.write(relative, fixture_manifest(fixture));
     }
-    write(root, "scripts/Manifest", "DIST_URL=\nKURL_VERSION=\n");
+    tree.write("scripts/Manifest", "DIST_URL=\nKURL_VERSION=\n");
     assert!(
         root.join("addons/containerd/template/base/install.sh")
             .is_file(),
@@ -66,33 +57,25 @@ fn build_names_kubernetes_and_host_packages_as_kurl_does() {
         fs_err::write(served.path().join(file), format!("{file} stand-in\n")).unwrap();
     }
     let server = FileServer::serve(served.path(), None);
-    let tree = tempfile::tempdir().unwrap();
-    let root = tree.path();
+    let tree = AddonRepository::new();
+    let root = tree.root();
     let url = &server.url;
-    write(
-        root,
+    tree.write(
         "packages/kubernetes/1.30.8/Manifest",
-        &format!("asset kubeadm {url}/kubeadm\n"),
+        format!("asset kubeadm {url}/kubeadm\n"),
     );
-    write(
-        root,
+    tree.write(
         "packages/kubernetes/1.30.8/conformance/Manifest",
-        &format!("asset conformance.txt {url}/conformance.txt\n"),
+        format!("asset conformance.txt {url}/conformance.txt\n"),
     );
-    write(
-        root,
+    tree.write(
         "packages/host/openssl/Manifest",
-        &format!("asset openssl.txt {url}/openssl.txt\n"),
+        format!("asset openssl.txt {url}/openssl.txt\n"),
     );
-    write(root, "addons/hello/1.0.0/Manifest", "# nothing to fetch\n");
-    write(
-        root,
-        "addons/hello/1.0.0/install.sh",
-        "function hello() { :; }\n",
-    );
+    tree.write("addons/hello/1.0.0/Manifest", "# nothing to fetch\n");
+    tree.write("addons/hello/1.0.0/install.sh", "function hello() { :; }\n");
     // kURL's generator: a Manifest that is a template, never a package.
-    write(
-        root,
+    tree.write(
         "addons/hello/template/base/Manifest",
         "image hello __IMAGE__\n",
     );

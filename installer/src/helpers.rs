@@ -62,7 +62,7 @@ const ENTRY_POINT: &str = "berth.sh";
 /// Writes the library into the node's helpers folder, leaving files that already hold the same
 /// text, and links `bin/kurl` to this program.
 pub fn install(layout: &Layout) -> std::io::Result<()> {
-    link_kurl(&layout.programs_dir())?;
+    link_kurl(&layout.kurl_program())?;
     let dir = layout.helpers_dir();
     fs_err::create_dir_all(&dir)?;
     let mut entry = String::from("# Sources the Berth helper library.\n");
@@ -93,17 +93,17 @@ pub fn entry_point(layout: &Layout) -> PathBuf {
 }
 
 /// `bin/kurl` → the running `berth`, replacing whatever stood there (an older binary's link).
-fn link_kurl(programs: &Path) -> std::io::Result<()> {
+fn link_kurl(link: &Path) -> std::io::Result<()> {
     let berth = std::env::current_exe()?;
-    let link = programs.join("kurl");
-    if fs_err::read_link(&link).is_ok_and(|target| target == berth) {
+    if fs_err::read_link(link).is_ok_and(|target| target == berth) {
         return Ok(());
     }
+    let programs = link.parent().unwrap_or(Path::new("."));
     fs_err::create_dir_all(programs)?;
     let fresh = programs.join(".kurl.new");
     let _ = fs_err::remove_file(&fresh);
     fs_err::os::unix::fs::symlink(&berth, &fresh)?;
-    fs_err::rename(&fresh, &link)
+    fs_err::rename(&fresh, link)
 }
 
 fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {

@@ -101,10 +101,7 @@ impl HookEnvironment {
         };
         berth("DIR", layout.install_dir().display().to_string());
         berth("BERTH_ROOT", layout.root().display().to_string());
-        berth(
-            "BIN_KURL",
-            layout.programs_dir().join("kurl").display().to_string(),
-        );
+        berth("BIN_KURL", layout.kurl_program().display().to_string());
         if let Ok(binary) = std::env::current_exe() {
             berth("BERTH_BIN", binary.display().to_string());
         }

@@ -35,9 +35,9 @@ impl Layout {
         self.install_dir().join("kustomize").join(name)
     }
 
-    /// `$DIR/bin`: the programs kURL's hooks run from there (`kurl`).
-    pub fn programs_dir(&self) -> PathBuf {
-        self.install_dir().join("bin")
+    /// `$DIR/bin/kurl`: kURL's utility program as hooks run it (`$BIN_KURL`).
+    pub fn kurl_program(&self) -> PathBuf {
+        self.install_dir().join("bin/kurl")
     }
 
     pub fn helpers_dir(&self) -> PathBuf {

@@ -268,12 +268,7 @@ fn a_host_the_package_has_no_folder_for_is_told_which_it_has() {
         .env("BERTH_OS_RELEASE", scratch.path().join("os-release"))
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "{all}");
+    let all = succeeded(&output);
     assert!(
         all.contains("has no host packages for ubuntu-22.04; it has: debian-12 ubuntu-24.04"),
         "{all}"

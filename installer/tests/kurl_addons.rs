@@ -30,7 +30,7 @@ use std::process::Command;
 use support::images::{busybox_layer, push_image};
 use support::machine::Machine;
 use support::network::Network;
-use support::{FileServer, Registry, kurl_fixtures, text};
+use support::{FileServer, Registry, kurl_fixtures, printed};
 
 /// Every image the fixture add-ons' Manifests name: (registry, repository, tag).
 const IMAGES: [(&str, &str, &str); 8] = [
@@ -120,12 +120,7 @@ fn build_the_fixture_addons() -> Built {
         ]);
     }
     let output = build.output().unwrap();
-    assert!(
-        output.status.success(),
-        "berth-build: {}{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
+    assert!(output.status.success(), "berth-build: {}", printed(&output));
     Built {
         dist,
         _registry: registry,
@@ -170,10 +165,9 @@ fn ubuntu_machine(network: &mut Network, name: &str) -> Machine {
         .unwrap();
     assert!(
         installed.status.success(),
-        "collectd could not be preinstalled from {} (scripts/test.sh downloads it): {}{}",
+        "collectd could not be preinstalled from {} (scripts/test.sh downloads it): {}",
         packages.display(),
-        text(&installed.stdout),
-        text(&installed.stderr)
+        printed(&installed)
     );
     machine
 }
@@ -224,7 +218,7 @@ impl Scene {
             .env_remove("KUBECONFIG")
             .output()
             .unwrap();
-        let printed = format!("{}{}", text(&output.stdout), text(&output.stderr));
+        let printed = printed(&output);
         (output.status.success(), printed)
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::kurl_fixtures;
+use support::{kurl_fixtures, printed};
 
 fn library() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/common")
@@ -26,14 +26,6 @@ fn with_library(script: &str, environment: &[(&str, &str)]) -> std::process::Out
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn text(output: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[test]
@@ -59,8 +51,8 @@ fn every_helper_kurls_addons_call_is_defined() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", text(&output));
-    assert_eq!(text(&output), "", "every helper is defined");
+    assert!(output.status.success(), "{}", printed(&output));
+    assert_eq!(printed(&output), "", "every helper is defined");
 }
 
 #[test]
@@ -106,11 +98,11 @@ fn every_kurl_addon_sources_after_the_library_and_defines_its_hooks() {
             &format!(". \"$SCRIPT\"; {check}"),
             &[("SCRIPT", script.to_str().unwrap())],
         );
-        assert!(output.status.success(), "{folder}: {}", text(&output));
+        assert!(output.status.success(), "{folder}: {}", printed(&output));
         assert!(
-            !text(&output).contains("no "),
+            !printed(&output).contains("no "),
             "{folder}: {}",
-            text(&output)
+            printed(&output)
         );
     }
 }
@@ -133,9 +125,13 @@ fn prompts_answer_at_once_without_a_terminal() {
             output.status.code(),
             Some(status),
             "{call}: {}",
-            text(&output)
+            printed(&output)
         );
-        assert!(text(&output).contains(says), "{call}: {}", text(&output));
+        assert!(
+            printed(&output).contains(says),
+            "{call}: {}",
+            printed(&output)
+        );
     }
 }
 
@@ -151,9 +147,9 @@ fn a_crafted_cidr_runs_nothing_in_subnet_discovery() {
         "__berth_subnet_alloc --subnet-alloc-range \"$RANGE\" --cidr-range 20 || echo refused; __berth_subnet_alloc --subnet-alloc-range 10.32.0.0/16 --cidr-range 20 --exclude-subnet=\"$RANGE,10.32.0.0/20\"",
         &[("RANGE", crafted.as_str())],
     );
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", printed(&output));
     assert!(!touched.exists(), "a command in a spec value ran");
-    let all = text(&output);
+    let all = printed(&output);
     assert!(all.contains("refused"), "{all}");
     assert!(all.contains("10.32.16.0/20"), "{all}");
 }

@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::path::Path;
-
 use support::{Node, TestDist, failed, succeeded, take_trace, trace};
 
 /// A joining node gets the container runtime as kURL's join.sh gives it: containerd's install
@@ -30,13 +28,7 @@ function containerd_join() { echo containerd_join >> "$TRACE"; }
     );
     let trace_file = dist.addons.root().join("trace");
     let node = Node::new().env("TRACE", &trace_file);
-    succeeded(&node.berth(&[
-        "join",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--dist",
-        &dist.url(),
-    ]));
+    succeeded(&node.run("join", &spec, &dist.url(), &[]));
     assert_eq!(
         take_trace(&trace_file),
         [
@@ -47,13 +39,7 @@ function containerd_join() { echo containerd_join >> "$TRACE"; }
         ]
     );
     // Joined again, nothing changed: neither install runs again.
-    succeeded(&node.berth(&[
-        "join",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--dist",
-        &dist.url(),
-    ]));
+    succeeded(&node.run("join", &spec, &dist.url(), &[]));
     assert_eq!(take_trace(&trace_file), ["containerd_preflight"]);
 }
 
@@ -119,28 +105,14 @@ fn an_upgrade_runs_the_join_hooks_on_a_node_that_joined() {
     succeeded(&primary.install(&first, &dist.url(), &[]));
     assert_eq!(take_trace(&trace_file), ["a 1.0.0"]);
     let url = dist.url();
-    let join = |spec: &Path| {
-        vec![
-            "--spec".to_string(),
-            spec.display().to_string(),
-            "--dist".to_string(),
-            url.clone(),
-        ]
-    };
-    let mut arguments = vec!["join".to_string()];
-    arguments.extend(join(&first));
-    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
-    succeeded(&joined.berth(&arguments));
+    succeeded(&joined.run("join", &first, &url, &[]));
     assert_eq!(take_trace(&trace_file), ["a_join 1.0.0"]);
 
     dist.addon("a", "2.0.0", &hooks("2.0.0"));
     let second = dist.spec("second.yaml", &[("a", "version: 2.0.0")]);
-    let mut arguments = vec!["upgrade".to_string()];
-    arguments.extend(join(&second));
-    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
-    succeeded(&primary.berth(&arguments));
+    succeeded(&primary.run("upgrade", &second, &url, &[]));
     assert_eq!(take_trace(&trace_file), ["a 2.0.0"]);
-    succeeded(&joined.berth(&arguments));
+    succeeded(&joined.run("upgrade", &second, &url, &[]));
     assert_eq!(take_trace(&trace_file), ["a_join 2.0.0"]);
     assert_eq!(joined.status()["a"]["current"]["version"], "2.0.0");
 }
@@ -207,9 +179,11 @@ fn master_is_set_as_kurls_scripts_set_it() {
     assert_eq!(take_trace(&trace_file), ["a MASTER=1"]);
     let url = dist.url();
     let join = |words: &[&str]| {
-        let mut arguments = vec!["join", "--spec", spec.to_str().unwrap(), "--dist", &url];
-        arguments.extend(words);
-        succeeded(&Node::new().env("TRACE", &trace_file).berth(&arguments));
+        succeeded(
+            &Node::new()
+                .env("TRACE", &trace_file)
+                .run("join", &spec, &url, words),
+        );
         take_trace(&trace_file)
     };
     assert_eq!(
@@ -265,13 +239,7 @@ fn a_joining_addon_is_not_applied_before_its_images_load() {
     let node = Node::new()
         .env("BERTH_CONTAINER_RUNTIME", "containerd")
         .env("CONTAINERD_ADDRESS", nowhere.path().join("containerd.sock"));
-    let output = node.berth(&[
-        "join",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--dist",
-        &dist.url(),
-    ]);
+    let output = node.run("join", &spec, &dist.url(), &[]);
     failed(&output);
     let status = node.status();
     assert_eq!(status["b"]["progressing"]["reason"], "Failed", "{status:?}");
@@ -328,13 +296,7 @@ function a() {
     let spec = dist.spec("spec.yaml", &[("a", "version: latest")]);
     let trace_file = dist.addons.root().join("trace");
     let node = Node::new().env("TRACE", &trace_file);
-    succeeded(&node.berth(&[
-        "install",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--dist",
-        &dist.url(),
-    ]));
+    succeeded(&node.install(&spec, &dist.url(), &[]));
     let trace = take_trace(&trace_file);
     assert_eq!(trace[..2], ["lo", "lo"]);
     assert!(

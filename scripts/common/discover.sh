@@ -2,9 +2,9 @@
 # Host facts and the globals kURL's install script sets before any add-on runs (distro, kernel,
 # hostname, private address, proxy): berth_kurl_globals fills those the environment left empty.
 
-# This file runs berth_kurl_globals when it is sourced, so it uses only bash, coreutils and
-# what common.sh defines (sourced before it in any order the library is loaded), prints
-# nothing and cannot fail under `set -e`.
+# This file runs berth_kurl_globals when it is sourced, so it uses only bash, coreutils, `ip`
+# (and `hostname` where /proc does not say) and what common.sh defines (sourced before it in
+# any order the library is loaded), prints nothing and cannot fail under `set -e`.
 
 # __berth_os_release FILE: sets os_id and os_version_id, which the caller declares local, to
 # the ID and VERSION_ID of the os-release FILE, without sourcing it (its other names stay out

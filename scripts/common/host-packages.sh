@@ -16,17 +16,15 @@
 
 # host_packages_distro: prints the distro folder name Berth's builder gives this host:
 # debian-12, ubuntu-22.04, rhel-9 (also for centos, rocky, almalinux), ol-8, amazon-2023.
-# Reads /etc/os-release, or $BERTH_OS_RELEASE.
+# From the distro detectLsbDist found as the library was sourced (LSB_DIST, DIST_VERSION…).
 function host_packages_distro() {
-    local os_id os_version_id
-    __berth_os_release "${BERTH_OS_RELEASE:-/etc/os-release}"
-    case "$os_id" in
-        ubuntu) echo "ubuntu-$os_version_id" ;;
-        debian) echo "debian-${os_version_id%%.*}" ;;
-        rhel | centos | rocky | almalinux) echo "rhel-${os_version_id%%.*}" ;;
-        ol) echo "ol-${os_version_id%%.*}" ;;
-        amzn) echo "amazon-$os_version_id" ;;
-        *) echo "$os_id-$os_version_id" ;;
+    case "${LSB_DIST:-}" in
+        ubuntu) echo "ubuntu-${DIST_VERSION:-}" ;;
+        debian) echo "debian-${DIST_VERSION_MAJOR:-}" ;;
+        rhel | centos | rocky | almalinux) echo "rhel-${DIST_VERSION_MAJOR:-}" ;;
+        ol) echo "ol-${DIST_VERSION_MAJOR:-}" ;;
+        amzn) echo "amazon-${DIST_VERSION:-}" ;;
+        *) echo "${LSB_DIST:-}-${DIST_VERSION:-}" ;;
     esac
 }
 
@@ -141,26 +139,30 @@ function _install_host_packages() {
         ubuntu | debian)
             _dpkg_install_host_packages "$dir" "$prefix" "${packages[@]}"
             ;;
-        centos | rhel | ol | rocky | almalinux)
-            if [ "${DIST_VERSION_MAJOR:-}" = "9" ] || [ "${DIST_VERSION_MAJOR:-}" = "10" ]; then
-                _yum_install_host_packages_el9 "$dir" "$prefix" "${packages[@]}"
-            else
-                _yum_install_host_packages "$dir" "$prefix" "${packages[@]}"
-            fi
-            ;;
-        amzn)
-            if is_amazon_2023; then
-                _yum_install_host_packages_el9 "$dir" "$prefix" "${packages[@]}"
-            elif __berth_has_files "$(__berth_realpath "$dir")/rhel-7-force$prefix" rpm; then
+        centos | rhel | ol | rocky | almalinux | amzn)
+            # Amazon Linux 2 takes kURL's forced rpm install when the package ships one.
+            if [ "$LSB_DIST" = "amzn" ] && ! is_amazon_2023 &&
+                __berth_has_files "$(__berth_realpath "$dir")/rhel-7-force$prefix" rpm; then
                 _rpm_force_install_host_packages "$dir" "$prefix" "${packages[@]}"
             else
-                _yum_install_host_packages "$dir" "$prefix" "${packages[@]}"
+                __berth_yum_installer "$dir" "$prefix" "${packages[@]}"
             fi
             ;;
         *)
             bail "Host package install is not supported on ${LSB_DIST:-this distro} ${DIST_VERSION:-}"
             ;;
     esac
+}
+
+# __berth_host_packages_present FOLDER EXTENSION PACKAGE…: whether FOLDER holds *.EXTENSION
+# files; when not, says the packages are missing there (and the caller goes on, as kURL does).
+function __berth_host_packages_present() {
+    local folder="$1" extension="$2"
+    if __berth_has_files "$folder" "$extension"; then
+        return 0
+    fi
+    __berth_host_packages_missing "$folder" "${@:3}"
+    return 1
 }
 
 # __berth_host_packages_skipped PACKAGE…: with SKIP_SYSTEM_PACKAGE_INSTALL=1, says the packages
@@ -234,7 +236,7 @@ function __berth_install_from_repository() {
     logStep "Installing host packages ${packages[*]//%/%%} from ${repository//%/%%}"
     if [ -f "$repository/Packages" ]; then
         commandExists apt-get || bail "installing host packages from $repository needs apt-get; this host has none"
-        _berth_apt_install "$repository" "${packages[@]}"
+        __berth_apt_install "$repository" "${packages[@]}"
     else
         local manager
         manager="$(__berth_yum_manager)" || bail "installing host packages from $repository needs dnf or yum; this host has neither"
@@ -243,9 +245,9 @@ function __berth_install_from_repository() {
     logSuccess "Host packages ${packages[*]//%/%%} installed"
 }
 
-# _berth_apt_install REPOSITORY PACKAGE…: apt with a source list, parts and lists of its own:
+# __berth_apt_install REPOSITORY PACKAGE…: apt with a source list, parts and lists of its own:
 # it reads only the package's repository.
-function _berth_apt_install() {
+function __berth_apt_install() {
     local repository="$1"
     local work
     work="$(mktemp -d)"
@@ -297,6 +299,7 @@ function __berth_yum_run() {
     local manager="$1" repository="$2"
     shift 2
     local os_release="${BERTH_OS_RELEASE:-/etc/os-release}"
+    # shellcheck disable=SC2034 # __berth_os_release sets both; only the version is read here
     local os_id os_version_id
     __berth_os_release "$os_release"
     local work
@@ -347,10 +350,7 @@ function _dpkg_install_host_packages() {
         return
     fi
     logStep "Installing host packages ${packages[*]//%/%%}"
-    if ! __berth_has_files "$folder" deb; then
-        __berth_host_packages_missing "$folder" "${packages[@]}"
-        return 0
-    fi
+    __berth_host_packages_present "$folder" deb "${packages[@]}" || return 0
     local attempt
     for attempt in 1 2 3; do
         # The first try can fail on pre-dependencies; a second one usually succeeds.
@@ -440,10 +440,7 @@ function _yum_install_host_packages() {
     logStep "Installing host packages ${packages[*]//%/%%}"
     local folder
     folder="$(_yum_get_host_packages_path "$dir" "$prefix")"
-    if ! __berth_has_files "$folder" rpm; then
-        __berth_host_packages_missing "$folder" "${packages[@]}"
-        return 0
-    fi
+    __berth_host_packages_present "$folder" rpm "${packages[@]}" || return 0
     local manager=""
     manager="$(__berth_yum_manager)" || manager=""
     if [ -n "$manager" ] && [ -f "$folder/repodata/repomd.xml" ]; then
@@ -494,10 +491,7 @@ function _yum_install_host_packages_el9() {
     logStep "Installing host packages ${packages[*]//%/%%}"
     local folder
     folder="$(_yum_get_host_packages_path "$dir" "$prefix")"
-    if ! __berth_has_files "$folder" rpm; then
-        __berth_host_packages_missing "$folder" "${packages[@]}"
-        return 0
-    fi
+    __berth_host_packages_present "$folder" rpm "${packages[@]}" || return 0
     __berth_install_rpm_folder "$folder" "${packages[@]}"
     logSuccess "Host packages ${packages[*]//%/%%} installed"
 }
@@ -514,10 +508,7 @@ function _rpm_force_install_host_packages() {
     logStep "Installing host packages ${packages[*]//%/%%}"
     local folder
     folder="$(__berth_realpath "$dir")/rhel-7-force$prefix"
-    if ! __berth_has_files "$folder" rpm; then
-        __berth_host_packages_missing "$folder" "${packages[@]}"
-        return 0
-    fi
+    __berth_host_packages_present "$folder" rpm "${packages[@]}" || return 0
     rpm --upgrade --force --nodeps --nosignature "$folder"/*.rpm
     logSuccess "Host packages ${packages[*]//%/%%} installed"
 }

@@ -183,7 +183,7 @@ function discover_pod_subnet() {
         return 0
     fi
     local excluded=""
-    if ! ip route show src "${PRIVATE_ADDRESS:-}" 2>/dev/null | awk '{ print $1 }' | grep -q '/'; then
+    if __berth_private_address_unrouted; then
         excluded="--exclude-subnet=${PRIVATE_ADDRESS:-}/16"
     fi
     if [ -n "${POD_CIDR:-}" ]; then
@@ -210,6 +210,12 @@ function discover_pod_subnet() {
     bail "Failed to find an available /$size subnet for the pod network within either 10.32.0.0/16 or 10.0.0.0/8. \n  Use $addon's podCIDR parameter to set a pod network that is not already in use. \n  https://kurl.sh/docs/add-ons/$anchor#advanced-install-options"
 }
 
+# __berth_private_address_unrouted: whether no route has PRIVATE_ADDRESS as its source
+# network: kURL then keeps the /16 around it out of the pod and service networks.
+function __berth_private_address_unrouted() {
+    ! ip route show src "${PRIVATE_ADDRESS:-}" 2>/dev/null | awk '{ print $1 }' | grep -q '/'
+}
+
 # discover_service_subnet: sets SERVICE_CIDR (and EXISTING_SERVICE_CIDR, from the cluster's
 # kubeadm configuration when it answers) as kURL does: fd00:c00b:2::/112 with IPV6_ONLY=1; a
 # given SERVICE_CIDR is checked like POD_CIDR; else the existing one; else a free
@@ -220,7 +226,7 @@ function discover_service_subnet() {
         return 0
     fi
     local excluded="--exclude-subnet=${POD_CIDR:-}"
-    if ! ip route show src "${PRIVATE_ADDRESS:-}" 2>/dev/null | awk '{ print $1 }' | grep -q '/'; then
+    if __berth_private_address_unrouted; then
         excluded="$excluded,${PRIVATE_ADDRESS:-}/16"
     fi
     EXISTING_SERVICE_CIDR="$(maybe kubeadm_cluster_configuration | awk '/serviceSubnet/ { print $2 }')"

@@ -51,7 +51,6 @@ pub fn built_beside(binary: &str, name: &str) -> PathBuf {
     path
 }
 
-/// Fails the test with a clear message when a tool the test needs is missing.
 /// The shared fixtures of real kURL inputs (`kurl-addons`, `kurl-manifests`, `kurl-specs`, …),
 /// read in place beside the checkout. A test that needs them fails, naming the folder, when
 /// they are missing: it never passes without its inputs.
@@ -67,6 +66,7 @@ pub fn kurl_fixtures(part: &str) -> PathBuf {
     path
 }
 
+/// Fails the test with a clear message when a tool the test needs is missing.
 pub fn require(program: &str, package: &str) -> PathBuf {
     which::which(program).unwrap_or_else(|_| {
         panic!("`{program}` is not installed: run scripts/test.sh, or apt-get install {package}")

@@ -6,7 +6,7 @@ use berth_build::package::build;
 use crate::BuildArgs;
 
 pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let directories = build::discover(&args.addons)
+    let directories = berth_build::source::repository::discover(&args.addons)
         .with_context(|| format!("failed to list add-ons under {}", args.addons.display()))?;
     if directories.is_empty() {
         anyhow::bail!(

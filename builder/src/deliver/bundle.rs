@@ -90,7 +90,8 @@ pub async fn prepare(
     dist_url: &str,
     scripts_url: &str,
 ) -> Result<BundlePlan, BundleError> {
-    let mut lock = release.lock(spec).await?;
+    let offered = release.versions().await?;
+    let mut lock = release.lock_with(&offered, spec).await?;
     // package.json leads every package: its digest costs the first few KiB of each.
     for addon in &mut lock.addons {
         addon.index_sha256 = Some(index_digest(release, &addon.name, &addon.version).await?);
@@ -130,7 +131,6 @@ pub async fn prepare(
         .collect::<Result<_, ScriptError>>()?;
     // The versions the lock pins, in its (install) order, with what each declares: the
     // bundle is a dist of its own.
-    let offered = release.versions().await?;
     let versions = VersionsFile {
         addons: lock
             .addons
@@ -141,13 +141,7 @@ pub async fn prepare(
                     version: addon.version.clone(),
                     kubernetes_version: None,
                     fields: offered
-                        .addon(&addon.name)
-                        .and_then(|offered| {
-                            offered
-                                .versions
-                                .iter()
-                                .find(|entry| entry.version == addon.version)
-                        })
+                        .entry(&addon.name, &addon.version)
                         .and_then(|entry| entry.fields.clone()),
                 }],
             })

@@ -43,22 +43,22 @@ pub fn write_versions(
         .as_deref()
         .map(VersionsFile::load)
         .transpose()?;
-    let found: Vec<(String, String)> = results
+    let built: Vec<&PackageOutcome> = results
         .iter()
-        .filter(|result| {
-            repository::locate(&result.directory).is_ok_and(|location| location.kind.is_addon())
-        })
         .filter_map(|result| result.outcome.as_ref().ok())
+        .filter(|outcome| outcome.kind.is_addon())
+        .collect();
+    let found: Vec<(String, String)> = built
+        .iter()
         .map(|outcome| (outcome.name.clone(), outcome.version.clone()))
         .collect();
     let path = out_dir.join(VERSIONS_FILE);
     let mut versions = VersionsFile::generate(existing.as_ref(), &found);
-    let folders: Vec<&Path> = results
-        .iter()
-        .filter(|result| result.outcome.is_ok())
-        .map(|result| result.directory.as_path())
-        .collect();
-    attach_fields(&mut versions, &folders)?;
+    for outcome in built {
+        if let Some(entry) = versions.entry_mut(&outcome.name, &outcome.version) {
+            entry.fields.clone_from(&outcome.fields);
+        }
+    }
     let bytes = versions.to_bytes();
     fs_err::write(&path, bytes).map_err(|source| WriteVersionsError::Write {
         path: path.clone(),
@@ -83,7 +83,7 @@ pub fn repository_versions(
     } else {
         None
     };
-    let folders = discover(addons).map_err(|source| WriteVersionsError::Discover {
+    let folders = repository::discover(addons).map_err(|source| WriteVersionsError::Discover {
         path: root.clone(),
         source,
     })?;
@@ -97,7 +97,8 @@ pub fn repository_versions(
     Ok((path, existing, generated))
 }
 
-/// Puts what each add-on folder declares in its `fields.yaml` on its version's entry.
+/// Puts what each add-on folder declares in its `fields.yaml` on its version's entry, for a
+/// `versions.json` made without [`write_versions`] (which takes them from the build).
 pub fn attach_fields(
     versions: &mut VersionsFile,
     folders: &[&Path],
@@ -109,13 +110,7 @@ pub fn attach_fields(
         let Some(declared) = crate::source::addon::read_fields(folder)? else {
             continue;
         };
-        let entry = versions
-            .addons
-            .iter_mut()
-            .filter(|addon| addon.name == location.name)
-            .flat_map(|addon| addon.versions.iter_mut())
-            .find(|entry| entry.version == location.version);
-        if let Some(entry) = entry {
+        if let Some(entry) = versions.entry_mut(&location.name, &location.version) {
             entry.fields = Some(declared);
         }
     }
@@ -140,11 +135,6 @@ pub enum WriteVersionsError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// The package folders under `addons` (see [`repository::discover`]), sorted.
-pub fn discover(addons: &Path) -> std::io::Result<Vec<PathBuf>> {
-    repository::discover(addons)
 }
 
 /// Packages every folder, `jobs` at a time, and returns the results in folder order.

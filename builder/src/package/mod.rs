@@ -72,6 +72,9 @@ pub struct PackageSettings {
 pub struct PackageOutcome {
     pub name: String,
     pub version: String,
+    pub kind: crate::source::repository::PackageKind,
+    /// What the folder's `fields.yaml` declares, for its `versions.json` entry.
+    pub fields: Option<Vec<berth_formats::fields::FieldDeclaration>>,
     pub path: PathBuf,
     pub sha256: Sha256Digest,
     pub size: u64,
@@ -196,6 +199,8 @@ pub async fn package(
     Ok(PackageOutcome {
         name: source.name,
         version: source.version,
+        kind: source.kind,
+        fields: source.fields,
         path: out_path,
         sha256,
         size,

@@ -33,6 +33,8 @@ pub(super) fn unchanged(
         PackageOutcome {
             name: source.name.clone(),
             version: source.version.clone(),
+            kind: source.kind,
+            fields: source.fields.clone(),
             path: path.to_path_buf(),
             sha256,
             size,

@@ -119,7 +119,15 @@ impl Release {
     /// `X.Y.x`, exact; `kubernetesVersion` ranges against the spec's Kubernetes), digests
     /// from the packages' `.sha256`.
     pub async fn lock(&self, spec: &InstallerSpec) -> Result<Lock, ReleaseError> {
-        let versions = self.versions().await?;
+        self.lock_with(&self.versions().await?, spec).await
+    }
+
+    /// [`Self::lock`] against a `versions.json` already read from this release.
+    pub async fn lock_with(
+        &self,
+        versions: &VersionsFile,
+        spec: &InstallerSpec,
+    ) -> Result<Lock, ReleaseError> {
         let resolved = versions.resolve_all(
             spec.addons
                 .iter()

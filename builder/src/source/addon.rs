@@ -8,7 +8,7 @@ use berth_formats::manifest::{Manifest, ManifestErrors, ReadError};
 use berth_formats::package_index::SCHEMA_VERSION;
 use serde::Serialize;
 
-use crate::source::repository::AddonLocation;
+use crate::source::repository::{AddonLocation, PackageKind};
 
 /// Why an add-on folder could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +59,10 @@ pub struct LocalInput {
 pub struct AddonSource {
     pub name: String,
     pub version: String,
+    /// An add-on, or one of kURL's `packages/` folders (which `versions.json` does not list).
+    pub kind: PackageKind,
+    /// What its `fields.yaml` declares, when it has one.
+    pub fields: Option<Vec<berth_formats::fields::FieldDeclaration>>,
     pub directory: PathBuf,
     /// The folder holding `addons/`: image archives and Dockerfiles resolve against it.
     pub repository_root: PathBuf,
@@ -72,7 +76,7 @@ impl AddonSource {
     /// path checked), and a digest of every file.
     pub fn load(directory: &Path) -> Result<AddonSource, AddonError> {
         let AddonLocation {
-            kind: _,
+            kind,
             name,
             version,
             directory,
@@ -91,7 +95,7 @@ impl AddonSource {
         })?;
         manifest.check_paths(&repository_root)?;
         // A declaration that does not read is refused here, not on the nodes.
-        read_fields(&directory)?;
+        let fields = read_fields(&directory)?;
 
         let mut files = Vec::new();
         for entry in walkdir::WalkDir::new(&directory).sort_by_file_name() {
@@ -127,6 +131,8 @@ impl AddonSource {
         Ok(AddonSource {
             name,
             version,
+            kind,
+            fields,
             repository_root,
             manifest,
             files,

@@ -118,6 +118,16 @@ impl InstallerSpec {
             problem,
             hint: hint.map(str::to_string),
         };
+        // kURL's own keys take kURL's fields, of kURL's types.
+        let check_kurl_fields = |key: &str, fields: &Map<String, Value>| {
+            if !kurl_type::is_kurl_key(key) {
+                return Ok(());
+            }
+            fields.iter().try_for_each(|(field, value)| {
+                kurl_type::check_field(key, field, value)
+                    .map_err(|problem| error(line_of(text, field), problem, None))
+            })
+        };
         if text.len() > MAX_SPEC_BYTES {
             return Err(error(
                 None,
@@ -193,12 +203,7 @@ impl InstallerSpec {
                         ));
                     }
                 };
-                if kurl_type::is_kurl_key(&key) {
-                    for (field, value) in &map {
-                        kurl_type::check_field(&key, field, value)
-                            .map_err(|problem| error(line_of(text, field), problem, None))?;
-                    }
-                }
+                check_kurl_fields(&key, &map)?;
                 if is_settings {
                     settings = map;
                 } else {
@@ -211,13 +216,7 @@ impl InstallerSpec {
                 .map_err(|problem| error(line_of(text, &name), problem.to_string(), None))?;
             let addon = AddonSpec::from_value(&name, value)
                 .map_err(|problem| error(line_of(text, &name), problem, None))?;
-            // kURL's own keys take kURL's fields, of kURL's types.
-            if kurl_type::is_kurl_key(&key) {
-                for (field, value) in &addon.config {
-                    kurl_type::check_field(&key, field, value)
-                        .map_err(|problem| error(line_of(text, field), problem, None))?;
-                }
-            }
+            check_kurl_fields(&key, &addon.config)?;
             if let Err(problem) = config_environment(&name, &addon.config) {
                 let field = match &problem {
                     FieldError::BadName { field, .. }

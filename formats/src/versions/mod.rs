@@ -159,8 +159,7 @@ impl VersionsFile {
         config: &mut serde_json::Map<String, serde_json::Value>,
     ) -> Result<(), VersionsError> {
         let declared = self
-            .addon(name)
-            .and_then(|addon| addon.versions.iter().find(|entry| entry.version == version))
+            .entry(name, version)
             .and_then(|entry| entry.fields.as_deref());
         match declared {
             Some(declared) => crate::fields::apply(name, declared, config)
@@ -179,6 +178,23 @@ impl VersionsFile {
 
     pub fn addon(&self, name: &str) -> Option<&AddonVersions> {
         self.addons.iter().find(|addon| addon.name == name)
+    }
+
+    /// Add-on `name`'s entry for `version`.
+    pub fn entry(&self, name: &str, version: &str) -> Option<&VersionEntry> {
+        self.addon(name)?
+            .versions
+            .iter()
+            .find(|entry| entry.version == version)
+    }
+
+    pub fn entry_mut(&mut self, name: &str, version: &str) -> Option<&mut VersionEntry> {
+        self.addons
+            .iter_mut()
+            .find(|addon| addon.name == name)?
+            .versions
+            .iter_mut()
+            .find(|entry| entry.version == version)
     }
 
     /// Where `name` stands in install order.
@@ -308,13 +324,7 @@ impl VersionsFile {
                     .map(|(_, version)| VersionEntry {
                         version: version.clone(),
                         kubernetes_version: existing
-                            .and_then(|file| file.addon(name))
-                            .and_then(|addon| {
-                                addon
-                                    .versions
-                                    .iter()
-                                    .find(|entry| &entry.version == version)
-                            })
+                            .and_then(|file| file.entry(name, version))
                             .and_then(|entry| entry.kubernetes_version.clone()),
                         fields: None,
                     })

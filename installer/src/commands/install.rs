@@ -169,11 +169,7 @@ fn execute(
             source.lock_path.as_deref(),
             &settings.dist,
             settings.mode == Mode::Join,
-            settings.mode == Mode::Join
-                && settings
-                    .params
-                    .iter()
-                    .any(|(key, value)| key == "control-plane" && value == "1"),
+            settings.mode == Mode::Join && settings.joins_control_plane(),
         )?;
     }
     engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {

@@ -91,9 +91,6 @@ impl Mode {
             other => other.command(),
         }
     }
-}
-
-impl Mode {
     /// What the hook an add-on runs in `phase` adds to its name (nothing for the main hook,
     /// `_already_applied` for an add-on already applied as asked, `_<phase>` otherwise), or
     /// `None` when it runs none there. On a joining node only the runtime's add-on has an
@@ -153,6 +150,15 @@ pub struct RunSettings {
     pub reuse_unpacked: bool,
 }
 
+impl RunSettings {
+    /// Whether the run's arguments join the control plane (kURL's `control-plane` flag).
+    pub fn joins_control_plane(&self) -> bool {
+        self.params
+            .iter()
+            .any(|(key, value)| key == "control-plane" && value == "1")
+    }
+}
+
 /// One add-on of the plan.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -175,6 +181,10 @@ pub struct PlannedAddon {
     /// airgap bundle carries it unpacked.
     #[serde(skip)]
     pub bundled_index: Option<berth_formats::Sha256Digest>,
+    /// The spec's `s3Override`: hooks see it as kURL's `<ADDON>_S3_OVERRIDE`; the package
+    /// itself still comes from the dist, checked by its digest.
+    #[serde(skip)]
+    pub s3_override: Option<String>,
 }
 
 /// Every add-on of the spec, in install order, with what the run will do to it.
@@ -189,10 +199,6 @@ pub struct Plan {
     /// `spec.kurl` and kURL's other settings sections, by spec key, for the hooks' variables.
     #[serde(skip)]
     pub settings: BTreeMap<String, Map<String, Value>>,
-    /// Each add-on's `s3Override`, by add-on: hooks see it as kURL's `<ADDON>_S3_OVERRIDE`;
-    /// the package itself still comes from the dist, checked by its digest.
-    #[serde(skip)]
-    pub s3_overrides: BTreeMap<String, String>,
 }
 
 impl Plan {

@@ -149,6 +149,10 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             config_hash: config_hash.to_string(),
             generation: ENGINE_GENERATION,
         };
+        let s3_override = spec
+            .addons
+            .get(&name)
+            .and_then(|addon| addon.s3_override.clone());
         let (record, damage) = store.load_or_blank(&name)?;
         let decision = decide(&record, &target, source.permissions);
         planned.push(PlannedAddon {
@@ -164,6 +168,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             record,
             record_damaged: damage.is_some(),
             bundled_index,
+            s3_override,
         });
     }
     Ok(Plan {
@@ -171,7 +176,6 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         addons: planned,
         airgap: spec.airgap(),
         settings: settings_of(&spec),
-        s3_overrides: s3_overrides_of(&spec),
     })
 }
 
@@ -247,10 +251,13 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             record,
             record_damaged: false,
             bundled_index: None,
+            s3_override: spec
+                .as_ref()
+                .and_then(|spec| spec.addons.get(name))
+                .and_then(|addon| addon.s3_override.clone()),
         }],
         airgap: spec.as_ref().is_some_and(InstallerSpec::airgap),
         settings: spec.as_ref().map(settings_of).unwrap_or_default(),
-        s3_overrides: spec.as_ref().map(s3_overrides_of).unwrap_or_default(),
     })
 }
 
@@ -260,14 +267,6 @@ fn settings_of(spec: &InstallerSpec) -> BTreeMap<String, Map<String, Value>> {
         .clone()
         .into_iter()
         .chain([(INSTALLER_SETTINGS_KEY.to_string(), spec.settings.clone())])
-        .collect()
-}
-
-/// Each add-on's `s3Override`, by add-on.
-fn s3_overrides_of(spec: &InstallerSpec) -> BTreeMap<String, String> {
-    spec.addons
-        .iter()
-        .filter_map(|(name, addon)| Some((name.clone(), addon.s3_override.clone()?)))
         .collect()
 }
 

@@ -55,7 +55,13 @@ impl Node {
 
     /// Runs `berth install` with the spec and dist, plus `extra` arguments.
     pub fn install(&self, spec: &Path, dist: &str, extra: &[&str]) -> Output {
-        self.install_command(spec, dist)
+        self.run("install", spec, dist, extra)
+    }
+
+    /// Runs `berth COMMAND` (`install`, `join`, `upgrade`) with the spec and dist, plus
+    /// `extra` arguments.
+    pub fn run(&self, command: &str, spec: &Path, dist: &str, extra: &[&str]) -> Output {
+        self.command(&[command, "--spec", spec.to_str().unwrap(), "--dist", dist])
             .args(extra)
             .output()
             .unwrap()
@@ -117,16 +123,21 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Standard output, then standard error.
+pub fn printed(output: &Output) -> String {
+    format!("{}{}", text(&output.stdout), text(&output.stderr))
+}
+
 /// Asserts success and returns stdout + stderr.
 pub fn succeeded(output: &Output) -> String {
-    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    let all = printed(output);
     assert!(output.status.success(), "berth failed:\n{all}");
     all
 }
 
 /// Asserts failure and returns stdout + stderr.
 pub fn failed(output: &Output) -> String {
-    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    let all = printed(output);
     assert!(
         !output.status.success(),
         "berth succeeded but should not have:\n{all}"
@@ -184,7 +195,7 @@ impl TestDist {
         let mut dist = Self::new();
         dist.distros = distros;
         let folders: Vec<PathBuf> =
-            berth_build::package::build::discover(&repository.join("addons"))
+            berth_build::source::repository::discover(&repository.join("addons"))
                 .unwrap()
                 .into_iter()
                 .filter(|folder| {

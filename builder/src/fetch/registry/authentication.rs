@@ -146,7 +146,7 @@ fn basic_header(user: &str, password: &str) -> HeaderValue {
 /// User name and password for `registry` from the docker config, if any.
 fn credentials_for(registry: &str) -> Option<(String, String)> {
     let server = match registry {
-        "docker.io" | "index.docker.io" | "registry-1.docker.io" => "https://index.docker.io/v1/",
+        "docker.io" | "index.docker.io" => "https://index.docker.io/v1/",
         other => other,
     };
     match docker_credential::get_credential(server) {

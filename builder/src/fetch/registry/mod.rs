@@ -235,9 +235,14 @@ impl RegistryClient {
                 .and_then(|value| value.to_str().ok())
                 .unwrap_or_default()
                 .to_string();
-            let host = self.host(reference.registry()).to_string();
+            // A mirror's credentials are the mirror's; otherwise the registry's own.
+            let credentials_host = self
+                .mirror(reference.registry())
+                .unwrap_or(reference.registry())
+                .to_string();
             let authorization =
-                authentication::answer(&self.http, reference, &host, &challenge).await?;
+                authentication::answer(&self.http, reference, &credentials_host, &challenge)
+                    .await?;
             self.authorizations.learned(reference, authorization);
             response = self.send_with_retries(reference, &request).await?;
             if response.status() == StatusCode::UNAUTHORIZED {
@@ -291,21 +296,24 @@ impl RegistryClient {
     /// The registry a reference's registry is reached as: its mirror, when one is given, else
     /// itself (as docker.io's API host for docker.io).
     fn host<'a>(&'a self, registry: &'a str) -> &'a str {
+        match (self.mirror(registry), registry) {
+            (Some(mirror), _) => mirror,
+            (None, "docker.io" | "index.docker.io") => "registry-1.docker.io",
+            (None, other) => other,
+        }
+    }
+
+    /// The mirror `--registry-mirror` names for `registry` (docker.io by either name).
+    fn mirror(&self, registry: &str) -> Option<&str> {
         let canonical = match registry {
             "index.docker.io" => "docker.io",
             other => other,
         };
-        let mirror = self
-            .settings
+        self.settings
             .mirrors
             .iter()
             .find(|(from, _)| from == canonical)
-            .map(|(_, to)| to.as_str());
-        match (mirror, canonical) {
-            (Some(mirror), _) => mirror,
-            (None, "docker.io") => "registry-1.docker.io",
-            (None, other) => other,
-        }
+            .map(|(_, to)| to.as_str())
     }
 
     fn base_url(&self, registry: &str) -> String {

@@ -199,11 +199,11 @@ impl<'a> Run<'a> {
                     .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
             }
             let mode = self.settings.mode;
-            let runtime = installs_runtime(&member.planned.name);
+            let is_runtime = installs_runtime(&member.planned.name);
             let candidates: Vec<Vec<String>> = phases
                 .iter()
                 .map(|phase| {
-                    mode.hook_suffix(*phase, &member.planned.decision, runtime)
+                    mode.hook_suffix(*phase, &member.planned.decision, is_runtime)
                         .map(|suffix| hook_functions(&member.planned.name, &suffix))
                         .unwrap_or_default()
                 })
@@ -214,7 +214,7 @@ impl<'a> Run<'a> {
             // kURL calls an applied add-on's install hook unguarded: one that is not there is
             // a broken add-on, not one with nothing to do.
             let member = &self.members[index];
-            let main = mode.main_phase(runtime);
+            let main = mode.main_phase(is_runtime);
             if main == Phase::Install && member.planned.decision.applies() {
                 let main = phases.iter().position(|phase| *phase == main);
                 if let Some(looked_for) = main.map(|main| &candidates[main])
@@ -322,11 +322,7 @@ impl<'a> Run<'a> {
         // joined the control plane (now, or as its last installer records), or its spec says
         // `kubernetes.controlPlane: true`.
         let role = LastInstaller::load(&self.settings.layout).ok().flatten();
-        let control_plane = self
-            .settings
-            .params
-            .iter()
-            .any(|(key, value)| key == "control-plane" && value == "1")
+        let control_plane = self.settings.joins_control_plane()
             || role.as_ref().is_some_and(|role| role.control_plane)
             || self
                 .member_config("kubernetes")
@@ -349,12 +345,12 @@ impl<'a> Run<'a> {
             )?;
         }
         // What the spec holds under each of kURL's keys: an add-on's fields (with its
-        // s3Override, which the plan keeps apart), or a settings section.
+        // s3Override, which the plan keeps apart from them), or a settings section.
         let mut sections = self.plan.settings.clone();
         for member in &self.members {
             let planned = member.planned;
             let mut fields = planned.config.clone();
-            if let Some(url) = self.plan.s3_overrides.get(&planned.name) {
+            if let Some(url) = &planned.s3_override {
                 fields.insert("s3Override".into(), url.clone().into());
             }
             sections.insert(spec_key(&planned.name).to_string(), fields);
