@@ -78,6 +78,11 @@ impl Layout {
         self.install_dir().join("lock")
     }
 
+    /// The last host preflights' results (`berth status` shows them).
+    pub fn host_preflights_file(&self) -> PathBuf {
+        self.install_dir().join("host-preflights/last.json")
+    }
+
     pub fn log_dir(&self) -> PathBuf {
         self.root.join("var/log/berth")
     }

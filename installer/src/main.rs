@@ -57,6 +57,8 @@ enum Command {
     /// Publish a join parameter (hooks call this through `berth_set_join_param`).
     #[command(subcommand)]
     JoinParam(commands::join_command::JoinParamCommand),
+    /// Run host preflights alone: HostPreflight FILEs, or those `install` would run for --spec.
+    Preflight(commands::preflight::PreflightArgs),
     /// Go back to an add-on's previous version, from the packages kept on this node.
     Rollback(commands::rollback::RollbackArgs),
     /// Run each add-on's reset hook and remove what Berth placed on this node.
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Upgrade(args) => commands::install::upgrade(args),
         Command::JoinCommandLine(args) => commands::join_command::run(args),
         Command::JoinParam(command) => commands::join_command::param_run(command),
+        Command::Preflight(args) => commands::preflight::run(args),
         Command::Rollback(args) => commands::rollback::run(args),
         Command::Reset(args) => commands::reset::run(args),
         Command::Status(args) => commands::status::run(args),

@@ -26,7 +26,7 @@ pub struct InstallArgs {
     /// The Installer spec (kind: Installer) [default: the installer this node ran last, with
     /// its lock].
     #[arg(long)]
-    spec: Option<PathBuf>,
+    pub(crate) spec: Option<PathBuf>,
     /// Where packages and versions.json are: a folder or an http(s):// URL [default: where
     /// the node's last installer came from].
     #[arg(long, env = "BERTH_DIST")]
@@ -58,7 +58,7 @@ pub struct InstallArgs {
     dry_run: bool,
     /// Print the plan as JSON (with --dry-run or `berth plan`).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
     hook_timeout: HookTimeout,
     /// How long the join secrets hooks publish stay valid (`24h`, `90m`, `30s`).
@@ -69,7 +69,7 @@ pub struct InstallArgs {
     #[arg(long, value_name = "URL")]
     scripts_url: Option<String>,
     #[command(flatten)]
-    root: RootArgs,
+    pub(crate) root: RootArgs,
 }
 
 /// `berth join`: the install arguments, and the join command's `key=value` words.
@@ -200,7 +200,7 @@ fn record_refusal(settings: &RunSettings, error: &EngineError) -> anyhow::Result
 
 /// The run's settings from its arguments. A plan that changes nothing (`plan_only`) may leave
 /// out the spec and dist: it takes the installer the node ran last.
-fn settings(
+pub(crate) fn settings(
     args: &InstallArgs,
     mode: Mode,
     plan_only: bool,

@@ -5,6 +5,7 @@ pub mod install;
 pub mod join_command;
 pub mod kurl;
 pub mod kustomization;
+pub mod preflight;
 pub mod reset;
 pub mod rollback;
 pub mod status;

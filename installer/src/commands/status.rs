@@ -82,6 +82,25 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     if let Ok(Some(last)) = LastInstaller::load(&layout) {
         show!("\ninstaller {} from {}", last.id, last.dist);
     }
+    if let Some(record) = berth::engine::PreflightRecord::load(&layout) {
+        show!(
+            "\nhost preflights of {} ({}): {}; {}",
+            record.run,
+            record.role,
+            record.report.summary(),
+            record.decision
+        );
+        for result in &record.report.results {
+            if result.outcome >= berth_preflight::Outcome::Warn {
+                show!(
+                    "  {} {}: {}",
+                    result.outcome.word(),
+                    result.title,
+                    result.message
+                );
+            }
+        }
+    }
     for state in &states {
         if let Some(progressing) = state
             .progressing

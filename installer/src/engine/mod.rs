@@ -44,7 +44,7 @@ use crate::state::{AddonState, StateError, Target};
 use crate::unpack::UnpackError;
 
 pub use resolve::{plan, record_refusal, rollback_plan};
-pub use run::apply;
+pub use run::{PreflightRecord, apply, preflight};
 
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
 pub const ENGINE_GENERATION: u32 = 1;
@@ -288,6 +288,16 @@ pub enum EngineError {
     Refused { lines: Vec<String> },
     #[error("{name}: {problem}")]
     Rollback { name: String, problem: String },
+    #[error("host preflights: {summary}\nhint: {}", if *warnings_only { "warnings stop the run because hostPreflightEnforceWarnings is set; fix what they name, or leave out host-preflight-enforce-warnings" } else { "fix what the failed checks name and run the same command again; kurl.hostPreflightIgnore (the script word host-preflight-ignore) goes on regardless" })]
+    HostPreflights {
+        summary: String,
+        warnings_only: bool,
+    },
+    #[error("host preflights cannot run")]
+    HostPreflightSpec {
+        #[source]
+        source: berth_preflight::PreflightError,
+    },
     #[error(transparent)]
     State(#[from] StateError),
     #[error("failed to prepare {path}")]

@@ -131,10 +131,10 @@ impl AptIndex {
                     chain: vec![relation.to_string()],
                     why,
                 })?;
-            if let Some(package) = package {
-                if chosen.insert(package.name.clone(), package).is_none() {
-                    queue.push_back((package, vec![package.name.clone()]));
-                }
+            if let Some(package) = package
+                && chosen.insert(package.name.clone(), package).is_none()
+            {
+                queue.push_back((package, vec![package.name.clone()]));
             }
         }
         while let Some((package, chain)) = queue.pop_front() {

@@ -1,8 +1,11 @@
 //! Carrying a plan out: fetch and verify, load images, run the hooks phase by phase in one
 //! session, record state as each add-on finishes.
 
+mod host_preflights;
 mod prepare;
 mod record;
+
+pub use host_preflights::PreflightRecord;
 
 use std::time::{Duration, Instant};
 
@@ -46,7 +49,7 @@ pub fn apply(
     }
     let layout = &settings.layout;
     let run_id = run_id(settings.mode.run_name(plan));
-    let mut run = Run::new(settings, plan, &run_id)?;
+    let mut run = Run::new(settings, plan, &run_id, false)?;
     let result = run.execute(reporter);
     if let Err(error) = &result {
         run.fail_unfinished(error)?;
@@ -57,6 +60,25 @@ pub fn apply(
         reporter.step(&format!("log: {}", log.display()));
     }
     result
+}
+
+/// Fetches and verifies the plan's packages and runs the host preflights alone, as `berth
+/// preflight` does: no record changes and no hook runs. The caller holds the node lock.
+pub fn preflight(
+    settings: &RunSettings,
+    plan: &Plan,
+    _lock: &NodeLock,
+    reporter: &dyn Reporter,
+) -> Result<berth_preflight::Report, EngineError> {
+    let run_id = run_id("preflight");
+    let mut run = Run::new(settings, plan, &run_id, true)?;
+    run.execute(reporter)?;
+    run.preflight_report
+        .take()
+        .ok_or_else(|| EngineError::HostPreflights {
+            summary: "no report".into(),
+            warnings_only: false,
+        })
 }
 
 /// `<what>-<UTC time>-<pid>`: the run's log file name, and its mark in the records.
@@ -88,14 +110,22 @@ struct Run<'a> {
     run_id: String,
     store: StateStore,
     members: Vec<Member<'a>>,
+    /// `berth preflight`: stop after the host preflights, recording nothing.
+    preflight_only: bool,
+    preflight_report: Option<berth_preflight::Report>,
 }
 
 impl<'a> Run<'a> {
-    fn new(settings: &'a RunSettings, plan: &'a Plan, run_id: &str) -> Result<Self, EngineError> {
+    fn new(
+        settings: &'a RunSettings,
+        plan: &'a Plan,
+        run_id: &str,
+        preflight_only: bool,
+    ) -> Result<Self, EngineError> {
         let store = StateStore::new(settings.layout.state_dir());
         let mut members = Vec::new();
         for planned in &plan.addons {
-            if planned.record_damaged {
+            if planned.record_damaged && !preflight_only {
                 store.set_aside(&planned.name)?;
             }
             let mut state = planned.record.clone();
@@ -119,7 +149,7 @@ impl<'a> Run<'a> {
                     ),
                 );
             }
-            if state != planned.record {
+            if state != planned.record && !preflight_only {
                 store.save(&state)?;
             }
             members.push(Member {
@@ -136,15 +166,14 @@ impl<'a> Run<'a> {
             run_id: run_id.to_string(),
             store,
             members,
+            preflight_only,
+            preflight_report: None,
         })
     }
 
     fn execute(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
         let layout = self.settings.layout.clone();
         crate::session::end_orphans(&layout.work_dir());
-        crate::helpers::install(&layout).map_err(io_error(&layout.helpers_dir()))?;
-        crate::helpers::fresh_kubeadm_patches(&layout)
-            .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;
 
         // fetch: every package is verified and in place before any hook runs.
         for index in 0..self.members.len() {
@@ -164,6 +193,17 @@ impl<'a> Run<'a> {
                 member.index = Some(package_index);
             }
         }
+
+        // host preflights: nothing outside Berth's own folders has changed yet.
+        check_interrupt()?;
+        let report = self.host_preflights(reporter)?;
+        if self.preflight_only {
+            self.preflight_report = Some(report);
+            return Ok(());
+        }
+        crate::helpers::install(&layout).map_err(io_error(&layout.helpers_dir()))?;
+        crate::helpers::fresh_kubeadm_patches(&layout)
+            .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;
 
         let log_path = layout.log_dir().join(format!("{}.log", self.run_id));
         // Hook output may show secrets: the log is root's alone.
@@ -318,18 +358,7 @@ impl<'a> Run<'a> {
         if self.plan.airgap {
             environment.berth("AIRGAP", "1")?;
         }
-        // kURL's install.sh sets MASTER on the first node; a node that joined is one when it
-        // joined the control plane (now, or as its last installer records), or its spec says
-        // `kubernetes.controlPlane: true`.
-        let role = LastInstaller::load(&self.settings.layout).ok().flatten();
-        let control_plane = self.settings.joins_control_plane()
-            || role.as_ref().is_some_and(|role| role.control_plane)
-            || self
-                .member_config("kubernetes")
-                .and_then(|kubernetes| kubernetes.get("controlPlane"))
-                == Some(&serde_json::Value::Bool(true));
-        let joined = self.settings.mode == Mode::Join || role.is_some_and(|role| role.joined);
-        let master = !joined || control_plane;
+        let (master, _) = self.node_role();
         environment.berth("MASTER", if master { "1" } else { "" })?;
         for member in &self.members {
             let planned = member.planned;
@@ -364,6 +393,21 @@ impl<'a> Run<'a> {
             environment.param(key, value)?;
         }
         Ok(environment.into_vec())
+    }
+
+    /// `(master, joined)`: kURL's install.sh sets MASTER on the first node; a node that
+    /// joined is one when it joined the control plane (now, or as its last installer
+    /// records), or its spec says `kubernetes.controlPlane: true`.
+    fn node_role(&self) -> (bool, bool) {
+        let role = LastInstaller::load(&self.settings.layout).ok().flatten();
+        let control_plane = self.settings.joins_control_plane()
+            || role.as_ref().is_some_and(|role| role.control_plane)
+            || self
+                .member_config("kubernetes")
+                .and_then(|kubernetes| kubernetes.get("controlPlane"))
+                == Some(&serde_json::Value::Bool(true));
+        let joined = self.settings.mode == Mode::Join || role.is_some_and(|role| role.joined);
+        (!joined || control_plane, joined)
     }
 
     /// The configuration of the add-on in folder `name`, when the run has it.

@@ -1,0 +1,111 @@
+//! `berth preflight`: the host preflights alone. With FILEs, those HostPreflight files as an
+//! add-on author writes them (templated for the role the flags choose); without, what
+//! `berth install` (or `join`) would run before its hooks, packages fetched and verified.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use berth::engine::{self, Mode};
+use berth::node_lock::NodeLock;
+use berth_formats::spec::{InstallerSpec, spec_key};
+use berth_preflight::{Limits, Report, Role, TemplateContext, report};
+
+use crate::commands::Stderr;
+use crate::commands::install::InstallArgs;
+
+#[derive(clap::Args)]
+pub struct PreflightArgs {
+    /// HostPreflight files to run (troubleshoot.sh/v1beta2); without them, the host
+    /// preflights of --spec as `berth install` runs them.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Template the files as for a control-plane node (the default unless --join).
+    #[arg(long)]
+    primary: bool,
+    /// Template the files (or plan the run) as for a node joining a cluster.
+    #[arg(long)]
+    join: bool,
+    /// Template the files as for a node that is already installed.
+    #[arg(long)]
+    upgrade: bool,
+    /// Leave out filesystemPerformance benchmarks (files only).
+    #[arg(long)]
+    skip_filesystem_performance: bool,
+    #[command(flatten)]
+    install: InstallArgs,
+}
+
+/// Exit codes as troubleshoot's `preflight`: 0 passed, 3 a check failed, 4 one warned, 2 a
+/// spec could not be read.
+pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
+    let report = if args.files.is_empty() {
+        from_spec(&args)?
+    } else {
+        match from_files(&args) {
+            Ok(report) => report,
+            Err(error) => {
+                crate::commands::print_error(&error);
+                return Ok(ExitCode::from(report::EXIT_SPEC_ISSUES as u8));
+            }
+        }
+    };
+    if args.install.json {
+        show!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        show!(
+            "{}",
+            report.table(std::io::stdout().is_terminal()).trim_end()
+        );
+        say!("berth: host preflights: {}", report.summary());
+    }
+    Ok(ExitCode::from(report.exit_code() as u8))
+}
+
+fn from_files(args: &PreflightArgs) -> anyhow::Result<Report> {
+    let mut context = TemplateContext {
+        role: Role {
+            primary: args.primary || !args.join,
+            join: args.join,
+            upgrade: args.upgrade,
+        },
+        ..TemplateContext::default()
+    };
+    if let Some(path) = &args.install.spec {
+        let spec = InstallerSpec::load(path)?;
+        context.installer_name = spec.name.clone().unwrap_or_default();
+        context.sections = spec.sections.clone();
+        context
+            .sections
+            .insert("kurl".into(), spec.settings.clone());
+        for (folder, addon) in &spec.addons {
+            let mut fields = addon.config.clone();
+            fields.insert("version".into(), addon.version.clone().into());
+            context
+                .sections
+                .insert(spec_key(folder).to_string(), fields);
+        }
+    }
+    let mut documents = Vec::new();
+    for path in &args.files {
+        let name = path.display().to_string();
+        documents.push(berth_preflight::load_file(&name, path, &context)?);
+    }
+    let limits = Limits {
+        filesystem_performance: !args.skip_filesystem_performance,
+        ..Limits::default()
+    };
+    Ok(berth_preflight::run(&documents, &limits)?)
+}
+
+fn from_spec(args: &PreflightArgs) -> anyhow::Result<Report> {
+    let mode = if args.join { Mode::Join } else { Mode::Install };
+    let (source, settings) = crate::commands::install::settings(&args.install, mode, false)?;
+    let lock = NodeLock::acquire(
+        &settings.layout.lock_file(),
+        &format!("berth preflight --spec {}", source.spec_path.display()),
+    )?;
+    let plan = engine::plan(&source, &settings)?;
+    engine::preflight(&settings, &plan, &lock, &Stderr).context("the host preflights could not run")
+}

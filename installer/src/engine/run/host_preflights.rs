@@ -1,0 +1,238 @@
+//! Host preflights, after every package is fetched and verified and before any hook changes
+//! the node: Berth's built-in checks, each add-on's `host-preflight.yaml`, and the spec's
+//! `kurl.hostPreflights`, run as kURL runs them (its ignore, enforce and exclude settings,
+//! as spec fields or script words).
+
+use std::io::IsTerminal as _;
+
+use berth_preflight::{Document, Limits, Outcome, Report, Role, TemplateContext};
+use serde_json::Value;
+
+use super::*;
+
+/// What a run's host preflights came to, kept for `berth status`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightRecord {
+    pub run: String,
+    /// `primary, install`, `secondary, join, install`, …
+    pub role: String,
+    /// What the run did with the results: `passed`, `continued`, `stopped`, `ignored`, or
+    /// `checked` (`berth preflight`).
+    pub decision: String,
+    pub report: Report,
+}
+
+impl PreflightRecord {
+    pub fn load(layout: &crate::layout::Layout) -> Option<Self> {
+        let text = fs_err::read_to_string(layout.host_preflights_file()).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+}
+
+/// The run's kURL settings for host preflights, from `spec.kurl` and the script's words.
+struct Settings {
+    ignore: bool,
+    enforce_warnings: bool,
+    exclude_builtin: bool,
+    assume_yes: bool,
+}
+
+impl Run<'_> {
+    fn preflight_settings(&self) -> Settings {
+        let kurl = self.plan.settings.get("kurl");
+        let field = |name: &str| kurl.and_then(|kurl| kurl.get(name)) == Some(&Value::Bool(true));
+        let word = |names: &[&str]| {
+            self.settings.params.iter().any(|(key, value)| {
+                names.contains(&key.as_str()) && !matches!(value.as_str(), "0" | "false")
+            })
+        };
+        Settings {
+            ignore: field("hostPreflightIgnore")
+                || word(&["host-preflight-ignore", "preflight-ignore"]),
+            enforce_warnings: field("hostPreflightEnforceWarnings")
+                || word(&["host-preflight-enforce-warnings"]),
+            exclude_builtin: field("excludeBuiltinHostPreflights")
+                || word(&[
+                    "exclude-builtin-host-preflights",
+                    "exclude-builtin-preflights",
+                ]),
+            assume_yes: word(&["yes"]),
+        }
+    }
+
+    /// The template context: the node's role as kURL's scripts pass it, and the spec.
+    fn preflight_context(&self) -> TemplateContext {
+        let (master, joined) = self.node_role();
+        let upgrade = self
+            .plan
+            .addons
+            .iter()
+            .any(|addon| addon.record.current.is_some());
+        let mut sections = self.plan.settings.clone();
+        for member in &self.members {
+            let planned = member.planned;
+            let mut fields = planned.config.clone();
+            fields.insert("version".into(), planned.version.clone().into());
+            sections.insert(spec_key(&planned.name).to_string(), fields);
+        }
+        let airgap_bytes_needed = if self.plan.airgap {
+            // Unpacked packages and imported images take about twice the packages' size.
+            self.members
+                .iter()
+                .filter(|member| member.planned.decision.applies())
+                .filter_map(|member| {
+                    let file = package_file_name(&member.planned.name, &member.planned.version);
+                    fs_err::metadata(self.settings.layout.package_cache().join(file)).ok()
+                })
+                .map(|metadata| metadata.len() * 2)
+                .sum()
+        } else {
+            0
+        };
+        TemplateContext {
+            role: Role {
+                primary: master,
+                join: joined,
+                upgrade,
+            },
+            sections,
+            airgap_bytes_needed,
+            ..TemplateContext::default()
+        }
+    }
+
+    /// The documents of the run, in kURL's order: built-in, the spec's, each add-on's.
+    fn preflight_documents(
+        &self,
+        settings: &Settings,
+        context: &TemplateContext,
+    ) -> Result<Vec<Document>, EngineError> {
+        let mut documents = Vec::new();
+        let error = |source| EngineError::HostPreflightSpec { source };
+        if !settings.exclude_builtin {
+            documents.push(
+                berth_preflight::load_text(
+                    berth_preflight::Origin::new("built-in", None),
+                    berth_preflight::BUILTIN,
+                    context,
+                )
+                .map_err(error)?,
+            );
+        }
+        if let Some(spec) = self
+            .plan
+            .settings
+            .get("kurl")
+            .and_then(|kurl| kurl.get("hostPreflights"))
+            .filter(|spec| !spec.is_null())
+        {
+            documents.push(
+                berth_preflight::load_value("spec kurl.hostPreflights", spec, context)
+                    .map_err(error)?,
+            );
+        }
+        // kURL's excludeBuiltinHostPreflights leaves out the add-ons' files too.
+        if !settings.exclude_builtin {
+            for member in &self.members {
+                let planned = member.planned;
+                let path = self
+                    .settings
+                    .layout
+                    .addon_dir(&planned.name, &planned.version)
+                    .join("host-preflight.yaml");
+                if path.is_file() {
+                    let name = format!("{} {}", planned.name, planned.version);
+                    documents
+                        .push(berth_preflight::load_file(&name, &path, context).map_err(error)?);
+                }
+            }
+        }
+        Ok(documents)
+    }
+
+    /// Runs the host preflights, prints them, records them, and stops the run where kURL
+    /// would: on a failure (unless ignored), on a warning when warnings are enforced or the
+    /// user answers no.
+    pub(super) fn host_preflights(&self, reporter: &dyn Reporter) -> Result<Report, EngineError> {
+        let settings = self.preflight_settings();
+        let context = self.preflight_context();
+        let documents = self.preflight_documents(&settings, &context)?;
+        reporter.step(&format!(
+            "host preflights ({}): {} documents",
+            context.role.describe(),
+            documents.len()
+        ));
+        let mut report = berth_preflight::run(&documents, &Limits::default())
+            .map_err(|source| EngineError::HostPreflightSpec { source })?;
+        let worst = report.worst();
+        if settings.ignore {
+            for result in &mut report.results {
+                result.ignored = matches!(result.outcome, Outcome::Fail | Outcome::Warn);
+            }
+        }
+        if !self.preflight_only {
+            // A closed standard error must not stop the run (nor panic it).
+            use std::io::Write as _;
+            let _ = write!(
+                std::io::stderr(),
+                "{}",
+                report.table(std::io::stderr().is_terminal())
+            );
+        }
+        reporter.step(&format!("host preflights: {}", report.summary()));
+        let decision = match worst {
+            _ if settings.ignore && worst >= Outcome::Warn => {
+                reporter.step("host preflights: hostPreflightIgnore is set; going on");
+                "ignored"
+            }
+            Outcome::Fail => "stopped",
+            Outcome::Warn if settings.enforce_warnings => "stopped",
+            _ if self.preflight_only => "checked",
+            Outcome::Warn if settings.assume_yes || !confirm(reporter) => "continued",
+            Outcome::Warn => "stopped",
+            _ => "passed",
+        };
+        let record = PreflightRecord {
+            run: self.run_id.clone(),
+            role: context.role.describe(),
+            decision: decision.to_string(),
+            report: report.clone(),
+        };
+        let file = self.settings.layout.host_preflights_file();
+        if let Some(folder) = file.parent() {
+            fs_err::create_dir_all(folder).map_err(io_error(folder))?;
+        }
+        let text = serde_json::to_string_pretty(&record).unwrap_or_default();
+        fs_err::write(&file, text).map_err(io_error(&file))?;
+        if decision == "stopped" {
+            return Err(EngineError::HostPreflights {
+                summary: report.summary(),
+                warnings_only: worst == Outcome::Warn,
+            });
+        }
+        Ok(report)
+    }
+}
+
+/// kURL's `confirmY` on warnings: asks on the terminal, yes by default. Returns whether the
+/// user declined; without a terminal nothing is asked and the run goes on.
+fn confirm(reporter: &dyn Reporter) -> bool {
+    use std::io::{BufRead as _, Write as _};
+    let Ok(mut tty) = fs_err::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        reporter.step("host preflights have warnings; no terminal to ask on, going on");
+        return false;
+    };
+    let _ = write!(
+        tty,
+        "Host preflights have warnings; going on may fail later. Continue? (Y/n) "
+    );
+    let mut answer = String::new();
+    let mut reader = std::io::BufReader::new(tty);
+    let _ = reader.read_line(&mut answer);
+    matches!(answer.trim(), "n" | "N")
+}

@@ -1,0 +1,405 @@
+//! The collectors and analyzers Berth runs, by the part of the host they look at. Each kind
+//! collects into troubleshoot's result shape (so `--json` and message templates see what
+//! troubleshoot's would) and analyzes with troubleshoot's `when` grammar for that kind.
+
+mod certificate;
+mod network;
+mod storage;
+mod system;
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::document::Item;
+use crate::report::Outcome;
+
+/// What a collector found, or why it found nothing.
+pub type Collected = Result<Value, String>;
+
+/// The kinds Berth runs, each with its default title and whether `collectorName` names its
+/// result (troubleshoot's per-kind file names; the others keep one result per run).
+pub struct Kind {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub named: bool,
+    collect: fn(&Map<String, Value>, &Limits) -> Collected,
+    analyze: fn(&Item, Option<&Collected>) -> Result<Vec<Matched>, String>,
+}
+
+/// Bounds every collector keeps to.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Whether filesystemPerformance runs (`--skip-filesystem-performance` turns it off).
+    pub filesystem_performance: bool,
+    /// The longest any one network collector waits, whatever its spec says.
+    pub network_timeout_cap: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            filesystem_performance: true,
+            network_timeout_cap: Duration::from_secs(600),
+        }
+    }
+}
+
+/// One outcome an analyzer chose.
+#[derive(Debug, Clone)]
+pub struct Matched {
+    pub outcome: Outcome,
+    pub message: String,
+    pub uri: String,
+    /// Set where one analyzer gives several results (one per package).
+    pub title_suffix: Option<String>,
+}
+
+pub const KINDS: &[Kind] = &[
+    system::HOST_OS,
+    system::CPU,
+    system::MEMORY,
+    system::TIME,
+    system::HOST_SERVICES,
+    system::KERNEL_MODULES,
+    system::SYSTEM_PACKAGES,
+    system::IPV4_INTERFACES,
+    system::BLOCK_DEVICES,
+    network::TCP_PORT_STATUS,
+    network::UDP_PORT_STATUS,
+    network::TCP_CONNECT,
+    network::TCP_LOAD_BALANCER,
+    network::HTTP,
+    storage::DISK_USAGE,
+    storage::FILESYSTEM_PERFORMANCE,
+    certificate::CERTIFICATE,
+];
+
+pub fn kind(name: &str) -> Option<&'static Kind> {
+    KINDS.iter().find(|kind| kind.name == name)
+}
+
+impl Kind {
+    /// The key the result is kept under: the kind, and the collector name where it names one.
+    pub fn result_key(&self, collector_name: Option<&str>) -> (String, String) {
+        let name = if self.named {
+            collector_name.unwrap_or("").to_string()
+        } else {
+            String::new()
+        };
+        (self.name.to_string(), name)
+    }
+
+    pub fn collect(&self, fields: &Map<String, Value>, limits: &Limits) -> Collected {
+        (self.collect)(fields, limits)
+    }
+
+    pub fn analyze(&self, item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
+        (self.analyze)(item, data)
+    }
+
+    /// The port a collector binds, where it binds one: collectors of one port run one after
+    /// another, so two never see each other as the process in the way.
+    pub fn bound_port(&self, fields: &Map<String, Value>) -> Option<u64> {
+        matches!(
+            self.name,
+            "tcpPortStatus" | "udpPortStatus" | "tcpLoadBalancer"
+        )
+        .then(|| fields.get("port").and_then(Value::as_u64))
+        .flatten()
+    }
+}
+
+/// One outcome as the spec writes it.
+struct SpecOutcome {
+    outcome: Outcome,
+    when: String,
+    message: String,
+    uri: String,
+}
+
+/// The outcomes of an analyzer, in order.
+fn outcomes(item: &Item) -> Result<Vec<SpecOutcome>, String> {
+    let Some(list) = item.fields.get("outcomes") else {
+        return Ok(Vec::new());
+    };
+    let Some(list) = list.as_array() else {
+        return Err("`outcomes` is not a list".into());
+    };
+    let mut out = Vec::new();
+    for (index, entry) in list.iter().enumerate() {
+        let Some(entry) = entry.as_object() else {
+            return Err(format!("outcomes[{index}] is not a mapping"));
+        };
+        // troubleshoot looks at fail, then warn, then pass within one entry.
+        for (key, outcome) in [
+            ("fail", Outcome::Fail),
+            ("warn", Outcome::Warn),
+            ("pass", Outcome::Pass),
+        ] {
+            if let Some(single) = entry.get(key) {
+                let text = |name: &str| {
+                    single
+                        .get(name)
+                        .map(|value| match value {
+                            Value::String(text) => text.clone(),
+                            Value::Null => String::new(),
+                            other => other.to_string(),
+                        })
+                        .unwrap_or_default()
+                };
+                out.push(SpecOutcome {
+                    outcome,
+                    when: text("when"),
+                    message: text("message"),
+                    uri: text("uri"),
+                });
+                break;
+            }
+        }
+        if !["fail", "warn", "pass"]
+            .iter()
+            .any(|key| entry.contains_key(*key))
+        {
+            let keys: Vec<&String> = entry.keys().collect();
+            return Err(format!(
+                "outcomes[{index}] has {keys:?}; each outcome is `fail`, `warn` or `pass`"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// troubleshoot's rule for most analyzers: the first outcome whose `when` holds (an empty
+/// `when` always does); none when none holds. A `when` that cannot be read fails the analyzer.
+fn first_match(
+    item: &Item,
+    holds: impl Fn(&str) -> Result<bool, String>,
+) -> Result<Vec<Matched>, String> {
+    first_match_rendered(item, holds, |message| message.to_string())
+}
+
+fn first_match_rendered(
+    item: &Item,
+    holds: impl Fn(&str) -> Result<bool, String>,
+    render: impl Fn(&str) -> String,
+) -> Result<Vec<Matched>, String> {
+    for outcome in outcomes(item)? {
+        let when = outcome.when.trim();
+        if when.is_empty() || holds(when).map_err(|error| format!("when `{when}`: {error}"))? {
+            return Ok(vec![Matched {
+                outcome: outcome.outcome,
+                message: render(&outcome.message),
+                uri: outcome.uri,
+                title_suffix: None,
+            }]);
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// The collected value, or the reason there is none, for analyzers that need one.
+fn collected(data: Option<&Collected>) -> Result<&Value, String> {
+    match data {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(error)) => Err(format!("its collector failed: {error}")),
+        None => Err("no collector gathered what it reads".into()),
+    }
+}
+
+/// A comparison operator of troubleshoot's `when` grammars.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Compare {
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+    Equal,
+    NotEqual,
+}
+
+impl Compare {
+    fn parse(text: &str) -> Result<Self, String> {
+        Ok(match text {
+            "<" => Compare::Less,
+            "<=" => Compare::LessOrEqual,
+            ">" => Compare::Greater,
+            ">=" => Compare::GreaterOrEqual,
+            "=" | "==" | "===" => Compare::Equal,
+            "!=" | "!==" | "<>" => Compare::NotEqual,
+            other => {
+                return Err(format!(
+                    "`{other}` is not an operator (<, <=, >, >=, ==, !=)"
+                ));
+            }
+        })
+    }
+
+    fn holds<T: PartialOrd>(self, left: T, right: T) -> bool {
+        match self {
+            Compare::Less => left < right,
+            Compare::LessOrEqual => left <= right,
+            Compare::Greater => left > right,
+            Compare::GreaterOrEqual => left >= right,
+            Compare::Equal => left == right,
+            Compare::NotEqual => left != right,
+        }
+    }
+}
+
+/// `when` split on single spaces, as troubleshoot splits it.
+fn words(when: &str) -> Vec<&str> {
+    when.split(' ').collect()
+}
+
+/// A Kubernetes quantity in bytes: `10Gi`, `4G`, `512Mi`, `2300`, `0.5Gi`.
+pub fn quantity(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let suffixes: [(&str, f64); 13] = [
+        ("Ki", 1024f64),
+        ("Mi", 1024f64.powi(2)),
+        ("Gi", 1024f64.powi(3)),
+        ("Ti", 1024f64.powi(4)),
+        ("Pi", 1024f64.powi(5)),
+        ("Ei", 1024f64.powi(6)),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+        ("m", 1e-3),
+    ];
+    let (number, factor) = suffixes
+        .iter()
+        .find_map(|(suffix, factor)| text.strip_suffix(suffix).map(|n| (n, *factor)))
+        .unwrap_or((text, 1.0));
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .map(|n| n * factor)
+        .ok_or_else(|| format!("`{text}` is not a quantity such as 10Gi or 4G"))
+}
+
+/// A Go duration: `10ms`, `2m`, `1h30m`, `1.5s`, `500us`.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("`{text}` is not a duration such as 10s, 2m or 100ms");
+    let mut rest = text.trim();
+    if rest == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let units = [
+            ("ns", 1e-9),
+            ("us", 1e-6),
+            ("µs", 1e-6),
+            ("ms", 1e-3),
+            ("s", 1.0),
+            ("m", 60.0),
+            ("h", 3600.0),
+        ];
+        let (unit, factor) = units
+            .iter()
+            .filter(|(unit, _)| rest.starts_with(unit))
+            .max_by_key(|(unit, _)| unit.len())
+            .ok_or_else(bad)?;
+        total += number * factor;
+        rest = &rest[unit.len()..];
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad())
+}
+
+/// A duration field of a collector, its default when absent.
+fn duration_field(
+    fields: &Map<String, Value>,
+    name: &str,
+    default: Duration,
+) -> Result<Duration, String> {
+    match fields.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::String(text)) if text.is_empty() => Ok(default),
+        Some(Value::String(text)) => duration(text).map_err(|error| format!("{name}: {error}")),
+        Some(other) => Err(format!("{name}: {other} is not a duration such as 10s")),
+    }
+}
+
+fn text_field<'a>(fields: &'a Map<String, Value>, name: &str) -> &'a str {
+    fields.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Go's rendering of a duration, as troubleshoot's messages print one: `8.123ms`, `1.5s`.
+pub fn go_duration(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let trim = |value: f64, unit: &str| {
+        let text = format!("{value:.9}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        format!("{text}{unit}")
+    };
+    if nanos < 1_000 {
+        format!("{nanos}ns")
+    } else if nanos < 1_000_000 {
+        trim(nanos as f64 / 1e3, "µs")
+    } else if nanos < 1_000_000_000 {
+        trim(nanos as f64 / 1e6, "ms")
+    } else {
+        let seconds = duration.as_secs_f64();
+        let hours = (seconds / 3600.0).floor();
+        let minutes = ((seconds - hours * 3600.0) / 60.0).floor();
+        let rest = seconds - hours * 3600.0 - minutes * 60.0;
+        let mut out = String::new();
+        if hours > 0.0 {
+            out.push_str(&format!("{hours}h"));
+        }
+        if hours > 0.0 || minutes > 0.0 {
+            out.push_str(&format!("{minutes}m"));
+        }
+        out.push_str(&trim(rest, "s"));
+        out
+    }
+}
+
+/// The analyzer for kinds whose result is a `status` word, matched exactly.
+fn analyze_status(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
+    let status = match data {
+        Some(Ok(value)) => value
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        other => return collected(other).map(|_| Vec::new()),
+    };
+    first_match(item, |when| Ok(when == status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_and_durations_read_as_kubernetes_and_go_read_them() {
+        assert_eq!(quantity("10Gi").unwrap(), 10.0 * 1024f64.powi(3));
+        assert_eq!(quantity("4G").unwrap(), 4e9);
+        assert_eq!(quantity("2300").unwrap(), 2300.0);
+        assert!(quantity("ten").is_err());
+        assert_eq!(duration("10ms").unwrap(), Duration::from_millis(10));
+        assert_eq!(duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(duration("5 seconds").is_err());
+        assert_eq!(go_duration(Duration::from_micros(8123)), "8.123ms");
+        assert_eq!(go_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(go_duration(Duration::from_nanos(1500)), "1.5µs");
+    }
+}

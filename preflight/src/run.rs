@@ -1,0 +1,191 @@
+//! Running documents: every collector once (in parallel, those of one port one after
+//! another), then every analyzer in order against what was collected, as troubleshoot runs
+//! the documents kURL concatenates.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use crate::PreflightError;
+use crate::checks::{self, Collected, Limits};
+use crate::document::{Document, Item};
+use crate::report::{CheckResult, Outcome, Report};
+
+/// Collectors run at once at most.
+const WORKERS: usize = 16;
+
+/// Runs `documents` on this host.
+pub fn run(documents: &[Document], limits: &Limits) -> Result<Report, PreflightError> {
+    let started = Instant::now();
+    let mut report = Report::default();
+    // Each result key's last collector, as troubleshoot's last file of a name wins.
+    let mut planned: BTreeMap<(String, String), (&Item, &'static checks::Kind)> = BTreeMap::new();
+    for document in documents {
+        for item in &document.collectors {
+            if item.excluded(&document.origin)? {
+                continue;
+            }
+            let Some(kind) = checks::kind(&item.kind) else {
+                report.results.push(unknown(document, item, "collector"));
+                continue;
+            };
+            planned.insert(kind.result_key(item.collector_name()), (item, kind));
+        }
+    }
+    let collected = collect_all(&planned, limits);
+    for document in documents {
+        for item in &document.analyzers {
+            if item.excluded(&document.origin)? {
+                continue;
+            }
+            let Some(kind) = checks::kind(&item.kind) else {
+                report.results.push(unknown(document, item, "analyzer"));
+                continue;
+            };
+            let title = item
+                .check_name()
+                .map(str::to_string)
+                .unwrap_or_else(|| default_title(kind, item));
+            let data = collected.get(&kind.result_key(item.collector_name()));
+            let origin = document.origin.at(item.line);
+            let result =
+                |outcome, message: String, uri: String, suffix: Option<String>| CheckResult {
+                    title: match suffix {
+                        Some(suffix) => format!("{title} - {suffix}"),
+                        None => title.clone(),
+                    },
+                    outcome,
+                    message,
+                    uri,
+                    origin: origin.clone(),
+                    kind: kind.name.to_string(),
+                    ignored: false,
+                };
+            // troubleshoot drops a check whose collector gathered nothing; Berth shows it.
+            let analyzed = match data {
+                Some(Ok(_)) => kind.analyze(item, data),
+                _ if kind.name == "filesystemPerformance" => kind.analyze(item, data),
+                _ => Ok(Vec::new()),
+            };
+            match analyzed {
+                Ok(matched) if matched.is_empty() => {
+                    let why = match data {
+                        None => "no collector gathered what it reads (its collector is \
+                                 excluded, or names another collectorName)"
+                            .to_string(),
+                        Some(Err(error)) => format!("its collector gathered nothing: {error}"),
+                        Some(Ok(value)) => {
+                            format!("no outcome matched what was collected: {}", brief(value))
+                        }
+                    };
+                    report
+                        .results
+                        .push(result(Outcome::None, why, String::new(), None));
+                }
+                Ok(matched) => {
+                    for matched in matched {
+                        report.results.push(result(
+                            matched.outcome,
+                            matched.message,
+                            matched.uri,
+                            matched.title_suffix,
+                        ));
+                    }
+                }
+                Err(error) => report.results.push(result(
+                    Outcome::Fail,
+                    format!("Analyzer Failed: {error} (at {origin}; fix the analyzer's outcomes)"),
+                    String::new(),
+                    None,
+                )),
+            }
+        }
+    }
+    report.milliseconds = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+fn default_title(kind: &checks::Kind, item: &Item) -> String {
+    match (kind.name, item.collector_name()) {
+        ("diskUsage", Some(name)) => format!("{} {name}", kind.title),
+        _ => kind.title.to_string(),
+    }
+}
+
+fn unknown(document: &Document, item: &Item, what: &str) -> CheckResult {
+    let known: Vec<&str> = checks::KINDS.iter().map(|kind| kind.name).collect();
+    CheckResult {
+        title: format!("Unknown {what} {}", item.kind),
+        outcome: Outcome::Warn,
+        message: format!(
+            "Berth does not run the {what} `{}` ({}), so it is not checked; Berth runs {}",
+            item.kind,
+            document.origin.at(item.line),
+            known.join(", ")
+        ),
+        uri: String::new(),
+        origin: document.origin.at(item.line),
+        kind: item.kind.clone(),
+        ignored: false,
+    }
+}
+
+/// A collected value, short enough for a message.
+fn brief(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 200 {
+        format!("{}…", text.chars().take(200).collect::<String>())
+    } else {
+        text
+    }
+}
+
+type Key = (String, String);
+/// Collectors run one after another: each one's result key, fields and kind.
+type Lane<'a> = Vec<(&'a Key, &'a Map<String, Value>, &'static checks::Kind)>;
+
+/// Runs every planned collector; those binding one port share a lane, run in order.
+fn collect_all(
+    planned: &BTreeMap<Key, (&Item, &'static checks::Kind)>,
+    limits: &Limits,
+) -> BTreeMap<Key, Collected> {
+    let mut lanes: Vec<Lane> = Vec::new();
+    let mut by_port: BTreeMap<u64, usize> = BTreeMap::new();
+    for (key, (item, kind)) in planned {
+        let entry = (key, &item.fields, *kind);
+        match kind.bound_port(&item.fields) {
+            Some(port) => {
+                let lane = *by_port.entry(port).or_insert_with(|| {
+                    lanes.push(Vec::new());
+                    lanes.len() - 1
+                });
+                lanes[lane].push(entry);
+            }
+            None => lanes.push(vec![entry]),
+        }
+    }
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(BTreeMap::new());
+    std::thread::scope(|scope| {
+        for _ in 0..WORKERS.min(lanes.len()) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(lane) = lanes.get(index) else {
+                        break;
+                    };
+                    for (key, fields, kind) in lane {
+                        let collected = kind.collect(fields, limits);
+                        if let Ok(mut results) = results.lock() {
+                            results.insert((*key).clone(), collected);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_default()
+}
