@@ -206,8 +206,23 @@ impl Run<'_> {
         let text = serde_json::to_string_pretty(&record).unwrap_or_default();
         fs_err::write(&file, text).map_err(io_error(&file))?;
         if decision == "stopped" {
+            // What stopped the run, and where each check comes from.
+            let mut summary = report.summary();
+            for result in report
+                .results
+                .iter()
+                .filter(|result| result.outcome == worst)
+            {
+                summary.push_str(&format!(
+                    "\n  {} {}: {} (from {})",
+                    result.outcome.word(),
+                    result.title,
+                    result.message,
+                    result.origin
+                ));
+            }
             return Err(EngineError::HostPreflights {
-                summary: report.summary(),
+                summary,
                 warnings_only: worst == Outcome::Warn,
             });
         }
