@@ -22,12 +22,8 @@ fn dist_with_preflight(host_preflight: &str) -> (TestDist, PathBuf) {
     fs_err::write(folder.join("host-preflight.yaml"), host_preflight).unwrap();
     dist.package(&folder);
     dist.write_versions();
-    let trace = dist_trace(&dist);
+    let trace = dist.dist.path().join("trace");
     (dist, trace)
-}
-
-fn dist_trace(dist: &TestDist) -> PathBuf {
-    dist.dist.path().join("trace")
 }
 
 /// A HostPreflight with one collector and one analyzer.
@@ -82,9 +78,9 @@ fn free_tcp_port() -> u16 {
 fn a_failing_preflight_stops_the_install_before_any_hook_and_a_rerun_continues() {
     let taken = TcpListener::bind("0.0.0.0:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let (dist, trace) = dist_with_preflight(&port_check(port, "fail"));
+    let (dist, trace_file) = dist_with_preflight(&port_check(port, "fail"));
     let spec = dist.spec("installer.yaml", &[("traced", "version: 1.0.0")]);
-    let node = Node::new().env("TRACE", &trace);
+    let node = Node::new().env("TRACE", &trace_file);
     fs_err::create_dir_all(node.root.path().join("etc")).unwrap();
     fs_err::write(node.root.path().join("etc/hostname"), "node\n").unwrap();
     let before = node_files(node.root.path());
@@ -94,9 +90,9 @@ fn a_failing_preflight_stops_the_install_before_any_hook_and_a_rerun_continues()
     assert!(error.contains("host preflights"), "{error}");
     assert!(error.contains(&format!("port {port} is taken")), "{error}");
     assert!(
-        trace_of(&trace).is_empty(),
+        trace(&trace_file).is_empty(),
         "a hook ran: {:?}",
-        trace_of(&trace)
+        trace(&trace_file)
     );
     assert_eq!(node_files(node.root.path()), before, "the node changed");
     let status = printed(&node.berth(&["status"]));
@@ -104,13 +100,9 @@ fn a_failing_preflight_stops_the_install_before_any_hook_and_a_rerun_continues()
 
     drop(taken);
     succeeded(&node.install(&spec, &dist.url(), &[]));
-    assert_eq!(trace_of(&trace), ["pre_init", "install"]);
+    assert_eq!(trace(&trace_file), ["pre_init", "install"]);
     let status = printed(&node.berth(&["status"]));
     assert!(status.contains("passed"), "{status}");
-}
-
-fn trace_of(path: &Path) -> Vec<String> {
-    trace(path)
 }
 
 #[test]

@@ -118,6 +118,11 @@ pub fn go_name(name: &str) -> String {
     if let Some((_, go)) = exceptions.iter().find(|(spec, _)| *spec == name) {
         return (*go).to_string();
     }
+    upper_first(name)
+}
+
+/// `name` with its first letter upper-cased: a Go field's spelling of a JSON name.
+pub fn upper_first(name: &str) -> String {
     let mut chars = name.chars();
     chars
         .next()

@@ -99,8 +99,6 @@ impl Item {
 #[derive(Debug, Clone)]
 pub struct Document {
     pub origin: Origin,
-    /// `metadata.name`.
-    pub name: String,
     pub collectors: Vec<Item>,
     pub analyzers: Vec<Item>,
 }
@@ -155,12 +153,6 @@ impl Document {
                 ),
             ));
         }
-        let name = top
-            .get("metadata")
-            .and_then(|metadata| metadata.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
         let mut spec = match top.remove("spec") {
             Some(Value::Object(spec)) => spec,
             None | Some(Value::Null) => Map::new(),
@@ -229,7 +221,6 @@ impl Document {
         let collectors = lists.pop().unwrap_or_default();
         Ok(Self {
             origin,
-            name,
             collectors,
             analyzers,
         })

@@ -22,90 +22,110 @@ pub fn run(documents: &[Document], limits: &Limits) -> Result<Report, PreflightE
     let started = Instant::now();
     let mut report = Report::default();
     // Each result key's last collector, as troubleshoot's last file of a name wins.
-    let mut planned: BTreeMap<(String, String), (&Item, &'static checks::Kind)> = BTreeMap::new();
-    for document in documents {
-        for item in &document.collectors {
-            if item.excluded(&document.origin)? {
-                continue;
+    let mut planned: BTreeMap<Key, (&Item, &'static checks::Kind)> = BTreeMap::new();
+    for (_, item, kind) in runnable(documents, Section::Collectors)? {
+        match kind {
+            Ok(kind) => {
+                planned.insert(kind.result_key(item.collector_name()), (item, kind));
             }
-            let Some(kind) = checks::kind(&item.kind) else {
-                report.results.push(unknown(document, item, "collector"));
-                continue;
-            };
-            planned.insert(kind.result_key(item.collector_name()), (item, kind));
+            Err(unknown) => report.results.push(unknown),
         }
     }
     let collected = collect_all(&planned, limits);
-    for document in documents {
-        for item in &document.analyzers {
-            if item.excluded(&document.origin)? {
+    for (document, item, kind) in runnable(documents, Section::Analyzers)? {
+        let kind = match kind {
+            Ok(kind) => kind,
+            Err(unknown) => {
+                report.results.push(unknown);
                 continue;
             }
-            let Some(kind) = checks::kind(&item.kind) else {
-                report.results.push(unknown(document, item, "analyzer"));
-                continue;
-            };
-            let title = item
-                .check_name()
-                .map(str::to_string)
-                .unwrap_or_else(|| default_title(kind, item));
-            let data = collected.get(&kind.result_key(item.collector_name()));
-            let origin = document.origin.at(item.line);
-            let result =
-                |outcome, message: String, uri: String, suffix: Option<String>| CheckResult {
-                    title: match suffix {
-                        Some(suffix) => format!("{title} - {suffix}"),
-                        None => title.clone(),
-                    },
-                    outcome,
-                    message,
-                    uri,
-                    origin: origin.clone(),
-                    kind: kind.name.to_string(),
-                    ignored: false,
-                };
-            // troubleshoot drops a check whose collector gathered nothing; Berth shows it.
-            let analyzed = match data {
-                Some(Ok(_)) => kind.analyze(item, data),
-                _ if kind.name == "filesystemPerformance" => kind.analyze(item, data),
-                _ => Ok(Vec::new()),
-            };
-            match analyzed {
-                Ok(matched) if matched.is_empty() => {
-                    let why = match data {
-                        None => "no collector gathered what it reads (its collector is \
-                                 excluded, or names another collectorName)"
-                            .to_string(),
-                        Some(Err(error)) => format!("its collector gathered nothing: {error}"),
-                        Some(Ok(value)) => {
-                            format!("no outcome matched what was collected: {}", brief(value))
-                        }
-                    };
-                    report
-                        .results
-                        .push(result(Outcome::None, why, String::new(), None));
-                }
-                Ok(matched) => {
-                    for matched in matched {
-                        report.results.push(result(
-                            matched.outcome,
-                            matched.message,
-                            matched.uri,
-                            matched.title_suffix,
-                        ));
+        };
+        let title = item
+            .check_name()
+            .map(str::to_string)
+            .unwrap_or_else(|| default_title(kind, item));
+        let data = collected.get(&kind.result_key(item.collector_name()));
+        let origin = document.origin.at(item.line);
+        let result = |outcome, message: String, uri: String, suffix: Option<String>| CheckResult {
+            title: match suffix {
+                Some(suffix) => format!("{title} - {suffix}"),
+                None => title.clone(),
+            },
+            outcome,
+            message,
+            uri,
+            origin: origin.clone(),
+            kind: kind.name.to_string(),
+            ignored: false,
+        };
+        match kind.analyze(item, data) {
+            Ok(matched) if matched.is_empty() => {
+                let why = match data {
+                    None => "no collector gathered what it reads (its collector is \
+                             excluded, or names another collectorName)"
+                        .to_string(),
+                    Some(Err(error)) => format!("its collector gathered nothing: {error}"),
+                    Some(Ok(value)) => {
+                        format!("no outcome matched what was collected: {}", brief(value))
                     }
-                }
-                Err(error) => report.results.push(result(
-                    Outcome::Fail,
-                    format!("Analyzer Failed: {error} (at {origin}; fix the analyzer's outcomes)"),
-                    String::new(),
-                    None,
-                )),
+                };
+                report
+                    .results
+                    .push(result(Outcome::None, why, String::new(), None));
             }
+            Ok(matched) => {
+                for matched in matched {
+                    report.results.push(result(
+                        matched.outcome,
+                        matched.message,
+                        matched.uri,
+                        matched.title_suffix,
+                    ));
+                }
+            }
+            Err(error) => report.results.push(result(
+                Outcome::Fail,
+                format!("Analyzer Failed: {error} (at {origin}; fix the analyzer's outcomes)"),
+                String::new(),
+                None,
+            )),
         }
     }
     report.milliseconds = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// A document's entry, with its kind or the result reporting it unknown.
+type Entry<'a> = (
+    &'a Document,
+    &'a Item,
+    Result<&'static checks::Kind, CheckResult>,
+);
+
+#[derive(Clone, Copy)]
+enum Section {
+    Collectors,
+    Analyzers,
+}
+
+/// The entries of one section of every document that are not excluded, in order, each with
+/// its kind, or the result that reports a kind Berth does not run.
+fn runnable(documents: &[Document], section: Section) -> Result<Vec<Entry<'_>>, PreflightError> {
+    let mut entries = Vec::new();
+    for document in documents {
+        let (items, what) = match section {
+            Section::Collectors => (&document.collectors, "collector"),
+            Section::Analyzers => (&document.analyzers, "analyzer"),
+        };
+        for item in items {
+            if item.excluded(&document.origin)? {
+                continue;
+            }
+            let kind = checks::kind(&item.kind).ok_or_else(|| unknown(document, item, what));
+            entries.push((document, item, kind));
+        }
+    }
+    Ok(entries)
 }
 
 fn default_title(kind: &checks::Kind, item: &Item) -> String {

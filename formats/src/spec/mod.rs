@@ -268,6 +268,15 @@ impl InstallerSpec {
         Sha256Digest::of(self.canonical_json().as_bytes()).hex()[..ID_LENGTH].to_string()
     }
 
+    /// `spec.kurl` and kURL's other settings sections, by spec key.
+    pub fn settings_sections(&self) -> BTreeMap<String, Map<String, Value>> {
+        self.sections
+            .clone()
+            .into_iter()
+            .chain([(INSTALLER_SETTINGS_KEY.to_string(), self.settings.clone())])
+            .collect()
+    }
+
     /// Whether the installer settings ask for an airgap install.
     pub fn airgap(&self) -> bool {
         self.settings.get("airgap").is_some_and(is_true)

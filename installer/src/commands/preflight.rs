@@ -75,13 +75,14 @@ fn from_files(args: &PreflightArgs) -> anyhow::Result<Report> {
     if let Some(path) = &args.install.spec {
         let spec = InstallerSpec::load(path)?;
         context.installer_name = spec.name.clone().unwrap_or_default();
-        context.sections = spec.sections.clone();
-        context
-            .sections
-            .insert("kurl".into(), spec.settings.clone());
+        // As a run's sections, but with the versions the spec asks for (nothing is resolved).
+        context.sections = spec.settings_sections();
         for (folder, addon) in &spec.addons {
             let mut fields = addon.config.clone();
             fields.insert("version".into(), addon.version.clone().into());
+            if let Some(url) = &addon.s3_override {
+                fields.insert("s3Override".into(), url.clone().into());
+            }
             context
                 .sections
                 .insert(spec_key(folder).to_string(), fields);

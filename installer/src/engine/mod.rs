@@ -80,14 +80,7 @@ impl Mode {
     /// that already has add-ons is an upgrade.
     pub fn run_name(self, plan: &Plan) -> &'static str {
         match self {
-            Mode::Install
-                if plan
-                    .addons
-                    .iter()
-                    .any(|addon| addon.record.current.is_some()) =>
-            {
-                "upgrade"
-            }
+            Mode::Install if plan.upgrades_node() => "upgrade",
             other => other.command(),
         }
     }
@@ -202,6 +195,13 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Whether the node already runs some add-on of the plan (kURL's upgrade).
+    pub fn upgrades_node(&self) -> bool {
+        self.addons
+            .iter()
+            .any(|addon| addon.record.current.is_some())
+    }
+
     pub fn refused(&self) -> Vec<&PlannedAddon> {
         self.addons
             .iter()

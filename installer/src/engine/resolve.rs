@@ -6,7 +6,7 @@ use std::path::Path;
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::package_file_name;
-use berth_formats::spec::{INSTALLER_SETTINGS_KEY, InstallerSpec};
+use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{VERSIONS_FILE, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
@@ -175,7 +175,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         id,
         addons: planned,
         airgap: spec.airgap(),
-        settings: settings_of(&spec),
+        settings: spec.settings_sections(),
     })
 }
 
@@ -257,17 +257,11 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
                 .and_then(|addon| addon.s3_override.clone()),
         }],
         airgap: spec.as_ref().is_some_and(InstallerSpec::airgap),
-        settings: spec.as_ref().map(settings_of).unwrap_or_default(),
+        settings: spec
+            .as_ref()
+            .map(InstallerSpec::settings_sections)
+            .unwrap_or_default(),
     })
-}
-
-/// `spec.kurl` and kURL's other settings sections, by spec key.
-fn settings_of(spec: &InstallerSpec) -> BTreeMap<String, Map<String, Value>> {
-    spec.sections
-        .clone()
-        .into_iter()
-        .chain([(INSTALLER_SETTINGS_KEY.to_string(), spec.settings.clone())])
-        .collect()
 }
 
 /// The versions of `name` whose packages this node keeps, newest first.

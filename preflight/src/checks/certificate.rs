@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use x509_parser::pem::Pem;
 
-use super::{Collected, Kind, Limits, Matched, collected, first_match, text_field};
+use super::{Collected, Kind, Limits, Matched, first_match, no_outcome, text_field};
 use crate::document::Item;
 
 pub const CERTIFICATE: Kind = Kind {
@@ -14,6 +14,7 @@ pub const CERTIFICATE: Kind = Kind {
     named: true,
     collect: collect_certificate,
     analyze: analyze_certificate,
+    missing: no_outcome,
 };
 
 /// Certificate and key files Berth reads at most.
@@ -134,11 +135,7 @@ fn sec1_public_key(der: &[u8]) -> Option<Vec<u8>> {
     })
 }
 
-fn analyze_certificate(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let status = collected(data)?
-        .as_str()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+fn analyze_certificate(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let status = data.as_str().unwrap_or_default().trim().to_string();
     first_match(item, |when| Ok(when == status))
 }

@@ -24,7 +24,9 @@ pub struct Kind {
     pub title: &'static str,
     pub named: bool,
     collect: fn(&Map<String, Value>, &Limits) -> Collected,
-    analyze: fn(&Item, Option<&Collected>) -> Result<Vec<Matched>, String>,
+    analyze: fn(&Item, &Value) -> Result<Vec<Matched>, String>,
+    /// What the analyzer gives when its collector gathered nothing.
+    missing: fn(&Item) -> Result<Vec<Matched>, String>,
 }
 
 /// Bounds every collector keeps to.
@@ -94,8 +96,12 @@ impl Kind {
         (self.collect)(fields, limits)
     }
 
+    /// The analyzer's results for what the collector gathered (`None`: no collector ran).
     pub fn analyze(&self, item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-        (self.analyze)(item, data)
+        match data {
+            Some(Ok(value)) => (self.analyze)(item, value),
+            _ => (self.missing)(item),
+        }
     }
 
     /// The port a collector binds, where it binds one: collectors of one port run one after
@@ -116,6 +122,18 @@ struct SpecOutcome {
     when: String,
     message: String,
     uri: String,
+}
+
+impl SpecOutcome {
+    /// This outcome as the analyzer's result, its message as written.
+    fn matched(self) -> Matched {
+        Matched {
+            outcome: self.outcome,
+            message: self.message,
+            uri: self.uri,
+            title_suffix: None,
+        }
+    }
 }
 
 /// The outcomes of an analyzer, in order.
@@ -187,24 +205,19 @@ fn first_match_rendered(
     for outcome in outcomes(item)? {
         let when = outcome.when.trim();
         if when.is_empty() || holds(when).map_err(|error| format!("when `{when}`: {error}"))? {
+            let message = render(&outcome.message);
             return Ok(vec![Matched {
-                outcome: outcome.outcome,
-                message: render(&outcome.message),
-                uri: outcome.uri,
-                title_suffix: None,
+                message,
+                ..outcome.matched()
             }]);
         }
     }
     Ok(Vec::new())
 }
 
-/// The collected value, or the reason there is none, for analyzers that need one.
-fn collected(data: Option<&Collected>) -> Result<&Value, String> {
-    match data {
-        Some(Ok(value)) => Ok(value),
-        Some(Err(error)) => Err(format!("its collector failed: {error}")),
-        None => Err("no collector gathered what it reads".into()),
-    }
+/// troubleshoot drops a check whose collector gathered nothing: no outcome (Berth shows it).
+fn no_outcome(_: &Item) -> Result<Vec<Matched>, String> {
+    Ok(Vec::new())
 }
 
 /// A comparison operator of troubleshoot's `when` grammars.
@@ -372,15 +385,8 @@ pub fn go_duration(duration: Duration) -> String {
 }
 
 /// The analyzer for kinds whose result is a `status` word, matched exactly.
-fn analyze_status(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let status = match data {
-        Some(Ok(value)) => value
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        other => return collected(other).map(|_| Vec::new()),
-    };
+fn analyze_status(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let status = data.get("status").and_then(Value::as_str).unwrap_or("");
     first_match(item, |when| Ok(when == status))
 }
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Collected, Compare, Kind, Limits, Matched, analyze_status, collected, duration_field,
-    first_match, text_field,
+    Collected, Compare, Kind, Limits, Matched, analyze_status, duration_field, first_match,
+    no_outcome, text_field,
 };
 use crate::document::Item;
 
@@ -25,6 +25,7 @@ pub const TCP_PORT_STATUS: Kind = Kind {
     named: true,
     collect: collect_tcp_port_status,
     analyze: analyze_status,
+    missing: no_outcome,
 };
 
 pub const UDP_PORT_STATUS: Kind = Kind {
@@ -33,6 +34,7 @@ pub const UDP_PORT_STATUS: Kind = Kind {
     named: true,
     collect: collect_udp_port_status,
     analyze: analyze_status,
+    missing: no_outcome,
 };
 
 pub const TCP_CONNECT: Kind = Kind {
@@ -41,6 +43,7 @@ pub const TCP_CONNECT: Kind = Kind {
     named: true,
     collect: collect_tcp_connect,
     analyze: analyze_status,
+    missing: no_outcome,
 };
 
 pub const TCP_LOAD_BALANCER: Kind = Kind {
@@ -49,6 +52,7 @@ pub const TCP_LOAD_BALANCER: Kind = Kind {
     named: true,
     collect: collect_tcp_load_balancer,
     analyze: analyze_status,
+    missing: no_outcome,
 };
 
 pub const HTTP: Kind = Kind {
@@ -57,6 +61,7 @@ pub const HTTP: Kind = Kind {
     named: true,
     collect: collect_http,
     analyze: analyze_http,
+    missing: no_outcome,
 };
 
 fn status(word: &str, message: impl Into<String>) -> Collected {
@@ -358,8 +363,8 @@ fn collect_http(fields: &Map<String, Value>, limits: &Limits) -> Collected {
 
 /// `error` when the request failed; otherwise comparisons of `statusCode`, joined by `&&`
 /// and `||` (troubleshoot evaluates the same with govaluate).
-fn analyze_http(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let result = collected(data)?;
+fn analyze_http(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let result = data;
     let failed = result.get("error").is_some();
     let code = result
         .get("response")

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Collected, Compare, Kind, Limits, Matched, collected, duration_field, first_match,
-    first_match_rendered, go_duration, quantity, text_field, words,
+    Collected, Compare, Kind, Limits, Matched, duration_field, first_match, first_match_rendered,
+    go_duration, no_outcome, quantity, text_field, words,
 };
 use crate::document::Item;
 
@@ -20,6 +20,7 @@ pub const DISK_USAGE: Kind = Kind {
     named: true,
     collect: collect_disk_usage,
     analyze: analyze_disk_usage,
+    missing: no_outcome,
 };
 
 pub const FILESYSTEM_PERFORMANCE: Kind = Kind {
@@ -28,6 +29,7 @@ pub const FILESYSTEM_PERFORMANCE: Kind = Kind {
     named: true,
     collect: collect_filesystem_performance,
     analyze: analyze_filesystem_performance,
+    missing: file_not_collected,
 };
 
 /// `path`, or its nearest ancestor that exists (a disk check runs before the folder is made).
@@ -58,8 +60,8 @@ fn collect_disk_usage(fields: &Map<String, Value>, _: &Limits) -> Collected {
     Ok(json!({ "total_bytes": total, "used_bytes": used, "path": path }))
 }
 
-fn analyze_disk_usage(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let usage = collected(data)?;
+fn analyze_disk_usage(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let usage = data;
     let total = usage
         .get("total_bytes")
         .and_then(Value::as_u64)
@@ -297,48 +299,35 @@ fn template_data(result: &Value) -> gotmpl::Value {
         format!("Average: {}", duration("average")),
     ];
     for name in ["min", "max", "average"] {
-        data.insert(capitalized(name), duration(name).into());
+        data.insert(crate::context::upper_first(name), duration(name).into());
     }
     for name in PERCENTILES
         .iter()
         .map(|(name, _)| *name)
         .chain(std::iter::once("p9999"))
     {
-        data.insert(capitalized(name), duration(name).into());
-        summary.push(format!("{}: {}", capitalized(name), duration(name)));
+        data.insert(crate::context::upper_first(name), duration(name).into());
+        summary.push(format!(
+            "{}: {}",
+            crate::context::upper_first(name),
+            duration(name)
+        ));
     }
     data.insert("String".into(), summary.join("\n").into());
     crate::context::json_value(&Value::Object(data))
 }
 
-fn capitalized(name: &str) -> String {
-    let mut chars = name.chars();
-    chars
+/// `fileNotCollected` speaks for a benchmark that gathered nothing, as its first outcome.
+fn file_not_collected(item: &Item) -> Result<Vec<Matched>, String> {
+    Ok(super::outcomes(item)?
+        .into_iter()
         .next()
-        .map(|first| first.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
+        .filter(|first| first.when.trim() == "fileNotCollected")
+        .map(|first| vec![first.matched()])
+        .unwrap_or_default())
 }
 
-fn analyze_filesystem_performance(
-    item: &Item,
-    data: Option<&Collected>,
-) -> Result<Vec<Matched>, String> {
-    // `fileNotCollected` speaks for a benchmark that gathered nothing, as its first outcome.
-    let result = match data {
-        Some(Ok(result)) => result,
-        missing => {
-            let first = super::outcomes(item)?.into_iter().next();
-            if let Some(first) = first.filter(|first| first.when.trim() == "fileNotCollected") {
-                return Ok(vec![Matched {
-                    outcome: first.outcome,
-                    message: first.message,
-                    uri: first.uri,
-                    title_suffix: None,
-                }]);
-            }
-            return collected(missing).map(|_| Vec::new());
-        }
-    };
+fn analyze_filesystem_performance(item: &Item, result: &Value) -> Result<Vec<Matched>, String> {
     let data = template_data(result);
     first_match_rendered(
         item,

@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::{Map, Value, json};
 
 use super::{
-    Collected, Compare, Kind, Limits, Matched, collected, first_match, first_match_rendered,
+    Collected, Compare, Kind, Limits, Matched, first_match, first_match_rendered, no_outcome,
     outcomes, quantity, words,
 };
 use crate::document::Item;
@@ -20,6 +20,7 @@ pub const HOST_OS: Kind = Kind {
     named: false,
     collect: collect_host_os,
     analyze: analyze_host_os,
+    missing: no_outcome,
 };
 
 /// gopsutil's reading of the OS, as troubleshoot reports it: the platform from os-release's
@@ -45,9 +46,7 @@ fn collect_host_os(_: &Map<String, Value>, _: &Limits) -> Collected {
         "alpine" => "alpine",
         _ => "",
     };
-    let kernel = nix::sys::utsname::uname()
-        .map(|name| name.release().to_string_lossy().into_owned())
-        .map_err(|error| format!("uname: {error}"))?;
+    let (kernel, _) = uname()?;
     let hostname = nix::unistd::gethostname()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -58,6 +57,31 @@ fn collect_host_os(_: &Map<String, Value>, _: &Limits) -> Collected {
         "platform": platform,
         "platformFamily": family,
     }))
+}
+
+/// What a host tool prints, or why it printed nothing useful (its error output).
+fn tool_output(program: &str, arguments: &[&str]) -> Result<String, String> {
+    let output = Command::new(program)
+        .args(arguments)
+        .output()
+        .map_err(|error| format!("{program}: {error}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{program} {}: {}",
+            arguments.first().unwrap_or(&""),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The kernel's `uname`: its release (`6.1.0-13-amd64`) and machine (`x86_64`).
+fn uname() -> Result<(String, String), String> {
+    let name = nix::sys::utsname::uname().map_err(|error| format!("uname: {error}"))?;
+    Ok((
+        name.release().to_string_lossy().into_owned(),
+        name.machine().to_string_lossy().into_owned(),
+    ))
 }
 
 /// `/etc/os-release` (or `/usr/lib/os-release`) as keys and unquoted values.
@@ -95,8 +119,8 @@ fn os_version(text: &str) -> Option<semver::Version> {
     parse_version(&cleaned.join("."))
 }
 
-fn analyze_host_os(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let info = collected(data)?;
+fn analyze_host_os(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let info = data;
     let field = |name: &str| info.get(name).and_then(Value::as_str).unwrap_or("");
     let (platform, family) = (field("platform"), field("platformFamily"));
     let (version, kernel) = (field("platformVersion"), field("kernelVersion"));
@@ -157,6 +181,7 @@ pub const CPU: Kind = Kind {
     named: false,
     collect: collect_cpu,
     analyze: analyze_cpu,
+    missing: no_outcome,
 };
 
 fn collect_cpu(_: &Map<String, Value>, _: &Limits) -> Collected {
@@ -188,9 +213,7 @@ fn collect_cpu(_: &Map<String, Value>, _: &Limits) -> Collected {
     } else {
         cores.len() as u64
     };
-    let arch = nix::sys::utsname::uname()
-        .map(|name| name.machine().to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let arch = uname().map(|(_, machine)| machine).unwrap_or_default();
     Ok(json!({
         "logicalCount": logical,
         "physicalCount": physical,
@@ -199,8 +222,8 @@ fn collect_cpu(_: &Map<String, Value>, _: &Limits) -> Collected {
     }))
 }
 
-fn analyze_cpu(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let info = collected(data)?;
+fn analyze_cpu(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let info = data;
     let number = |name: &str| info.get(name).and_then(Value::as_u64).unwrap_or(0);
     let (logical, physical) = (number("logicalCount"), number("physicalCount"));
     let flags: BTreeSet<String> = info
@@ -277,6 +300,7 @@ pub const MEMORY: Kind = Kind {
     named: false,
     collect: collect_memory,
     analyze: analyze_memory,
+    missing: no_outcome,
 };
 
 fn collect_memory(_: &Map<String, Value>, _: &Limits) -> Collected {
@@ -290,11 +314,8 @@ fn collect_memory(_: &Map<String, Value>, _: &Limits) -> Collected {
     Ok(json!({ "total": kib * 1024 }))
 }
 
-fn analyze_memory(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let total = collected(data)?
-        .get("total")
-        .and_then(Value::as_u64)
-        .unwrap_or(0) as f64;
+fn analyze_memory(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let total = data.get("total").and_then(Value::as_u64).unwrap_or(0) as f64;
     first_match(item, |when| match words(when).as_slice() {
         [operator, value] => Ok(Compare::parse(operator)?.holds(total, quantity(value)?)),
         _ => Err("expected `<op> <quantity>`, e.g. `< 8Gi`".into()),
@@ -307,6 +328,7 @@ pub const TIME: Kind = Kind {
     named: false,
     collect: collect_time,
     analyze: analyze_time,
+    missing: no_outcome,
 };
 
 /// The time zone and NTP state systemd's timedated reports; where timedatectl cannot answer
@@ -373,8 +395,8 @@ fn process_running(name: &str) -> bool {
         })
 }
 
-fn analyze_time(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let info = collected(data)?;
+fn analyze_time(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let info = data;
     let timezone = info.get("timezone").and_then(Value::as_str).unwrap_or("");
     let flag = |name: &str| info.get(name).and_then(Value::as_bool).unwrap_or(false);
     let ntp = format!(
@@ -410,26 +432,21 @@ pub const HOST_SERVICES: Kind = Kind {
     named: false,
     collect: collect_host_services,
     analyze: analyze_host_services,
+    missing: no_outcome,
 };
 
 fn collect_host_services(_: &Map<String, Value>, _: &Limits) -> Collected {
-    let output = Command::new("systemctl")
-        .args([
+    let listed = tool_output(
+        "systemctl",
+        &[
             "list-units",
             "--type=service",
             "--no-legend",
             "--all",
             "--plain",
-        ])
-        .output()
-        .map_err(|error| format!("systemctl: {error}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "systemctl list-units: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    let services: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        ],
+    )?;
+    let services: Vec<Value> = listed
         .lines()
         .map(|line| line.trim_start_matches(['●', '*', ' ']))
         .filter_map(|line| {
@@ -442,8 +459,8 @@ fn collect_host_services(_: &Map<String, Value>, _: &Limits) -> Collected {
     Ok(Value::Array(services))
 }
 
-fn analyze_host_services(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let services = collected(data)?.as_array().cloned().unwrap_or_default();
+fn analyze_host_services(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let services = data.as_array().cloned().unwrap_or_default();
     first_match(item, |when| {
         let [unit, operator, states] = words(when)[..] else {
             return Err(
@@ -482,12 +499,11 @@ pub const KERNEL_MODULES: Kind = Kind {
     named: false,
     collect: collect_kernel_modules,
     analyze: analyze_kernel_modules,
+    missing: no_outcome,
 };
 
 fn collect_kernel_modules(_: &Map<String, Value>, _: &Limits) -> Collected {
-    let release = nix::sys::utsname::uname()
-        .map(|name| name.release().to_string_lossy().into_owned())
-        .map_err(|error| format!("uname: {error}"))?;
+    let (release, _) = uname()?;
     let mut modules = Map::new();
     let base = ["/lib/modules", "/usr/lib/modules"]
         .iter()
@@ -553,8 +569,8 @@ fn collect_kernel_modules(_: &Map<String, Value>, _: &Limits) -> Collected {
 /// troubleshoot's kernelModules rule: every outcome that holds gives a result; then the
 /// first default that applies (fail only if nothing passed, warn if nothing passed or
 /// failed, pass if nothing failed).
-fn analyze_kernel_modules(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let modules = collected(data)?.as_object().cloned().unwrap_or_default();
+fn analyze_kernel_modules(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let modules = data.as_object().cloned().unwrap_or_default();
     let status = |name: &str| {
         modules
             .get(name)
@@ -587,12 +603,7 @@ fn analyze_kernel_modules(item: &Item, data: Option<&Collected>) -> Result<Vec<M
             _ => return Err(format!("when `{when}`: modules take = or !=")),
         };
         if holds {
-            results.push(Matched {
-                outcome: outcome.outcome,
-                message: outcome.message,
-                uri: outcome.uri,
-                title_suffix: None,
-            });
+            results.push(outcome.matched());
         }
     }
     let passed = results.iter().any(|r| r.outcome == Outcome::Pass);
@@ -602,12 +613,7 @@ fn analyze_kernel_modules(item: &Item, data: Option<&Collected>) -> Result<Vec<M
         Outcome::Warn => !passed && !failed,
         _ => !failed,
     }) {
-        results.push(Matched {
-            outcome: default.outcome,
-            message: default.message,
-            uri: default.uri,
-            title_suffix: None,
-        });
+        results.push(default.matched());
     }
     if results.is_empty() {
         results.push(Matched {
@@ -626,6 +632,7 @@ pub const SYSTEM_PACKAGES: Kind = Kind {
     named: true,
     collect: collect_system_packages,
     analyze: analyze_system_packages,
+    missing: no_outcome,
 };
 
 /// Each package the spec lists for this distribution (its general list and its major
@@ -679,8 +686,8 @@ fn collect_system_packages(fields: &Map<String, Value>, _: &Limits) -> Collected
 
 /// One result per package: the first outcome whose `when` (a template rendering `true` or
 /// `false`) holds, its message rendered with the package's details.
-fn analyze_system_packages(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let info = collected(data)?;
+fn analyze_system_packages(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let info = data;
     let text = |name: &str| info.get(name).and_then(Value::as_str).unwrap_or("");
     let version = text("osVersion");
     let mut numbers = version
@@ -746,6 +753,7 @@ pub const IPV4_INTERFACES: Kind = Kind {
     named: false,
     collect: collect_ipv4_interfaces,
     analyze: analyze_ipv4_interfaces,
+    missing: no_outcome,
 };
 
 fn collect_ipv4_interfaces(_: &Map<String, Value>, _: &Limits) -> Collected {
@@ -771,8 +779,8 @@ fn collect_ipv4_interfaces(_: &Map<String, Value>, _: &Limits) -> Collected {
     Ok(Value::Array(interfaces.into_values().collect()))
 }
 
-fn analyze_ipv4_interfaces(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let count = collected(data)?.as_array().map_or(0, Vec::len) as u64;
+fn analyze_ipv4_interfaces(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let count = data.as_array().map_or(0, Vec::len) as u64;
     first_match(item, |when| match words(when).as_slice() {
         ["count", operator, value] => {
             let wanted: u64 = value
@@ -790,28 +798,23 @@ pub const BLOCK_DEVICES: Kind = Kind {
     named: false,
     collect: collect_block_devices,
     analyze: analyze_block_devices,
+    missing: no_outcome,
 };
 
 /// lsblk's view of the block devices, the columns troubleshoot asks for.
 fn collect_block_devices(_: &Map<String, Value>, _: &Limits) -> Collected {
-    let output = Command::new("lsblk")
-        .args([
+    let listed = tool_output(
+        "lsblk",
+        &[
             "--noheadings",
             "--bytes",
             "--pairs",
             "-o",
             "NAME,KNAME,PKNAME,TYPE,MAJ:MIN,SIZE,FSTYPE,MOUNTPOINT,SERIAL,RO,RM",
-        ])
-        .output()
-        .map_err(|error| format!("lsblk: {error}; install util-linux"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "lsblk: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
+        ],
+    )?;
     let pattern = regex::Regex::new(r#"([A-Z:]+)="([^"]*)""#).map_err(|e| e.to_string())?;
-    let devices: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+    let devices: Vec<Value> = listed
         .lines()
         .map(|line| {
             let pairs: BTreeMap<&str, &str> = pattern
@@ -839,8 +842,8 @@ fn collect_block_devices(_: &Map<String, Value>, _: &Limits) -> Collected {
     Ok(Value::Array(devices))
 }
 
-fn analyze_block_devices(item: &Item, data: Option<&Collected>) -> Result<Vec<Matched>, String> {
-    let devices = collected(data)?.as_array().cloned().unwrap_or_default();
+fn analyze_block_devices(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let devices = data.as_array().cloned().unwrap_or_default();
     let minimum = item
         .fields
         .get("minimumAcceptableSize")

@@ -64,18 +64,6 @@ impl Run<'_> {
     /// The template context: the node's role as kURL's scripts pass it, and the spec.
     fn preflight_context(&self) -> TemplateContext {
         let (master, joined) = self.node_role();
-        let upgrade = self
-            .plan
-            .addons
-            .iter()
-            .any(|addon| addon.record.current.is_some());
-        let mut sections = self.plan.settings.clone();
-        for member in &self.members {
-            let planned = member.planned;
-            let mut fields = planned.config.clone();
-            fields.insert("version".into(), planned.version.clone().into());
-            sections.insert(spec_key(&planned.name).to_string(), fields);
-        }
         let airgap_bytes_needed = if self.plan.airgap {
             // Unpacked packages and imported images take about twice the packages' size.
             self.members
@@ -94,9 +82,9 @@ impl Run<'_> {
             role: Role {
                 primary: master,
                 join: joined,
-                upgrade,
+                upgrade: self.plan.upgrades_node(),
             },
-            sections,
+            sections: self.spec_sections(),
             airgap_bytes_needed,
             ..TemplateContext::default()
         }

@@ -72,13 +72,8 @@ pub fn preflight(
 ) -> Result<berth_preflight::Report, EngineError> {
     let run_id = run_id("preflight");
     let mut run = Run::new(settings, plan, &run_id, true)?;
-    run.execute(reporter)?;
-    run.preflight_report
-        .take()
-        .ok_or_else(|| EngineError::HostPreflights {
-            summary: "no report".into(),
-            warnings_only: false,
-        })
+    run.fetch_all(reporter)?;
+    run.host_preflights(reporter)
 }
 
 /// `<what>-<UTC time>-<pid>`: the run's log file name, and its mark in the records.
@@ -110,9 +105,8 @@ struct Run<'a> {
     run_id: String,
     store: StateStore,
     members: Vec<Member<'a>>,
-    /// `berth preflight`: stop after the host preflights, recording nothing.
+    /// `berth preflight`: the host preflights alone, no add-on record changed.
     preflight_only: bool,
-    preflight_report: Option<berth_preflight::Report>,
 }
 
 impl<'a> Run<'a> {
@@ -167,15 +161,12 @@ impl<'a> Run<'a> {
             store,
             members,
             preflight_only,
-            preflight_report: None,
         })
     }
 
-    fn execute(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
-        let layout = self.settings.layout.clone();
-        crate::session::end_orphans(&layout.work_dir());
-
-        // fetch: every package is verified and in place before any hook runs.
+    /// fetch: every package is verified and in place before any hook runs.
+    fn fetch_all(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
+        let layout = &self.settings.layout;
         for index in 0..self.members.len() {
             check_interrupt()?;
             let member = &self.members[index];
@@ -193,14 +184,16 @@ impl<'a> Run<'a> {
                 member.index = Some(package_index);
             }
         }
+        Ok(())
+    }
 
+    fn execute(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
+        let layout = self.settings.layout.clone();
+        crate::session::end_orphans(&layout.work_dir());
+        self.fetch_all(reporter)?;
         // host preflights: nothing outside Berth's own folders has changed yet.
         check_interrupt()?;
-        let report = self.host_preflights(reporter)?;
-        if self.preflight_only {
-            self.preflight_report = Some(report);
-            return Ok(());
-        }
+        self.host_preflights(reporter)?;
         crate::helpers::install(&layout).map_err(io_error(&layout.helpers_dir()))?;
         crate::helpers::fresh_kubeadm_patches(&layout)
             .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;
@@ -373,17 +366,7 @@ impl<'a> Run<'a> {
                 current.map_or("", |applied| applied.target.version.as_str()),
             )?;
         }
-        // What the spec holds under each of kURL's keys: an add-on's fields (with its
-        // s3Override, which the plan keeps apart from them), or a settings section.
-        let mut sections = self.plan.settings.clone();
-        for member in &self.members {
-            let planned = member.planned;
-            let mut fields = planned.config.clone();
-            if let Some(url) = &planned.s3_override {
-                fields.insert("s3Override".into(), url.clone().into());
-            }
-            sections.insert(spec_key(&planned.name).to_string(), fields);
-        }
+        let sections = self.spec_sections();
         environment.kurl(kurl_environment(|key| sections.get(key)))?;
         for (key, value) in &self.settings.params {
             // `airgap=1` is what the scripts pass for an airgap install.
@@ -393,6 +376,24 @@ impl<'a> Run<'a> {
             environment.param(key, value)?;
         }
         Ok(environment.into_vec())
+    }
+
+    /// What the spec holds under each of kURL's keys: a settings section, or an add-on's
+    /// fields with its resolved version and its s3Override (which the plan keeps apart).
+    fn spec_sections(
+        &self,
+    ) -> std::collections::BTreeMap<String, serde_json::Map<String, serde_json::Value>> {
+        let mut sections = self.plan.settings.clone();
+        for member in &self.members {
+            let planned = member.planned;
+            let mut fields = planned.config.clone();
+            fields.insert("version".into(), planned.version.clone().into());
+            if let Some(url) = &planned.s3_override {
+                fields.insert("s3Override".into(), url.clone().into());
+            }
+            sections.insert(spec_key(&planned.name).to_string(), fields);
+        }
+        sections
     }
 
     /// `(master, joined)`: kURL's install.sh sets MASTER on the first node; a node that
