@@ -367,3 +367,34 @@ fn bad_documents_are_clear_errors_naming_the_file_and_line() {
     assert!(shown.contains("Analyzer Failed"), "{shown}");
     assert!(shown.contains("x.yaml:8"), "{shown}");
 }
+
+#[test]
+fn preflight_for_a_spec_fetches_checks_and_records_only_its_results() {
+    let taken = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (dist, trace_file) = dist_with_preflight(&port_check(port, "warn"));
+    let spec = dist.spec("installer.yaml", &[("traced", "version: 1.0.0")]);
+    let node = Node::new().env("TRACE", &trace_file);
+    let output = node
+        .command(&[
+            "preflight",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--dist",
+            &dist.url(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", printed(&output));
+    let shown = text(&output.stdout);
+    assert!(shown.contains(&format!("WARN    Port {port}")), "{shown}");
+    assert!(trace(&trace_file).is_empty(), "a hook ran");
+    assert!(node.status().is_empty(), "an add-on record changed");
+    let status = printed(&node.berth(&["status"]));
+    assert!(status.contains("no add-on is installed"), "{status}");
+    assert!(
+        status.contains(&format!("WARN Port {port}: port {port} is taken")),
+        "{status}"
+    );
+    drop(taken);
+}

@@ -59,6 +59,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             "no add-on is installed on this node ({} holds no records)",
             layout.state_dir().display()
         );
+        show_host_preflights(&layout);
         return Ok(status);
     }
     let rows: Vec<[String; 6]> = states.iter().map(row).collect();
@@ -82,7 +83,22 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     if let Ok(Some(last)) = LastInstaller::load(&layout) {
         show!("\ninstaller {} from {}", last.id, last.dist);
     }
-    if let Some(record) = berth::engine::PreflightRecord::load(&layout) {
+    show_host_preflights(&layout);
+    for state in &states {
+        if let Some(progressing) = state
+            .progressing
+            .as_ref()
+            .filter(|p| matches!(p.reason, Reason::Failed | Reason::Interrupted))
+        {
+            show!("\n{}: {}", state.name, progressing.message);
+        }
+    }
+    Ok(status)
+}
+
+/// The last host preflights' results: the summary, and each check that warned or failed.
+fn show_host_preflights(layout: &Layout) {
+    if let Some(record) = berth::engine::PreflightRecord::load(layout) {
         show!(
             "\nhost preflights of {} ({}): {}; {}",
             record.run,
@@ -101,16 +117,6 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    for state in &states {
-        if let Some(progressing) = state
-            .progressing
-            .as_ref()
-            .filter(|p| matches!(p.reason, Reason::Failed | Reason::Interrupted))
-        {
-            show!("\n{}: {}", state.name, progressing.message);
-        }
-    }
-    Ok(status)
 }
 
 fn row(state: &AddonState) -> [String; 6] {

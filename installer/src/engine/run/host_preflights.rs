@@ -159,6 +159,7 @@ impl Run<'_> {
                 result.ignored = matches!(result.outcome, Outcome::Fail | Outcome::Warn);
             }
         }
+        // `berth preflight` prints the results itself, as a table or JSON.
         if !self.preflight_only {
             // A closed standard error must not stop the run (nor panic it).
             use std::io::Write as _;
@@ -167,8 +168,8 @@ impl Run<'_> {
                 "{}",
                 report.table(std::io::stderr().is_terminal())
             );
+            reporter.step(&format!("host preflights: {}", report.summary()));
         }
-        reporter.step(&format!("host preflights: {}", report.summary()));
         let decision = match worst {
             _ if settings.ignore && worst >= Outcome::Warn => {
                 reporter.step("host preflights: hostPreflightIgnore is set; going on");
