@@ -30,7 +30,8 @@ pub struct Machine {
     pub name: String,
     holder: Option<Server>,
     pid: u32,
-    dir: tempfile::TempDir,
+    /// The overlays' layers and the boot log, kept until the machine ends.
+    _dir: tempfile::TempDir,
 }
 
 impl Machine {
@@ -83,7 +84,7 @@ impl Machine {
             name: name.to_string(),
             holder: Some(holder),
             pid,
-            dir,
+            _dir: dir,
         };
         wait_until(
             &format!("machine {name} to boot (see its boot.log)"),
@@ -129,25 +130,30 @@ impl Machine {
             .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
-    /// Writes a file the machine sees at `path` (through its overlay, from outside).
+    /// Writes a file the machine sees at `path`, from inside it: overlayfs does not see a
+    /// change made to its upper layer from outside once it has looked the file up. A symlink
+    /// there (/etc/os-release → ../usr/lib/os-release) is replaced by the file.
     pub fn write(&self, path: &str, contents: impl AsRef<[u8]>) {
-        let file = self.upper(path);
-        fs_err::create_dir_all(file.parent().unwrap()).unwrap();
-        // A symlink of the lower layer (/etc/os-release → ../usr/lib/os-release) is replaced.
-        let _ = fs_err::remove_file(&file);
-        fs_err::write(file, contents).unwrap();
-    }
-
-    /// Where `path` of the machine is written in its overlay's upper layer.
-    fn upper(&self, path: &str) -> std::path::PathBuf {
-        let relative = path.trim_start_matches('/');
-        assert!(
-            OVERLAID
-                .iter()
-                .any(|folder| relative.starts_with(&format!("{folder}/"))),
-            "{path} is not in an overlaid folder of the machine"
-        );
-        self.dir.path().join("upper").join(relative)
+        use std::io::Write as _;
+        let mut child = self
+            .command("sh")
+            .args([
+                "-c",
+                "mkdir -p \"$(dirname \"$1\")\" && rm -f \"$1\" && cat > \"$1\"",
+                "sh",
+                path,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(contents.as_ref())
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success(), "writing {path} in machine {}", self.name);
     }
 
     /// The log of a service the stand-in `systemctl` started.
