@@ -197,7 +197,12 @@ fn reach_listener(listener: &TcpListener, targets: &[SocketAddr], timeout: Durat
                     Err(error) => return status("error", error.to_string()),
                 };
             let _ = stream.write_all(token.as_bytes());
-            if received_token(listener, &token, deadline) {
+            if let Some(mut accepted) = received_token(listener, &token, deadline) {
+                // The dialing end closes first, so TIME_WAIT stays on its ephemeral port, not
+                // on the port checked: a service that binds it next without SO_REUSEADDR
+                // would fail for a minute.
+                drop(stream);
+                let _ = accepted.read(&mut [0u8; 1]);
                 return status("connected", format!("reached this host through {target}"));
             }
             last = format!("{target} answered, but the connection did not reach this host");
@@ -212,8 +217,8 @@ fn reach_listener(listener: &TcpListener, targets: &[SocketAddr], timeout: Durat
 }
 
 /// Accepts on the listener until a connection carries `token` (a connection that is not ours
-/// is dropped), for at most two seconds or until `deadline`.
-fn received_token(listener: &TcpListener, token: &str, deadline: Instant) -> bool {
+/// is dropped), for at most two seconds or until `deadline`; gives that connection.
+fn received_token(listener: &TcpListener, token: &str, deadline: Instant) -> Option<TcpStream> {
     let until = deadline.min(Instant::now() + Duration::from_secs(2));
     while Instant::now() < until {
         match listener.accept() {
@@ -222,16 +227,16 @@ fn received_token(listener: &TcpListener, token: &str, deadline: Instant) -> boo
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
                 let mut buffer = vec![0u8; token.len()];
                 if stream.read_exact(&mut buffer).is_ok() && buffer == token.as_bytes() {
-                    return true;
+                    return Some(stream);
                 }
             }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
-    false
+    None
 }
 
 /// Whether the UDP port can be bound (troubleshoot sends nothing).
