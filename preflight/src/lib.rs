@@ -6,6 +6,7 @@
 pub mod checks;
 pub mod context;
 pub mod document;
+mod remote_hosts;
 pub mod report;
 pub mod run;
 mod semver_range;
@@ -16,6 +17,7 @@ use std::path::Path;
 pub use checks::Limits;
 pub use context::{Role, TemplateContext};
 pub use document::{Document, Origin};
+pub use remote_hosts::{hosts_from_params, remote_host_checks};
 pub use report::{CheckResult, Outcome, Report};
 pub use run::run;
 

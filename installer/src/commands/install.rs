@@ -259,22 +259,7 @@ pub(crate) fn settings(
     let settings = RunSettings {
         layout,
         dist: Dist::parse(&dist)?,
-        params: args
-            .params
-            .iter()
-            .cloned()
-            .chain(if args.params_from_stdin {
-                params_from_stdin()?
-            } else {
-                Vec::new()
-            })
-            .map(|text| {
-                text.split_once('=')
-                    .filter(|(key, _)| !key.is_empty())
-                    .map(|(key, value)| (key.to_string(), value.to_string()))
-                    .with_context(|| format!("argument `{text}`: expected KEY=VALUE"))
-            })
-            .collect::<anyhow::Result<_>>()?,
+        params: params(args)?,
         hook_timeout: args.hook_timeout.duration(),
         mode,
         join_ttl: args.join_ttl,
@@ -333,4 +318,23 @@ fn print_plan(plan: &Plan, json: bool, out: &mut dyn std::io::Write) -> anyhow::
         )
     )?;
     Ok(())
+}
+
+/// The `--param` words, and those on standard input with `--params-from-stdin`.
+pub(crate) fn params(args: &InstallArgs) -> anyhow::Result<Vec<(String, String)>> {
+    args.params
+        .iter()
+        .cloned()
+        .chain(if args.params_from_stdin {
+            params_from_stdin()?
+        } else {
+            Vec::new()
+        })
+        .map(|text| {
+            text.split_once('=')
+                .filter(|(key, _)| !key.is_empty())
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .with_context(|| format!("argument `{text}`: expected KEY=VALUE"))
+        })
+        .collect()
 }

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use berth::engine::{self, Mode};
 use berth::node_lock::NodeLock;
-use berth_formats::spec::{InstallerSpec, spec_key};
-use berth_preflight::{Limits, Report, Role, TemplateContext, report};
+use berth_formats::spec::InstallerSpec;
+use berth_preflight::{Limits, Report, Role, report};
 
 use crate::commands::Stderr;
 use crate::commands::install::InstallArgs;
@@ -64,35 +64,25 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn from_files(args: &PreflightArgs) -> anyhow::Result<Report> {
-    let mut context = TemplateContext {
-        role: Role {
-            primary: args.primary || !args.join,
-            join: args.join,
-            upgrade: args.upgrade,
-        },
-        ..TemplateContext::default()
+    let spec = args
+        .install
+        .spec
+        .as_deref()
+        .map(InstallerSpec::load)
+        .transpose()?;
+    let role = Role {
+        primary: args.primary || !args.join,
+        join: args.join,
+        upgrade: args.upgrade,
     };
-    if let Some(path) = &args.install.spec {
-        let spec = InstallerSpec::load(path)?;
-        context.installer_name = spec.name.clone().unwrap_or_default();
-        // As a run's sections, but with the versions the spec asks for (nothing is resolved).
-        context.sections = spec.settings_sections();
-        for (folder, addon) in &spec.addons {
-            let mut fields = addon.config.clone();
-            fields.insert("version".into(), addon.version.clone().into());
-            if let Some(url) = &addon.s3_override {
-                fields.insert("s3Override".into(), url.clone().into());
-            }
-            context
-                .sections
-                .insert(spec_key(folder).to_string(), fields);
-        }
-    }
+    let params = crate::commands::install::params(&args.install)?;
+    let context = engine::spec_template_context(spec.as_ref(), role, &params);
     let mut documents = Vec::new();
     for path in &args.files {
         let name = path.display().to_string();
         documents.push(berth_preflight::load_file(&name, path, &context)?);
     }
+    documents.extend(berth_preflight::remote_host_checks(&context)?);
     let limits = Limits {
         filesystem_performance: !args.skip_filesystem_performance,
         ..Limits::default()

@@ -44,7 +44,7 @@ use crate::state::{AddonState, StateError, Target};
 use crate::unpack::UnpackError;
 
 pub use resolve::{plan, record_refusal, rollback_plan};
-pub use run::{PreflightRecord, apply, preflight};
+pub use run::{PreflightRecord, apply, preflight, spec_template_context};
 
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
 pub const ENGINE_GENERATION: u32 = 1;

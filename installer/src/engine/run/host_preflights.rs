@@ -5,6 +5,7 @@
 
 use std::io::IsTerminal as _;
 
+use berth_formats::spec::{InstallerSpec, spec_key};
 use berth_preflight::{Document, Limits, Outcome, Report, Role, TemplateContext};
 use serde_json::Value;
 
@@ -28,6 +29,42 @@ impl PreflightRecord {
         let text = fs_err::read_to_string(layout.host_preflights_file()).ok()?;
         serde_json::from_str(&text).ok()
     }
+}
+
+/// The template context of HostPreflight files run on their own (`berth preflight FILE…`):
+/// `role` as given, the spec's sections with the versions it asks for (nothing is resolved),
+/// and the cluster's hosts from kURL's `primary-host=` and `secondary-host=` words.
+pub fn spec_template_context(
+    spec: Option<&InstallerSpec>,
+    role: Role,
+    params: &[(String, String)],
+) -> TemplateContext {
+    let (primary_hosts, secondary_hosts) = berth_preflight::hosts_from_params(
+        params
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.as_str())),
+    );
+    let mut context = TemplateContext {
+        role,
+        primary_hosts,
+        secondary_hosts,
+        ..TemplateContext::default()
+    };
+    if let Some(spec) = spec {
+        context.installer_name = spec.name.clone().unwrap_or_default();
+        context.sections = spec.settings_sections();
+        for (folder, addon) in &spec.addons {
+            let mut fields = addon.config.clone();
+            fields.insert("version".into(), addon.version.clone().into());
+            if let Some(url) = &addon.s3_override {
+                fields.insert("s3Override".into(), url.clone().into());
+            }
+            context
+                .sections
+                .insert(spec_key(folder).to_string(), fields);
+        }
+    }
+    context
 }
 
 /// The run's kURL settings for host preflights, from `spec.kurl` and the script's words.
@@ -78,19 +115,28 @@ impl Run<'_> {
         } else {
             0
         };
+        let (primary_hosts, secondary_hosts) = berth_preflight::hosts_from_params(
+            self.settings
+                .params
+                .iter()
+                .map(|(key, value)| (key.as_str(), value.as_str())),
+        );
         TemplateContext {
             role: Role {
                 primary: master,
                 join: joined,
                 upgrade: self.plan.upgrades_node(),
             },
+            primary_hosts,
+            secondary_hosts,
             sections: self.spec_sections(),
             airgap_bytes_needed,
             ..TemplateContext::default()
         }
     }
 
-    /// The documents of the run, in kURL's order: built-in, the spec's, each add-on's.
+    /// The documents of the run, in kURL's order: built-in, the spec's, each add-on's, then
+    /// the checks of the cluster's other hosts that kURL adds for a joining node.
     fn preflight_documents(
         &self,
         settings: &Settings,
@@ -136,6 +182,7 @@ impl Run<'_> {
                 }
             }
         }
+        documents.extend(berth_preflight::remote_host_checks(context).map_err(error)?);
         Ok(documents)
     }
 

@@ -5,7 +5,7 @@ mod host_preflights;
 mod prepare;
 mod record;
 
-pub use host_preflights::PreflightRecord;
+pub use host_preflights::{PreflightRecord, spec_template_context};
 
 use std::time::{Duration, Instant};
 
