@@ -573,6 +573,11 @@ fn check_reports_every_problem_with_file_and_line() {
     repository.addon("good", "1.0.0", "apt fio\n");
     let bad = repository.addon("bad", "1.0.0", "apt fio\nimgae x y\nasset a\n");
     fs_err::write(bad.join("install.sh"), "function bad() {\n").unwrap();
+    fs_err::write(
+        bad.join("health.yaml"),
+        "components:\n  - name: answers\n    http: {url: 'http://127.0.0.1/'}\n    tcp: {address: '127.0.0.1:1'}\n",
+    )
+    .unwrap();
     let builder = BerthBuild::new();
     let (ok, stdout, stderr) =
         builder.run(&["check", repository.root().join("addons").to_str().unwrap()]);
@@ -590,7 +595,11 @@ fn check_reports_every_problem_with_file_and_line() {
         "{stdout}"
     );
     assert!(
-        stderr.contains("checked 2 Manifests and 2 install.sh scripts: 3 problems"),
+        stdout.contains("addons/bad/1.0.0/health.yaml: component `answers`: names 2 probes"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("checked 2 Manifests and 2 install.sh scripts: 4 problems"),
         "{stderr}"
     );
     let (ok, _, _) = builder.run(&[

@@ -4,8 +4,8 @@
 //! the add-on [`manifest`], the [`package_index`] (`package.json`) inside every package and its
 //! one reader, the [`digest`] type used for every content check, the [`oci`] layout names, the
 //! [`archive`] writer (reproducible) and reader (refuses to write outside its destination), the
-//! airgap [`bundle`]'s layout and the [`release`]'s file names, and an add-on's declared spec
-//! [`fields`]. Both sides read the Installer
+//! airgap [`bundle`]'s layout and the [`release`]'s file names, an add-on's declared spec
+//! [`fields`] and its components' [`health`] probes. Both sides read the Installer
 //! [`spec`] and resolve its add-on [`versions`] against `versions.json` (the builder to write
 //! an installer's [`lock`], the node when it has none). Both quote values for bash with
 //! [`shell`], print errors with [`report`] and tables with [`table`]; [`name`] checks every
@@ -15,6 +15,7 @@ pub mod archive;
 pub mod bundle;
 pub mod digest;
 pub mod fields;
+pub mod health;
 pub mod lock;
 pub mod manifest;
 pub mod name;

@@ -23,6 +23,8 @@ pub enum AddonError {
     Manifest(#[from] ManifestErrors),
     #[error("{0}")]
     Fields(String),
+    #[error("{0}")]
+    Health(#[from] berth_formats::health::HealthError),
     #[error("failed to read {path}")]
     Io {
         path: PathBuf,
@@ -94,8 +96,9 @@ impl AddonSource {
             ReadError::Invalid(errors) => AddonError::Manifest(errors),
         })?;
         manifest.check_paths(&repository_root)?;
-        // A declaration that does not read is refused here, not on the nodes.
+        // A declaration or a health file that does not read is refused here, not on the nodes.
         let fields = read_fields(&directory)?;
+        read_health(&directory)?;
 
         let mut files = Vec::new();
         for entry in walkdir::WalkDir::new(&directory).sort_by_file_name() {
@@ -181,6 +184,22 @@ pub fn read_fields(
     berth_formats::fields::parse(&path.display().to_string(), &text)
         .map(Some)
         .map_err(AddonError::Fields)
+}
+
+/// The add-on folder's components and their probes (`health.yaml`), checked, if it has one.
+pub fn read_health(
+    directory: &Path,
+) -> Result<Option<berth_formats::health::HealthFile>, AddonError> {
+    let path = directory.join(berth_formats::health::HEALTH_FILE);
+    let text = match fs_err::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(AddonError::Io { path, source }),
+    };
+    Ok(Some(berth_formats::health::HealthFile::parse(
+        &path.display().to_string(),
+        &text,
+    )?))
 }
 
 /// Hashes one file and records whether any execute bit is set.

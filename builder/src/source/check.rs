@@ -1,6 +1,6 @@
 //! `berth-build check`: the lint a vendor's CI runs on every pull request. Every Manifest under
-//! the given paths is parsed and its local paths resolved; every `fields.yaml` declaration is
-//! read; every `install.sh` is checked with `bash -n`. All problems are reported, each with its
+//! the given paths is parsed and its local paths resolved; every `fields.yaml` declaration and
+//! `health.yaml` file is read; every `install.sh` is checked with `bash -n`. All problems are reported, each with its
 //! file and line.
 
 use std::ffi::OsString;
@@ -65,6 +65,12 @@ fn check_below(path: &Path, bash: &Path, report: &mut CheckReport) {
             Some(berth_formats::fields::FIELDS_FILE) => {
                 let folder = entry.path().parent().unwrap_or(Path::new("."));
                 if let Err(error) = crate::source::addon::read_fields(folder) {
+                    report.problems.push(berth_formats::report::render(&error));
+                }
+            }
+            Some(berth_formats::health::HEALTH_FILE) => {
+                let folder = entry.path().parent().unwrap_or(Path::new("."));
+                if let Err(error) = crate::source::addon::read_health(folder) {
                     report.problems.push(berth_formats::report::render(&error));
                 }
             }
