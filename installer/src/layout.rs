@@ -83,6 +83,18 @@ impl Layout {
         self.install_dir().join("host-preflights/last.json")
     }
 
+    /// What each add-on's components were found to be when last probed, one record per add-on.
+    pub fn health_file(&self, name: &str) -> PathBuf {
+        self.install_dir()
+            .join("health")
+            .join(format!("{name}.json"))
+    }
+
+    /// The kubeconfig `kubectl` reads for Kubernetes components: kubeadm's admin.conf.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.root.join("etc/kubernetes/admin.conf")
+    }
+
     pub fn log_dir(&self) -> PathBuf {
         self.root.join("var/log/berth")
     }

@@ -8,7 +8,8 @@
 //! atomically; [`node_lock`] lets one run at a time change the node; [`interrupt`] stops a run
 //! cleanly on a signal; [`kustomization`] does the YAML edits the `insert_*` helpers ask for;
 //! [`join`] keeps what a new node needs and builds its command; [`last_installer`] remembers
-//! the installer the node ran last; [`network_interfaces`] answers kURL's `kurl netutil`.
+//! the installer the node ran last; [`network_interfaces`] answers kURL's `kurl netutil`;
+//! [`health`] probes each add-on's components and sums them up as Available and Degraded.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
@@ -16,6 +17,7 @@
 pub mod dist;
 pub mod engine;
 pub mod files;
+pub mod health;
 pub mod helpers;
 pub mod hook_environment;
 pub mod images;

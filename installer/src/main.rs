@@ -63,8 +63,11 @@ enum Command {
     Rollback(commands::rollback::RollbackArgs),
     /// Run each add-on's reset hook and remove what Berth placed on this node.
     Reset(commands::reset::ResetArgs),
-    /// Show each add-on's desired, current and last version and its conditions.
+    /// Show each add-on's desired, current and last version and its conditions, its
+    /// components probed live.
     Status(commands::status::StatusArgs),
+    /// Probe an add-on's components once; exit non-zero when it is not Available.
+    Health(commands::health::HealthArgs),
     /// Verify a package against its `.sha256` file and unpack it, refusing unsafe paths.
     Unpack(commands::unpack::UnpackArgs),
     /// Edit a kustomization.yaml (the insert_* helpers call this).
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
         Command::Rollback(args) => commands::rollback::run(args),
         Command::Reset(args) => commands::reset::run(args),
         Command::Status(args) => commands::status::run(args),
+        Command::Health(args) => commands::health::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Kustomization(command) => commands::kustomization::run(command),
         Command::Kurl(command) => commands::kurl::run(command),

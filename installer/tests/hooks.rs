@@ -183,13 +183,14 @@ fn a_failing_hook_fails_its_addon_and_a_rerun_resumes_there() {
             "VERSION",
             "CURRENT",
             "LAST",
-            "PROGRESSING",
-            "AVAILABLE"
+            "AVAILABLE",
+            "DEGRADED",
+            "PROGRESSING"
         ]
     );
     assert_eq!(
         lines[2].split_whitespace().collect::<Vec<_>>(),
-        ["b", "1.0.0", "-", "-", "Failed", "False"]
+        ["b", "1.0.0", "-", "-", "False", "-", "Failed"]
     );
     assert!(
         table.contains("b was told to fail"),

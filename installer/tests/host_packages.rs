@@ -279,8 +279,9 @@ fn a_host_the_package_has_no_folder_for_is_told_which_it_has() {
 /// Debian 12 mirror, installed with demo on top in a private mount and network namespace (so
 /// /etc/containerd, containerd's folders and the network are the test's own): containerd is
 /// configured and started directly (no systemd here), demo runs on it, the registry answers,
-/// a second node's registry join points its containerd at the registry; then reset stops both
-/// and removes their files.
+/// a second node's registry join points its containerd at the registry; every add-on's
+/// components are healthy until the registry is stopped, which degrades it; then reset stops
+/// both and removes their files.
 #[test]
 #[ignore = "reaches the Debian 12 mirror; scripts/test.sh runs it when the mirror answers"]
 fn containerd_and_registry_addons_install_from_their_packages_and_reset() {
@@ -332,6 +333,12 @@ BERTH_ROOT={joined} {berth} join --spec {registry_spec} --dist {dist} registry-a
 echo "hosts: $(grep -c 'http://127.0.0.1:5000' /etc/containerd/certs.d/127.0.0.1:5000/hosts.toml) lines"
 BERTH_ROOT={joined} {berth} reset
 echo "after the joined node's reset: $(ls /etc/containerd/certs.d | wc -l) hosts"
+# Each add-on's components: all healthy; then the registry stopped, and it is Degraded.
+{berth} health containerd >/dev/null && {berth} health demo >/dev/null && {berth} health registry >/dev/null && echo "health: all available"
+kill "$(cat "$BERTH_ROOT/var/lib/berth/registry/pid")"
+for _ in $(seq 100); do curl -fsS --max-time 1 http://127.0.0.1:5000/v2/ >/dev/null 2>&1 || break; sleep 0.1; done
+{berth} health registry || echo "registry health: exit $?"
+{berth} status
 {berth} reset
 echo "after reset: $(ls -A /etc/containerd | wc -l) files in /etc/containerd"
 curl -fsS --max-time 2 http://127.0.0.1:5000/v2/ || echo "registry: stopped"
@@ -382,6 +389,9 @@ trap - EXIT
         "registry 2.8.2: registry_join",
         "hosts: 2 lines",
         "after the joined node's reset: 0 hosts",
+        "health: all available",
+        "registry health: exit 1",
+        "registry: Degraded: not healthy: api (url http://127.0.0.1:5000/v2/",
         "containerd 1.6.20: containerd_reset",
         "registry 2.8.2: registry_reset",
         "after reset: 0 files in /etc/containerd",

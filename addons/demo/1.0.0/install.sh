@@ -96,8 +96,10 @@ function demo_publish() {
 # demo_start TOKEN EXPIRES: runs demo, taking joins with TOKEN until EXPIRES (Unix seconds).
 function demo_start() {
     demo_stop
-    ctr --namespace k8s.io run --detach --net-host "docker.io/berth/demo:$DEMO_VERSION" \
-        "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" "$2" >/dev/null
+    # Labelled for health.yaml, which finds this node's demo container by them.
+    ctr --namespace k8s.io run --detach --net-host \
+        --label berth.addon=demo --label "berth.root=${BERTH_ROOT:-/}" \
+        "docker.io/berth/demo:$DEMO_VERSION" "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" "$2" >/dev/null
     spinner_until 30 demo_answers || bail "demo $DEMO_VERSION did not answer on port $(demo_port) within 30 s"
 }
 

@@ -1,7 +1,10 @@
-//! `berth status`: each add-on's versions and conditions, and the installer the node runs.
+//! `berth status`: each add-on's versions and conditions (its components probed live), and
+//! the installer the node runs.
 
 use std::process::ExitCode;
 
+use berth::health::HealthRecord;
+use berth::images::Runtime;
 use berth::last_installer::LastInstaller;
 use berth::layout::Layout;
 use berth::node_lock::NodeLock;
@@ -15,11 +18,36 @@ pub struct StatusArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Probe and print again every --interval seconds, until interrupted.
+    #[arg(long)]
+    watch: bool,
+    /// Seconds between two probes with --watch.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    interval: u64,
     #[command(flatten)]
     root: RootArgs,
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    if !args.watch {
+        return show_once(&args);
+    }
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    loop {
+        if terminal {
+            // Home and clear: each round replaces the last.
+            show!("\x1b[H\x1b[2J");
+        }
+        // Until Ctrl-C ends the process, as `watch` does.
+        show_once(&args)?;
+        std::thread::sleep(std::time::Duration::from_secs(args.interval));
+        if !terminal {
+            show!("");
+        }
+    }
+}
+
+fn show_once(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
     let (mut states, damaged) = StateStore::new(layout.state_dir()).load_all()?;
     // A run that was killed leaves its add-ons Installing (or Upgrading…): with no run holding
@@ -50,8 +78,20 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     for damage in &damaged {
         say!("berth: {damage}");
     }
+    let runtime = Runtime::detect();
+    let health = berth::health::check_all(&layout, &states, runtime.as_ref());
     if args.json {
-        show!("{}", serde_json::to_string_pretty(&states)?);
+        // Each add-on's record, with `health`: its components (the Addon API's shape) and
+        // the Available and Degraded conditions they make, when it lists components.
+        let mut shown = Vec::new();
+        for state in &states {
+            let mut value = serde_json::to_value(state)?;
+            if let (Some(record), Some(object)) = (health.get(&state.name), value.as_object_mut()) {
+                object.insert("health".into(), serde_json::to_value(record)?);
+            }
+            shown.push(value);
+        }
+        show!("{}", serde_json::to_string_pretty(&shown)?);
         return Ok(status);
     }
     if states.is_empty() && damaged.is_empty() {
@@ -62,7 +102,10 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         show_host_preflights(&layout);
         return Ok(status);
     }
-    let rows: Vec<[String; 6]> = states.iter().map(row).collect();
+    let rows: Vec<[String; 7]> = states
+        .iter()
+        .map(|state| row(state, health.get(&state.name)))
+        .collect();
     show!(
         "{}",
         table::render(
@@ -71,10 +114,11 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                 "VERSION",
                 "CURRENT",
                 "LAST",
-                "PROGRESSING",
-                "AVAILABLE"
+                "AVAILABLE",
+                "DEGRADED",
+                "PROGRESSING"
             ],
-            [Align::Left; 6],
+            [Align::Left; 7],
             &rows
         )
         .trim_end_matches('\n')
@@ -91,6 +135,13 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             .filter(|p| matches!(p.reason, Reason::Failed | Reason::Interrupted))
         {
             show!("\n{}: {}", state.name, progressing.message);
+        }
+        if let Some(degraded) = health
+            .get(&state.name)
+            .and_then(|record| record.condition("Degraded"))
+            .filter(|condition| condition.is_true())
+        {
+            show!("\n{}: Degraded: {}", state.name, degraded.message);
         }
     }
     Ok(status)
@@ -119,24 +170,26 @@ fn show_host_preflights(layout: &Layout) {
     }
 }
 
-fn row(state: &AddonState) -> [String; 6] {
+/// One add-on's line. AVAILABLE is what its components say when it lists any, else whether
+/// a version is in place; DEGRADED is `-` for an add-on that lists no components.
+fn row(state: &AddonState, health: Option<&HealthRecord>) -> [String; 7] {
     let version = |applied: &Option<berth::state::Applied>| {
         applied
             .as_ref()
             .map_or_else(|| "-".to_string(), |a| a.target.version.clone())
     };
+    let word = |flag: bool| if flag { "True" } else { "False" }.to_string();
+    let applied = state.available.as_ref().is_some_and(|c| c.status);
     [
         state.name.clone(),
         state.desired.clone().unwrap_or_else(|| "-".into()),
         version(&state.current),
         version(&state.last),
+        word(health.map_or(applied, HealthRecord::available)),
+        health.map_or_else(|| "-".into(), |record| word(record.degraded())),
         state
             .progressing
             .as_ref()
             .map_or_else(|| "-".into(), |c| c.reason.to_string()),
-        state.available.as_ref().map_or_else(
-            || "False".into(),
-            |c| if c.status { "True" } else { "False" }.to_string(),
-        ),
     ]
 }

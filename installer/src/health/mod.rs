@@ -1,0 +1,517 @@
+//! Add-on health, observed live: each component an add-on's `health.yaml` lists is probed
+//! (all at once, each within its own timeout), and the add-on is summed up as the Addon API
+//! proposal does: `Available` while every required component is healthy, `Degraded` while any
+//! component is not, naming it. `Progressing` stays what the runs record.
+//!
+//! Each probe's findings are kept in `$DIR/health/<name>.json` with the add-on's conditions;
+//! a condition keeps its transition time until its status or reason changes, and each such
+//! change is added to the record's history.
+
+pub mod kubernetes;
+pub mod probe;
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use berth_formats::health::{HEALTH_FILE, HealthFile};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::images::Runtime;
+use crate::layout::Layout;
+use crate::state::{AddonState, now};
+use probe::Found;
+
+/// How many transitions a record keeps.
+const HISTORY_LENGTH: usize = 50;
+
+/// A condition as the Addon API and Kubernetes objects carry them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthCondition {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `True` or `False`.
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub last_transition_time: String,
+}
+
+impl HealthCondition {
+    fn new(kind: &str, status: bool, reason: &str, message: String) -> Self {
+        Self {
+            kind: kind.into(),
+            status: if status { "True" } else { "False" }.into(),
+            reason: reason.into(),
+            message,
+            last_transition_time: now(),
+        }
+    }
+
+    pub fn is_true(&self) -> bool {
+        self.status == "True"
+    }
+
+    /// Keeps `previous`'s transition time when neither status nor reason changed.
+    fn since(mut self, previous: Option<&HealthCondition>) -> Self {
+        if let Some(previous) = previous
+            && previous.status == self.status
+            && previous.reason == self.reason
+        {
+            self.last_transition_time = previous.last_transition_time.clone();
+        }
+        self
+    }
+}
+
+/// An object a component's probe looked at (a container, a unit, a Deployment…).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentRef {
+    pub kind: String,
+    pub name: String,
+    pub conditions: Vec<HealthCondition>,
+}
+
+/// One component, as the Addon API's status lists them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentStatus {
+    pub name: String,
+    /// The probe's kind: container, systemd, process, tcp, http, command, kubernetes.
+    pub probe: String,
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub match_labels: BTreeMap<String, String>,
+    pub refs: Vec<ComponentRef>,
+    /// `Healthy`.
+    pub conditions: Vec<HealthCondition>,
+}
+
+impl ComponentStatus {
+    pub fn healthy(&self) -> bool {
+        self.conditions.iter().all(HealthCondition::is_true)
+    }
+}
+
+/// One change of `Available` or `Degraded`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthTransition {
+    pub time: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// What an add-on's components were found to be, and what that makes the add-on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthRecord {
+    pub name: String,
+    /// The version whose components were probed.
+    pub version: String,
+    pub checked_at: String,
+    pub components: Vec<ComponentStatus>,
+    /// `Available` and `Degraded`.
+    pub conditions: Vec<HealthCondition>,
+    #[serde(default)]
+    pub history: Vec<HealthTransition>,
+}
+
+impl HealthRecord {
+    pub fn condition(&self, kind: &str) -> Option<&HealthCondition> {
+        self.conditions
+            .iter()
+            .find(|condition| condition.kind == kind)
+    }
+
+    pub fn available(&self) -> bool {
+        self.condition("Available")
+            .is_some_and(HealthCondition::is_true)
+    }
+
+    pub fn degraded(&self) -> bool {
+        self.condition("Degraded")
+            .is_some_and(HealthCondition::is_true)
+    }
+
+    pub fn load(layout: &Layout, name: &str) -> Option<Self> {
+        let text = fs_err::read_to_string(layout.health_file(name)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    fn save(&self, layout: &Layout) -> std::io::Result<()> {
+        let path = layout.health_file(&self.name);
+        if let Some(folder) = path.parent() {
+            fs_err::create_dir_all(folder)?;
+        }
+        let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        crate::files::write_atomically(&path, &text)
+    }
+}
+
+/// Probes the components of the version of `state` in place now, records what it found, and
+/// gives it; None when no version is in place or the version lists no components.
+pub fn check(
+    layout: &Layout,
+    state: &AddonState,
+    runtime: Option<&Runtime>,
+) -> Option<HealthRecord> {
+    let current = state.current.as_ref()?;
+    let version = &current.target.version;
+    let folder = layout.addon_dir(&state.name, version);
+    let path = folder.join(HEALTH_FILE);
+    let text = match fs_err::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(error) => {
+            let message = format!("{}: {error}", path.display());
+            return Some(record(layout, state, version, vec![unreadable(message)]));
+        }
+    };
+    let components = match text
+        .as_deref()
+        .map(|text| HealthFile::parse(&path.display().to_string(), text))
+    {
+        Some(Ok(health)) => probe_all(layout, &health, &variables(state, layout), runtime),
+        Some(Err(error)) => vec![unreadable(error.to_string())],
+        None => return None,
+    };
+    Some(record(layout, state, version, components))
+}
+
+/// A health file that cannot be read is itself an unhealthy, required component.
+fn unreadable(message: String) -> ComponentStatus {
+    ComponentStatus {
+        name: HEALTH_FILE.into(),
+        probe: "file".into(),
+        required: true,
+        match_labels: BTreeMap::new(),
+        refs: Vec::new(),
+        conditions: vec![HealthCondition::new(
+            "Healthy",
+            false,
+            "InvalidHealthFile",
+            message,
+        )],
+    }
+}
+
+/// What values in health.yaml may name: the add-on's fields as applied (`port`), its `name`
+/// and `version`, and `berth.root` and `berth.dir` (the node's root and `$DIR`).
+fn variables(state: &AddonState, layout: &Layout) -> Value {
+    let mut variables: Map<String, Value> = state
+        .current
+        .as_ref()
+        .map(|current| current.config.clone())
+        .unwrap_or_default();
+    variables.insert("name".into(), state.name.clone().into());
+    if let Some(current) = &state.current {
+        variables.insert("version".into(), current.target.version.clone().into());
+    }
+    variables.insert(
+        "berth".into(),
+        serde_json::json!({
+            "root": layout.root().display().to_string(),
+            "dir": layout.install_dir().display().to_string(),
+        }),
+    );
+    Value::Object(variables)
+}
+
+/// Renders every string of `value` with `variables` (`{{ port }}`); an unknown name is an
+/// error.
+fn render(
+    value: &mut Value,
+    environment: &minijinja::Environment,
+    variables: &Value,
+) -> Result<(), String> {
+    match value {
+        Value::String(text) if text.contains("{{") || text.contains("{%") => {
+            *text = environment
+                .render_str(text, variables)
+                .map_err(|error| format!("`{text}`: {error}"))?;
+        }
+        Value::Array(items) => {
+            for item in items {
+                render(item, environment, variables)?;
+            }
+        }
+        Value::Object(fields) => {
+            for (_, field) in fields.iter_mut() {
+                render(field, environment, variables)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Probes every component at once; one that has not answered by its timeout is TimedOut.
+fn probe_all(
+    layout: &Layout,
+    health: &HealthFile,
+    variables: &Value,
+    runtime: Option<&Runtime>,
+) -> Vec<ComponentStatus> {
+    let mut environment = minijinja::Environment::new();
+    environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let (sender, receiver) = mpsc::channel::<(usize, Vec<Found>)>();
+    let started = Instant::now();
+    let mut results: Vec<Option<Vec<Found>>> = vec![None; health.components.len()];
+    let mut deadlines = Vec::new();
+    for (index, component) in health.components.iter().enumerate() {
+        let timeout = component.timeout();
+        deadlines.push(started + timeout);
+        let mut rendered = serde_json::to_value(component).unwrap_or_default();
+        let component = match render(&mut rendered, &environment, variables).and_then(|()| {
+            serde_json::from_value::<berth_formats::health::Component>(rendered)
+                .map_err(|error| error.to_string())
+        }) {
+            Ok(component) => component,
+            Err(message) => {
+                results[index] = Some(vec![Found {
+                    kind: "value".into(),
+                    name: component.name.clone(),
+                    healthy: false,
+                    reason: "BadValue".into(),
+                    message,
+                }]);
+                continue;
+            }
+        };
+        let sender = sender.clone();
+        let kubeconfig = layout.kubeconfig();
+        let runtime = runtime.cloned();
+        // A probe that hangs is left behind (and ends with the process): status goes on.
+        std::thread::spawn(move || {
+            let context = probe::Context {
+                kubeconfig: &kubeconfig,
+                runtime: runtime.as_ref(),
+            };
+            let found = component
+                .probe()
+                .map(|probe| probe::run(probe, timeout, &context))
+                .unwrap_or_default();
+            let _ = sender.send((index, found));
+        });
+    }
+    drop(sender);
+    loop {
+        let waiting: Vec<usize> = (0..results.len())
+            .filter(|&i| results[i].is_none())
+            .collect();
+        let Some(until) = waiting
+            .iter()
+            .map(|&i| deadlines[i])
+            .filter(|deadline| *deadline > Instant::now())
+            .min()
+        else {
+            break;
+        };
+        match receiver.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok((index, found)) => results[index] = Some(found),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    health
+        .components
+        .iter()
+        .zip(results)
+        .map(|(component, found)| {
+            let kind = component.probe().map_or("none", |probe| probe.kind());
+            let found = found.unwrap_or_else(|| {
+                vec![Found {
+                    kind: kind.into(),
+                    name: component.name.clone(),
+                    healthy: false,
+                    reason: "TimedOut".into(),
+                    message: format!("no answer within {}", probe::seconds(component.timeout())),
+                }]
+            });
+            status_of(component, kind, found)
+        })
+        .collect()
+}
+
+fn status_of(
+    component: &berth_formats::health::Component,
+    kind: &str,
+    found: Vec<Found>,
+) -> ComponentStatus {
+    let unhealthy: Vec<&Found> = found.iter().filter(|found| !found.healthy).collect();
+    let condition = match unhealthy.first() {
+        None if !found.is_empty() => HealthCondition::new(
+            "Healthy",
+            true,
+            &found[0].reason,
+            found
+                .iter()
+                .map(|found| format!("{} {}: {}", found.kind, found.name, found.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        None => HealthCondition::new("Healthy", false, "NotFound", "nothing to probe".into()),
+        Some(first) => HealthCondition::new(
+            "Healthy",
+            false,
+            &first.reason,
+            unhealthy
+                .iter()
+                .map(|found| format!("{} {}: {}", found.kind, found.name, found.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    };
+    let match_labels = match (&component.container, &component.kubernetes) {
+        (Some(container), _) => container.match_labels.clone(),
+        (_, Some(kubernetes)) => kubernetes.match_labels.clone(),
+        _ => BTreeMap::new(),
+    };
+    ComponentStatus {
+        name: component.name.clone(),
+        probe: kind.into(),
+        required: component.required,
+        match_labels,
+        refs: found
+            .into_iter()
+            .map(|found| ComponentRef {
+                conditions: vec![HealthCondition::new(
+                    "Healthy",
+                    found.healthy,
+                    &found.reason,
+                    found.message,
+                )],
+                kind: found.kind,
+                name: found.name,
+            })
+            .collect(),
+        conditions: vec![condition],
+    }
+}
+
+/// The add-on's conditions from its components, transitions kept from the last record, and
+/// the record saved (a node whose folder cannot be written still gets the answer).
+fn record(
+    layout: &Layout,
+    state: &AddonState,
+    version: &str,
+    components: Vec<ComponentStatus>,
+) -> HealthRecord {
+    let previous = HealthRecord::load(layout, &state.name);
+    let unhealthy: Vec<&ComponentStatus> = components
+        .iter()
+        .filter(|component| !component.healthy())
+        .collect();
+    let describe = |components: &[&ComponentStatus]| {
+        components
+            .iter()
+            .map(|component| {
+                let message = component
+                    .conditions
+                    .first()
+                    .map_or("", |condition| condition.message.as_str());
+                format!("{} ({message})", component.name)
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let required_down: Vec<&ComponentStatus> = unhealthy
+        .iter()
+        .copied()
+        .filter(|component| component.required)
+        .collect();
+    let available = if required_down.is_empty() {
+        HealthCondition::new(
+            "Available",
+            true,
+            "ComponentsHealthy",
+            "every required component is healthy".into(),
+        )
+    } else {
+        HealthCondition::new(
+            "Available",
+            false,
+            "ComponentUnhealthy",
+            format!("not healthy: {}", describe(&required_down)),
+        )
+    };
+    let degraded = if unhealthy.is_empty() {
+        HealthCondition::new(
+            "Degraded",
+            false,
+            "AsExpected",
+            "every component is healthy".into(),
+        )
+    } else {
+        HealthCondition::new(
+            "Degraded",
+            true,
+            "ComponentUnhealthy",
+            format!("not healthy: {}", describe(&unhealthy)),
+        )
+    };
+    let old = |kind: &str| {
+        previous
+            .as_ref()
+            .and_then(|previous| previous.condition(kind))
+    };
+    let conditions = vec![
+        available.since(old("Available")),
+        degraded.since(old("Degraded")),
+    ];
+    let mut history = previous
+        .as_ref()
+        .map(|previous| previous.history.clone())
+        .unwrap_or_default();
+    for condition in &conditions {
+        let changed = old(&condition.kind)
+            .is_none_or(|old| old.status != condition.status || old.reason != condition.reason);
+        if changed {
+            history.push(HealthTransition {
+                time: condition.last_transition_time.clone(),
+                kind: condition.kind.clone(),
+                status: condition.status.clone(),
+                reason: condition.reason.clone(),
+                message: condition.message.clone(),
+            });
+        }
+    }
+    let excess = history.len().saturating_sub(HISTORY_LENGTH);
+    history.drain(..excess);
+    let record = HealthRecord {
+        name: state.name.clone(),
+        version: version.into(),
+        checked_at: now(),
+        components,
+        conditions,
+        history,
+    };
+    let _ = record.save(layout);
+    record
+}
+
+/// Probes every add-on's components at once: one slow add-on does not hold up the others'.
+pub fn check_all(
+    layout: &Layout,
+    states: &[AddonState],
+    runtime: Option<&Runtime>,
+) -> BTreeMap<String, HealthRecord> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = states
+            .iter()
+            .map(|state| scope.spawn(move || (state.name.clone(), check(layout, state, runtime))))
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|handle| handle.join().ok())
+            .filter_map(|(name, record)| record.map(|record| (name, record)))
+            .collect()
+    })
+}

@@ -1,0 +1,154 @@
+//! Add-on health with real parts: the demo add-on's container on a real containerd, killed and
+//! started again; a component that hangs; and `berth health`'s exit status.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::*;
+
+fn demo_spec(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
+    let path = dir.join("demo.yaml");
+    fs_err::write(
+        &path,
+        format!(
+            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: demo\nspec:\n  demo:\n    version: 1.0.0\n    port: {port}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `berth status` as a table, and the line of `name`.
+fn status_line(node: &Node, name: &str) -> (String, String) {
+    let output = node.berth(&["status"]);
+    let table = printed(&output);
+    let line = table
+        .lines()
+        .find(|line| line.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in {table}"))
+        .to_string();
+    (table, line)
+}
+
+#[test]
+fn a_killed_demo_container_degrades_demo_and_its_restart_makes_it_available_again() {
+    let containerd = Containerd::start();
+    let (_, dist) = TestDist::examples(&["demo"]);
+    let specs = tempfile::tempdir().unwrap();
+    let spec = demo_spec(specs.path(), free_port());
+    let node = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+
+    let (table, line) = status_line(&node, "demo");
+    assert!(
+        table.contains("AVAILABLE  DEGRADED  PROGRESSING"),
+        "{table}"
+    );
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[4..], ["True", "False", "Succeeded"], "{table}");
+    succeeded(&node.berth(&["health", "demo"]));
+    let health = &node.status()["demo"]["health"];
+    let container = &health["components"][0];
+    assert_eq!(container["name"], "container");
+    assert_eq!(container["matchLabels"]["berth.addon"], "demo");
+    assert_eq!(container["refs"][0]["kind"], "container");
+    assert_eq!(container["refs"][0]["conditions"][0]["reason"], "Running");
+
+    // The container's task killed: demo is Degraded, naming its container.
+    let id = container["refs"][0]["name"].as_str().unwrap().to_string();
+    let ctr = |arguments: &[&str]| {
+        let mut all = vec!["--namespace", "k8s.io"];
+        all.extend(arguments);
+        containerd.ctr(&all)
+    };
+    ctr(&["tasks", "kill", "--signal", "SIGKILL", &id]);
+    wait_until("the demo task to stop", Duration::from_secs(20), || {
+        !text(&ctr(&["tasks", "ls"]).stdout)
+            .lines()
+            .any(|line| line.starts_with(&id) && line.contains("RUNNING"))
+    });
+    let (table, line) = status_line(&node, "demo");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[4..6], ["False", "True"], "{table}");
+    assert!(
+        table.contains("demo: Degraded: not healthy: container"),
+        "{table}"
+    );
+    let output = node.berth(&["health", "demo"]);
+    assert_eq!(output.status.code(), Some(1), "{}", printed(&output));
+    assert!(
+        printed(&output).contains("container"),
+        "{}",
+        printed(&output)
+    );
+
+    // Started again: Available, and both transitions are in the history.
+    ctr(&["tasks", "delete", &id]);
+    ctr(&["tasks", "start", "--detach", &id]);
+    wait_until(
+        "demo to be Available again",
+        Duration::from_secs(20),
+        || node.berth(&["health", "demo"]).status.success(),
+    );
+    let history = node.status()["demo"]["health"]["history"].clone();
+    let degraded: Vec<(String, String)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|transition| transition["type"] == "Degraded")
+        .map(|transition| {
+            (
+                transition["status"].as_str().unwrap().to_string(),
+                transition["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        degraded,
+        [
+            ("False".to_string(), "AsExpected".to_string()),
+            ("True".into(), "ComponentUnhealthy".into()),
+            ("False".into(), "AsExpected".into()),
+        ],
+        "{history:#}"
+    );
+    succeeded(&node.berth(&["reset"]));
+}
+
+#[test]
+fn a_component_that_hangs_times_out_while_the_other_add_ons_status_prints() {
+    let mut dist = TestDist::new();
+    let hangs = dist.addon("hangs", "1.0.0", "function hangs() { :; }\n");
+    fs_err::write(
+        hangs.join("health.yaml"),
+        "components:\n  - name: stuck\n    command: {run: [sleep, '30']}\n    timeout: 1s\n  - name: quick\n    command: {run: ['true']}\n",
+    )
+    .unwrap();
+    dist.package(&hangs);
+    let fine = dist.addon("fine", "1.0.0", "function fine() { :; }\n");
+    fs_err::write(
+        fine.join("health.yaml"),
+        "components:\n  - name: runs\n    command: {run: ['true']}\n",
+    )
+    .unwrap();
+    dist.package(&fine);
+    dist.write_versions();
+    let spec = dist.spec(
+        "installer.yaml",
+        &[("hangs", "version: 1.0.0"), ("fine", "version: 1.0.0")],
+    );
+    let node = Node::new();
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+
+    let started = Instant::now();
+    let (table, line) = status_line(&node, "hangs");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "status took {took:?}");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[4..6], ["False", "True"], "{table}");
+    assert!(table.contains("no answer within 1.0s"), "{table}");
+    let (_, fine_line) = status_line(&node, "fine");
+    let words: Vec<&str> = fine_line.split_whitespace().collect();
+    assert_eq!(words[4..6], ["True", "False"], "{table}");
+}
