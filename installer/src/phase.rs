@@ -75,6 +75,8 @@ pub enum Step {
     Fetch,
     Load,
     Hook(Phase),
+    /// Waiting for the add-on's components to be healthy after its hooks.
+    Health,
 }
 
 impl Step {
@@ -83,6 +85,7 @@ impl Step {
             Step::Fetch => "fetch",
             Step::Load => "load",
             Step::Hook(phase) => phase.name(),
+            Step::Health => "health",
         }
     }
 }
@@ -103,9 +106,10 @@ impl TryFrom<String> for Step {
     type Error = String;
 
     fn try_from(text: String) -> Result<Self, String> {
-        const ALL: [Step; 8] = [
+        const ALL: [Step; 9] = [
             Step::Fetch,
             Step::Load,
+            Step::Health,
             Step::Hook(Phase::Preflight),
             Step::Hook(Phase::PreInit),
             Step::Hook(Phase::Install),

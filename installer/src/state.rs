@@ -85,6 +85,8 @@ pub enum Reason {
     Applied,
     /// Available (false): no version is in place.
     NotApplied,
+    /// Available (false): a version is in place, but its components are not healthy.
+    Unhealthy,
 }
 
 impl Reason {
@@ -98,6 +100,7 @@ impl Reason {
             Reason::Interrupted => "Interrupted",
             Reason::Applied => "Applied",
             Reason::NotApplied => "NotApplied",
+            Reason::Unhealthy => "Unhealthy",
         }
     }
 }

@@ -138,8 +138,9 @@ fn a_component_that_hangs_times_out_while_the_other_add_ons_status_prints() {
         "installer.yaml",
         &[("hangs", "version: 1.0.0"), ("fine", "version: 1.0.0")],
     );
+    // Installed without waiting for health: `stuck` never answers.
     let node = Node::new();
-    succeeded(&node.install(&spec, &dist.url(), &[]));
+    succeeded(&node.install(&spec, &dist.url(), &["--health-timeout", "0"]));
 
     let started = Instant::now();
     let (table, line) = status_line(&node, "hangs");
@@ -151,4 +152,67 @@ fn a_component_that_hangs_times_out_while_the_other_add_ons_status_prints() {
     let (_, fine_line) = status_line(&node, "fine");
     let words: Vec<&str> = fine_line.split_whitespace().collect();
     assert_eq!(words[4..6], ["True", "False"], "{table}");
+}
+
+/// An add-on whose version `version` is healthy while the file `healthy` exists (each version
+/// with a health.yaml that says so), and whose hooks do nothing else.
+fn addon_with_health(dist: &mut TestDist, version: &str, healthy: &std::path::Path) {
+    let folder = dist.addon("flaky", version, "function flaky() { :; }\n");
+    fs_err::write(
+        folder.join("health.yaml"),
+        format!(
+            "components:\n  - name: marker\n    command: {{run: [test, -e, '{}']}}\n",
+            healthy.display()
+        ),
+    )
+    .unwrap();
+    dist.package(&folder);
+    dist.write_versions();
+}
+
+#[test]
+fn an_upgrade_that_never_becomes_healthy_is_failed_and_rollback_brings_back_a_healthy_version() {
+    let marks = tempfile::tempdir().unwrap();
+    let good = marks.path().join("good");
+    fs_err::write(&good, "").unwrap();
+    let mut dist = TestDist::new();
+    addon_with_health(&mut dist, "1.0.0", &good);
+    addon_with_health(&mut dist, "2.0.0", &marks.path().join("never"));
+    let first = dist.spec("first.yaml", &[("flaky", "version: 1.0.0")]);
+    let second = dist.spec("second.yaml", &[("flaky", "version: 2.0.0")]);
+    let node = Node::new();
+    succeeded(&node.install(&first, &dist.url(), &[]));
+    assert_eq!(node.status()["flaky"]["progressing"]["reason"], "Succeeded");
+
+    let started = Instant::now();
+    let error = failed(&node.install(&second, &dist.url(), &["--health-timeout", "2"]));
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(
+        error.contains("flaky 2.0.0: not healthy within 2s after its hooks: not healthy: marker"),
+        "{error}"
+    );
+    let status = node.status();
+    let flaky = &status["flaky"];
+    assert_eq!(flaky["progressing"]["reason"], "Failed", "{flaky:#}");
+    assert!(
+        flaky["progressing"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("marker"),
+        "{flaky:#}"
+    );
+    assert_eq!(flaky["available"]["reason"], "Unhealthy", "{flaky:#}");
+    assert_eq!(flaky["current"]["version"], "2.0.0");
+    assert_eq!(flaky["last"]["version"], "1.0.0");
+    assert_eq!(node.berth(&["health", "flaky"]).status.code(), Some(1));
+    // Run again, the failed spec retries the add-on.
+    let plan = node.decisions(&second, &dist.url(), &[]);
+    assert_eq!(plan, [("flaky".to_string(), "retry".to_string())]);
+
+    // Back to 1.0.0, which is healthy: Succeeded and Available.
+    succeeded(&node.berth(&["rollback", "flaky"]));
+    let status = node.status();
+    assert_eq!(status["flaky"]["current"]["version"], "1.0.0");
+    assert_eq!(status["flaky"]["progressing"]["reason"], "Succeeded");
+    succeeded(&node.berth(&["health", "flaky"]));
 }

@@ -19,7 +19,7 @@ use berth_formats::table::{self, Align};
 use berth_formats::versions::VersionsError;
 
 use crate::RootArgs;
-use crate::commands::{HookTimeout, Stderr};
+use crate::commands::{HealthTimeout, HookTimeout, Stderr};
 
 #[derive(clap::Args)]
 pub struct InstallArgs {
@@ -61,6 +61,8 @@ pub struct InstallArgs {
     pub(crate) json: bool,
     #[command(flatten)]
     hook_timeout: HookTimeout,
+    #[command(flatten)]
+    health_timeout: HealthTimeout,
     /// How long the join secrets hooks publish stay valid (`24h`, `90m`, `30s`).
     #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = berth::join::parse_ttl)]
     join_ttl: Duration,
@@ -261,6 +263,7 @@ pub(crate) fn settings(
         dist: Dist::parse(&dist)?,
         params: params(args)?,
         hook_timeout: args.hook_timeout.duration(),
+        health_timeout: args.health_timeout.duration(),
         mode,
         join_ttl: args.join_ttl,
         reuse_unpacked: false,

@@ -28,6 +28,22 @@ impl HookTimeout {
     }
 }
 
+/// How long a run waits for an applied add-on's components to be healthy: one definition for
+/// every command that applies add-ons.
+#[derive(clap::Args, Clone, Copy)]
+pub struct HealthTimeout {
+    /// Seconds to wait, after an add-on's hooks, for the components its health.yaml lists to
+    /// be healthy before it is recorded Succeeded (0: do not wait; it is recorded at once).
+    #[arg(long = "health-timeout", value_name = "SECONDS", default_value_t = 300)]
+    health_seconds: u64,
+}
+
+impl HealthTimeout {
+    pub fn duration(self) -> Duration {
+        Duration::from_secs(self.health_seconds)
+    }
+}
+
 /// Reports a run's steps on standard error, as `berth: …` lines.
 pub struct Stderr;
 

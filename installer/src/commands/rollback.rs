@@ -11,7 +11,7 @@ use berth::layout::Layout;
 use berth::node_lock::NodeLock;
 
 use crate::RootArgs;
-use crate::commands::{HookTimeout, Stderr};
+use crate::commands::{HealthTimeout, HookTimeout, Stderr};
 
 #[derive(clap::Args)]
 pub struct RollbackArgs {
@@ -23,6 +23,8 @@ pub struct RollbackArgs {
     to: Option<String>,
     #[command(flatten)]
     hook_timeout: HookTimeout,
+    #[command(flatten)]
+    health_timeout: HealthTimeout,
     #[command(flatten)]
     root: RootArgs,
 }
@@ -42,6 +44,7 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
         dist: Dist::Local(layout.package_cache()),
         params: Vec::new(),
         hook_timeout: args.hook_timeout.duration(),
+        health_timeout: args.health_timeout.duration(),
         mode: Mode::Rollback,
         join_ttl: berth::join::DEFAULT_TTL,
         reuse_unpacked: true,

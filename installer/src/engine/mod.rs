@@ -135,6 +135,8 @@ pub struct RunSettings {
     /// environment variable, `public-address` as `PUBLIC_ADDRESS`.
     pub params: Vec<(String, String)>,
     pub hook_timeout: Duration,
+    /// How long an applied add-on's components may take to be healthy (zero: not waited for).
+    pub health_timeout: Duration,
     pub mode: Mode,
     /// How long a join secret a hook publishes lives.
     pub join_ttl: Duration,
@@ -265,6 +267,15 @@ pub enum EngineError {
         version: String,
         script: PathBuf,
         looked_for: Vec<String>,
+    },
+    #[error(
+        "{name} {version}: not healthy within {seconds}s after its hooks: {message}\nhint: `berth health {name}` probes it again; `berth rollback {name}` goes back to the version before, or raise --health-timeout"
+    )]
+    Unhealthy {
+        name: String,
+        version: String,
+        seconds: u64,
+        message: String,
     },
     #[error("{name} {version}: {hook} failed")]
     Hook {

@@ -44,6 +44,9 @@ impl Run<'_> {
             applied_at: humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string(),
             config: member.planned.config.clone(),
         });
+        self.wait_until_healthy(index, reporter)?;
+        let member = &mut self.members[index];
+        let state = &mut member.state;
         if let Some(attempt) = &mut state.attempt {
             attempt.outcome = Outcome::Succeeded;
         }
@@ -66,6 +69,60 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Waits, up to the run's health timeout, for the add-on's components (its health.yaml)
+    /// to make it Available; the version is in place (`current`) while it waits. One that
+    /// does not become Available stops the run: it is recorded Failed, naming the components
+    /// that are not healthy, and a re-run retries it.
+    fn wait_until_healthy(
+        &mut self,
+        index: usize,
+        reporter: &dyn Reporter,
+    ) -> Result<(), EngineError> {
+        let timeout = self.settings.health_timeout;
+        let layout = self.settings.layout.clone();
+        let member = &self.members[index];
+        let folder = layout.addon_dir(&member.planned.name, &member.planned.version);
+        if timeout.is_zero() || !folder.join(berth_formats::health::HEALTH_FILE).is_file() {
+            return Ok(());
+        }
+        self.enter_phase(index, Step::Health)?;
+        let member = &self.members[index];
+        reporter.step(&format!(
+            "{} {}: waiting up to {}s for its components to be healthy",
+            member.planned.name,
+            member.planned.version,
+            timeout.as_secs()
+        ));
+        let started = Instant::now();
+        let runtime = crate::images::Runtime::detect();
+        loop {
+            check_interrupt()?;
+            let member = &self.members[index];
+            let record = crate::health::check(&layout, &member.state, runtime.as_ref());
+            let Some(record) = record else {
+                return Ok(());
+            };
+            if record.available() {
+                report_duration(reporter, "becoming healthy", started.elapsed());
+                return Ok(());
+            }
+            if started.elapsed() >= timeout {
+                let message = record
+                    .condition("Available")
+                    .map(|condition| condition.message.clone())
+                    .unwrap_or_default();
+                return Err(EngineError::Unhealthy {
+                    name: member.planned.name.clone(),
+                    version: member.planned.version.clone(),
+                    seconds: timeout.as_secs(),
+                    message,
+                });
+            }
+            let left = timeout.saturating_sub(started.elapsed());
+            std::thread::sleep(left.min(Duration::from_secs(1)));
+        }
+    }
+
     /// Marks every add-on the run did not finish as Failed: the culprit with the error and the
     /// tail of its output, the others as stopped by it. An add-on already in place stays
     /// Available.
@@ -75,6 +132,7 @@ impl Run<'_> {
             | EngineError::Unpack { name, .. }
             | EngineError::Images { name, .. }
             | EngineError::Hook { name, .. }
+            | EngineError::Unhealthy { name, .. }
             | EngineError::NoMainHook { name, .. } => Some(name.clone()),
             _ => None,
         };
@@ -100,6 +158,16 @@ impl Run<'_> {
             };
             state.set_progressing(false, Reason::Failed, text);
             match &state.current {
+                // In place, but not healthy: what the run waited for and did not see.
+                Some(current) if matches!(error, EngineError::Unhealthy { name, .. } if *name == member.planned.name) =>
+                {
+                    let version = current.target.version.clone();
+                    state.set_available(
+                        false,
+                        Reason::Unhealthy,
+                        format!("{version} is in place but not healthy"),
+                    );
+                }
                 Some(current) => {
                     let version = current.target.version.clone();
                     state.set_available(true, Reason::Applied, format!("{version} stays in place"));
