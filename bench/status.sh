@@ -21,6 +21,7 @@ trap cleanup EXIT
 
 repository="$work/repository"
 spec="$repository/installer.yaml"
+mkdir -p "$repository"
 printf 'apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n' >"$spec"
 names=()
 for n in $(seq "$count"); do
