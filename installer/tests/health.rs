@@ -216,3 +216,51 @@ fn an_upgrade_that_never_becomes_healthy_is_failed_and_rollback_brings_back_a_he
     assert_eq!(status["flaky"]["progressing"]["reason"], "Succeeded");
     succeeded(&node.berth(&["health", "flaky"]));
 }
+
+#[test]
+fn status_watch_probes_again_every_interval() {
+    let mut dist = TestDist::new();
+    let marks = tempfile::tempdir().unwrap();
+    let healthy = marks.path().join("healthy");
+    fs_err::write(&healthy, "").unwrap();
+    addon_with_health(&mut dist, "1.0.0", &healthy);
+    let spec = dist.spec("first.yaml", &[("flaky", "version: 1.0.0")]);
+    let node = Node::new();
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+
+    // Watched without a terminal: each round is printed after the last.
+    let log = marks.path().join("watch.log");
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["status", "--watch", "--interval", "1"])
+        .env("BERTH_ROOT", node.root.path())
+        .stdout(fs_err::File::create(&log).unwrap().into_parts().0)
+        .spawn()
+        .unwrap();
+    let shown = || fs_err::read_to_string(&log).unwrap_or_default();
+    let flaky_lines = || -> Vec<String> {
+        shown()
+            .lines()
+            .filter(|line| line.starts_with("flaky "))
+            .map(str::to_string)
+            .collect()
+    };
+    wait_until("a first round", Duration::from_secs(20), || {
+        flaky_lines()
+            .first()
+            .is_some_and(|line| line.contains(" True "))
+    });
+    // The component fails between two rounds: a later round shows it.
+    fs_err::remove_file(&healthy).unwrap();
+    wait_until(
+        "a round showing flaky Degraded",
+        Duration::from_secs(20),
+        || {
+            flaky_lines().last().is_some_and(|line| {
+                line.split_whitespace().collect::<Vec<_>>()[4..6] == ["False", "True"]
+            })
+        },
+    );
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(flaky_lines().len() >= 2, "{}", shown());
+}
