@@ -560,12 +560,17 @@ impl Check<'_> {
     }
 }
 
+/// The disks the test mounts: 1 MiB tmpfs, and empty 64 TiB ones.
+const TINY_DISKS: [&str; 2] = ["/var/lib/kubelet", "/var/lib/longhorn"];
+const HUGE_DISKS: [&str; 3] = [
+    "/var/lib/containerd",
+    "/var/lib/rook",
+    "/opt/replicated/rook",
+];
+
 /// What the test set up in the machine for one run, to judge each check by.
 struct Facts<'a> {
     host: &'a Setup,
-    /// Mount points of tiny disks and of huge ones.
-    tiny_disks: &'a [&'a str],
-    huge_disks: &'a [&'a str],
     os: &'a str,
     /// Each key pair's state, by its certificate's path.
     pairs: &'a [(&'a str, &'a str)],
@@ -642,13 +647,13 @@ fn judge(run: &Run, facts: &Facts) -> BTreeMap<String, usize> {
             "diskUsage" => {
                 let path = check.field("path");
                 let outcome = check.outcome();
-                if facts.tiny_disks.iter().any(|disk| path.starts_with(disk)) {
+                if TINY_DISKS.iter().any(|disk| path.starts_with(disk)) {
                     assert!(
                         matches!(outcome, "fail" | "warn"),
                         "a 1 MiB disk: {}",
                         check.describe()
                     );
-                } else if facts.huge_disks.iter().any(|disk| path.starts_with(disk)) {
+                } else if HUGE_DISKS.iter().any(|disk| path.starts_with(disk)) {
                     assert_eq!(
                         outcome,
                         "pass",
@@ -783,16 +788,10 @@ fn every_kurl_file_judged_against_the_host_it_runs_on() {
     host.serve_https("replicated", "replicated.app", 443, 200);
     // The load balancer in front of the API server's port.
     host.serve("load-balancer", "forward", 7443, &["6443"]);
-    let tiny = ["/var/lib/kubelet", "/var/lib/longhorn"];
-    let huge = [
-        "/var/lib/containerd",
-        "/var/lib/rook",
-        "/opt/replicated/rook",
-    ];
-    for disk in tiny {
+    for disk in TINY_DISKS {
         host.mount_tmpfs(disk, "1m");
     }
-    for disk in huge {
+    for disk in HUGE_DISKS {
         host.mount_tmpfs(disk, "64t");
     }
 
@@ -802,8 +801,6 @@ fn every_kurl_file_judged_against_the_host_it_runs_on() {
         &install,
         &Facts {
             host: &host,
-            tiny_disks: &tiny,
-            huge_disks: &huge,
             os: "debian 12",
             pairs: &[],
         },
@@ -856,8 +853,6 @@ fn every_kurl_file_judged_against_the_host_it_runs_on() {
         &join,
         &Facts {
             host: &host,
-            tiny_disks: &tiny,
-            huge_disks: &huge,
             os: "debian 12",
             pairs: &[],
         },
@@ -899,8 +894,6 @@ fn every_kurl_file_judged_against_the_host_it_runs_on() {
         &join,
         &Facts {
             host: &host,
-            tiny_disks: &tiny,
-            huge_disks: &huge,
             os: "debian 12",
             pairs: &[],
         },
@@ -935,8 +928,6 @@ fn every_kurl_file_judged_against_the_host_it_runs_on() {
         &upgrade,
         &Facts {
             host: &host,
-            tiny_disks: &tiny,
-            huge_disks: &huge,
             os: "centos 7",
             pairs: &[
                 ("/etc/kubernetes/pki/apiserver.crt", "key-pair-valid"),
