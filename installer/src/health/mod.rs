@@ -166,21 +166,25 @@ pub fn check(
     let version = &current.target.version;
     let folder = layout.addon_dir(&state.name, version);
     let path = folder.join(HEALTH_FILE);
-    let text = match fs_err::read_to_string(&path) {
-        Ok(text) => Some(text),
+    // Read to one byte past the bound, so that a larger file is refused, not read whole.
+    let read = fs_err::File::open(&path).and_then(|file| {
+        use std::io::Read as _;
+        let mut text = String::new();
+        file.take(berth_formats::health::MAX_HEALTH_BYTES as u64 + 1)
+            .read_to_string(&mut text)
+            .map(|_| text)
+    });
+    let text = match read {
+        Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
         Err(error) => {
             let message = format!("{}: {error}", path.display());
             return Some(record(layout, state, version, vec![unreadable(message)]));
         }
     };
-    let components = match text
-        .as_deref()
-        .map(|text| HealthFile::parse(&path.display().to_string(), text))
-    {
-        Some(Ok(health)) => probe_all(layout, &health, &variables(state, layout), runtime),
-        Some(Err(error)) => vec![unreadable(error.to_string())],
-        None => return None,
+    let components = match HealthFile::parse(&path.display().to_string(), &text) {
+        Ok(health) => probe_all(layout, &health, &variables(state, layout), runtime),
+        Err(error) => vec![unreadable(error.to_string())],
     };
     Some(record(layout, state, version, components))
 }
