@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use support::*;
 
 fn demo_spec(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
+    fs_err::create_dir_all(dir).unwrap();
     let path = dir.join("demo.yaml");
     fs_err::write(
         &path,
@@ -39,6 +40,10 @@ fn a_killed_demo_container_degrades_demo_and_its_restart_makes_it_available_agai
     let spec = demo_spec(specs.path(), free_port());
     let node = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
     succeeded(&node.install(&spec, &dist.url(), &[]));
+    // A second node on the same containerd: its demo container is not this node's.
+    let other = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let other_spec = demo_spec(&specs.path().join("other"), free_port());
+    succeeded(&other.install(&other_spec, &dist.url(), &[]));
 
     let (table, line) = status_line(&node, "demo");
     assert!(
@@ -54,6 +59,11 @@ fn a_killed_demo_container_degrades_demo_and_its_restart_makes_it_available_agai
     assert_eq!(container["matchLabels"]["berth.addon"], "demo");
     assert_eq!(container["refs"][0]["kind"], "container");
     assert_eq!(container["refs"][0]["conditions"][0]["reason"], "Running");
+    assert_eq!(
+        container["refs"].as_array().unwrap().len(),
+        1,
+        "only this node's container: {container:#}"
+    );
 
     // The container's task killed: demo is Degraded, naming its container.
     let id = container["refs"][0]["name"].as_str().unwrap().to_string();
@@ -114,6 +124,7 @@ fn a_killed_demo_container_degrades_demo_and_its_restart_makes_it_available_agai
         "{history:#}"
     );
     succeeded(&node.berth(&["reset"]));
+    succeeded(&other.berth(&["reset"]));
 }
 
 #[test]

@@ -186,7 +186,8 @@ fn containerd_containers(
             ))
         }
     };
-    // `ctr containers ls` filters: every label must match; the name is the container's id.
+    // `ctr containers ls` filters: one argument whose conditions, joined by commas, must all
+    // hold (separate arguments would be alternatives); the name is the container's id.
     let mut filters: Vec<String> = probe
         .match_labels
         .iter()
@@ -195,8 +196,11 @@ fn containerd_containers(
     if let Some(name) = &probe.name {
         filters.push(format!("id=={}", quoted(name)));
     }
+    let filter = filters.join(",");
     let mut arguments = vec!["containers", "ls", "--quiet"];
-    arguments.extend(filters.iter().map(String::as_str));
+    if !filter.is_empty() {
+        arguments.push(&filter);
+    }
     let containers = ctr_run(&arguments)?;
     let tasks = ctr_run(&["tasks", "ls"])?;
     // TASK PID STATUS
