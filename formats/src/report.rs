@@ -14,6 +14,18 @@ pub fn with_hint(message: impl std::fmt::Display, hint: impl std::fmt::Display) 
     format!("{message}{HINT}{hint}")
 }
 
+/// The error and each cause on one line, `what: why: why`, for a message inside another's.
+pub fn chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(current) = cause {
+        text.push_str(": ");
+        text.push_str(&current.to_string());
+        cause = current.source();
+    }
+    text
+}
+
 /// `error: …`, `  caused by: …` for each cause, then `hint: …` for each hint in the chain.
 pub fn render(error: &(dyn Error + 'static)) -> String {
     let mut text = String::new();

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use berth_formats::oci;
 use berth_formats::package_index::ImageRecord;
 
-/// The containerd namespace Kubernetes uses.
-pub const NAMESPACE: &str = "k8s.io";
+/// The containerd namespace Kubernetes uses (and health.yaml's container probes look in).
+pub const NAMESPACE: &str = berth_formats::health::CONTAINERD_NAMESPACE;
 
 #[derive(Debug, Clone)]
 pub enum Runtime {

@@ -158,8 +158,8 @@ pub struct Transition {
     pub message: String,
 }
 
-/// How many transitions a record keeps.
-const HISTORY_LENGTH: usize = 50;
+/// How many transitions a record keeps (run state and health alike).
+pub(crate) const HISTORY_LENGTH: usize = 50;
 
 impl AddonState {
     pub fn new(name: &str) -> Self {

@@ -241,9 +241,8 @@ fn status_watch_probes_again_every_interval() {
 
     // Watched without a terminal: each round is printed after the last.
     let log = marks.path().join("watch.log");
-    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(["status", "--watch", "--interval", "1"])
-        .env("BERTH_ROOT", node.root.path())
+    let mut watch = node
+        .command(&["status", "--watch", "--interval", "1"])
         .stdout(fs_err::File::create(&log).unwrap().into_parts().0)
         .spawn()
         .unwrap();

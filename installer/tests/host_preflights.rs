@@ -66,14 +66,6 @@ fn node_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         .collect()
 }
 
-fn free_tcp_port() -> u16 {
-    TcpListener::bind("0.0.0.0:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn a_failing_preflight_stops_the_install_before_any_hook_and_a_rerun_continues() {
     let taken = TcpListener::bind("0.0.0.0:0").unwrap();
@@ -201,7 +193,7 @@ fn preflight_file(text: &str, extra: &[&str]) -> (i32, String) {
 
 #[test]
 fn ports_flip_with_a_listener_bound() {
-    let port = free_tcp_port();
+    let port = free_port();
     assert_eq!(
         preflight_file(&port_check(port, "fail"), &[]),
         (0, "pass".into())
@@ -262,10 +254,7 @@ fn http_passes_or_fails_on_the_status_a_real_server_gives() {
         preflight_file(&check(serve_status(503)), &[]),
         (3, "fail".into())
     );
-    assert_eq!(
-        preflight_file(&check(free_tcp_port()), &[]),
-        (3, "fail".into())
-    );
+    assert_eq!(preflight_file(&check(free_port()), &[]), (3, "fail".into()));
 }
 
 #[test]
@@ -375,16 +364,7 @@ fn preflight_for_a_spec_fetches_checks_and_records_only_its_results() {
     let (dist, trace_file) = dist_with_preflight(&port_check(port, "warn"));
     let spec = dist.spec("installer.yaml", &[("traced", "version: 1.0.0")]);
     let node = Node::new().env("TRACE", &trace_file);
-    let output = node
-        .command(&[
-            "preflight",
-            "--spec",
-            spec.to_str().unwrap(),
-            "--dist",
-            &dist.url(),
-        ])
-        .output()
-        .unwrap();
+    let output = node.run("preflight", &spec, &dist.url(), &[]);
     assert_eq!(output.status.code(), Some(4), "{}", printed(&output));
     let shown = text(&output.stdout);
     assert!(shown.contains(&format!("WARN    Port {port}")), "{shown}");
@@ -418,7 +398,7 @@ fn a_failing_preflight_leaves_containerd_and_the_files_as_they_were() {
     let (_, dist) = TestDist::examples(&["demo"]);
     let taken = TcpListener::bind("0.0.0.0:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let demo_port = free_tcp_port();
+    let demo_port = free_port();
     // The spec's own host preflight (kurl.hostPreflights) fails while the port is taken.
     let check = port_check(port, "fail");
     let indented: String = check

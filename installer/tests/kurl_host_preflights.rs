@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use berth::engine::spec_template_context;
+use berth::engine::file_documents;
 use berth_formats::spec::InstallerSpec;
 use berth_preflight::document::Item;
 use berth_preflight::{Document, Role};
@@ -314,6 +314,15 @@ impl Setup {
         );
     }
 
+    /// The real `berth` with `arguments`, run in the machine with a Berth root of the test's.
+    fn berth(&self, arguments: &[&str]) -> std::process::Command {
+        let mut command = self.machine.command(env!("CARGO_BIN_EXE_berth"));
+        command
+            .args(arguments)
+            .env("BERTH_ROOT", self.dir.path().join("berth"));
+        command
+    }
+
     fn mount_tmpfs(&self, path: &str, size: &str) {
         self.machine.shell(&format!(
             "mkdir -p {path} && mount -t tmpfs -o size={size} tmpfs {path}"
@@ -393,25 +402,16 @@ impl Run {
             .iter()
             .map(|(key, value)| (key.to_string(), value.to_string()))
             .collect();
-        let context = spec_template_context(Some(&spec), role, &params);
         let files = fixture_files();
-        let mut documents: Vec<Document> = files
-            .iter()
-            .map(|path| {
-                berth_preflight::load_file(&path.display().to_string(), path, &context).unwrap()
-            })
-            .collect();
-        documents.extend(berth_preflight::remote_host_checks(&context).unwrap());
-        let mut command = host.machine.command(env!("CARGO_BIN_EXE_berth"));
-        command
-            .args([
-                "preflight",
-                "--json",
-                "--skip-filesystem-performance",
-                "--spec",
-            ])
-            .arg(&spec_path)
-            .env("BERTH_ROOT", host.dir.path().join("berth"));
+        // The documents as `berth preflight FILE…` renders them, to judge its results by.
+        let documents = file_documents(Some(&spec), role, &params, &files).unwrap();
+        let mut command = host.berth(&[
+            "preflight",
+            "--json",
+            "--skip-filesystem-performance",
+            "--spec",
+        ]);
+        command.arg(&spec_path);
         if role.join {
             command.arg("--join");
         }
@@ -960,12 +960,9 @@ fn a_secondary_checks_the_api_server_of_every_primary_it_is_given() {
     )
     .unwrap();
     let output = host
-        .machine
-        .command(env!("CARGO_BIN_EXE_berth"))
-        .args(["preflight", "--json", "--join"])
+        .berth(&["preflight", "--json", "--join"])
         .args(["--param", "primary-host=127.0.0.1,127.0.0.2"])
         .arg(&empty)
-        .env("BERTH_ROOT", host.dir.path().join("berth"))
         .output()
         .unwrap();
     // 127.0.0.2 is loopback too, and 6443 listens on every address: both connect.
@@ -986,11 +983,8 @@ fn a_secondary_checks_the_api_server_of_every_primary_it_is_given() {
     );
     host.stop("api-server", 6443);
     let output = host
-        .machine
-        .command(env!("CARGO_BIN_EXE_berth"))
-        .args(["preflight", "--join", "--param", "primary-host=127.0.0.1"])
+        .berth(&["preflight", "--join", "--param", "primary-host=127.0.0.1"])
         .arg(&empty)
-        .env("BERTH_ROOT", host.dir.path().join("berth"))
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(4), "{}", printed(&output));

@@ -80,8 +80,8 @@ impl TemplateContext {
             .map(|(key, fields)| (key, Value::Map(Arc::new(fields))))
             .collect();
         let installer = map([
-            ("APIVersion", string("cluster.kurl.sh/v1beta1")),
-            ("Kind", string("Installer")),
+            ("APIVersion", string(berth_formats::spec::API_VERSIONS[0])),
+            ("Kind", string(berth_formats::spec::KIND)),
             ("Name", string(&self.installer_name)),
             ("Spec", Value::Map(Arc::new(spec))),
         ]);

@@ -13,7 +13,7 @@ pub const MAX_DOCUMENT_BYTES: usize = 1 << 20;
 pub const MAX_ITEMS: usize = 1_000;
 
 /// Where a document came from, for every message about it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
     /// What it belongs to: `built-in`, `containerd 1.6.20`, `spec kurl.hostPreflights`, a file.
     pub name: String,

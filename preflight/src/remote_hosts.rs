@@ -67,7 +67,7 @@ pub fn remote_host_checks(context: &TemplateContext) -> Result<Option<Document>,
         at: origin.at(None),
         message: error.to_string(),
     })?;
-    Document::parse(origin, &text).map(Some)
+    Document::from_value(origin, &text, value).map(Some)
 }
 
 /// The hosts as kURL formats them for an address: IPv6 in brackets; the first
@@ -90,13 +90,11 @@ fn hosts(given: &[String]) -> Vec<String> {
 
 /// Splits kURL's `primary-host` and `secondary-host` words (each repeatable, each a
 /// comma-separated list, as kURL's scripts gather them) into the context's hosts.
-pub fn hosts_from_params<'a>(
-    params: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> (Vec<String>, Vec<String>) {
+pub fn hosts_from_params(params: &[(String, String)]) -> (Vec<String>, Vec<String>) {
     let mut primaries = Vec::new();
     let mut secondaries = Vec::new();
     for (key, value) in params {
-        let list = match key {
+        let list = match key.as_str() {
             "primary-host" => &mut primaries,
             "secondary-host" => &mut secondaries,
             _ => continue,
@@ -132,12 +130,16 @@ mod tests {
 
     #[test]
     fn a_joining_node_checks_what_kurl_checks_for_its_role() {
-        let (primary_hosts, secondary_hosts) = hosts_from_params([
+        let params: Vec<(String, String)> = [
             ("primary-host", "10.0.0.1,fd00::1"),
             ("secondary-host", "10.0.0.2"),
             ("primary-host", "10.0.0.1"),
             ("other", "x"),
-        ]);
+        ]
+        .iter()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect();
+        let (primary_hosts, secondary_hosts) = hosts_from_params(&params);
         assert_eq!(primary_hosts, ["10.0.0.1", "fd00::1", "10.0.0.1"]);
         let mut context = TemplateContext {
             role: Role {

@@ -129,8 +129,8 @@ fn runnable(documents: &[Document], section: Section) -> Result<Vec<Entry<'_>>, 
 }
 
 fn default_title(kind: &checks::Kind, item: &Item) -> String {
-    match (kind.name, item.collector_name()) {
-        ("diskUsage", Some(name)) => format!("{} {name}", kind.title),
+    match item.collector_name() {
+        Some(name) if kind.titled_by_collector => format!("{} {name}", kind.title),
         _ => kind.title.to_string(),
     }
 }

@@ -98,7 +98,7 @@ impl AddonSource {
         manifest.check_paths(&repository_root)?;
         // A declaration or a health file that does not read is refused here, not on the nodes.
         let fields = read_fields(&directory)?;
-        read_health(&directory)?;
+        check_health(&directory)?;
 
         let mut files = Vec::new();
         for entry in walkdir::WalkDir::new(&directory).sort_by_file_name() {
@@ -176,30 +176,33 @@ pub fn read_fields(
     directory: &Path,
 ) -> Result<Option<Vec<berth_formats::fields::FieldDeclaration>>, AddonError> {
     let path = directory.join(berth_formats::fields::FIELDS_FILE);
-    let text = match fs_err::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(AddonError::Io { path, source }),
+    let Some(text) = read_if_present(&path)? else {
+        return Ok(None);
     };
     berth_formats::fields::parse(&path.display().to_string(), &text)
         .map(Some)
         .map_err(AddonError::Fields)
 }
 
-/// The add-on folder's components and their probes (`health.yaml`), checked, if it has one.
-pub fn read_health(
-    directory: &Path,
-) -> Result<Option<berth_formats::health::HealthFile>, AddonError> {
+/// Checks the add-on folder's components and their probes (`health.yaml`), if it has one.
+pub fn check_health(directory: &Path) -> Result<(), AddonError> {
     let path = directory.join(berth_formats::health::HEALTH_FILE);
-    let text = match fs_err::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(AddonError::Io { path, source }),
-    };
-    Ok(Some(berth_formats::health::HealthFile::parse(
-        &path.display().to_string(),
-        &text,
-    )?))
+    if let Some(text) = read_if_present(&path)? {
+        berth_formats::health::HealthFile::parse(&path.display().to_string(), &text)?;
+    }
+    Ok(())
+}
+
+/// A file's text, or None when there is no such file.
+fn read_if_present(path: &Path) -> Result<Option<String>, AddonError> {
+    match fs_err::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(AddonError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// Hashes one file and records whether any execute bit is set.

@@ -70,7 +70,7 @@ fn check_below(path: &Path, bash: &Path, report: &mut CheckReport) {
             }
             Some(berth_formats::health::HEALTH_FILE) => {
                 let folder = entry.path().parent().unwrap_or(Path::new("."));
-                if let Err(error) = crate::source::addon::read_health(folder) {
+                if let Err(error) = crate::source::addon::check_health(folder) {
                     report.problems.push(berth_formats::report::render(&error));
                 }
             }

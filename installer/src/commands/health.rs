@@ -4,8 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use berth::health::{self, HealthRecord};
-use berth::images::Runtime;
+use berth::health::{self, HealthRecord, RuntimeOnce};
 use berth::layout::Layout;
 use berth::state::StateStore;
 use berth_formats::table::{self, Align};
@@ -25,7 +24,6 @@ pub struct HealthArgs {
 
 /// Exit 0 when Available, 1 when not (or the add-on is not installed).
 pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
-    berth_formats::name::check_plain("add-on name", &args.addon)?;
     let layout = Layout::new(&args.root.root);
     let state = StateStore::new(layout.state_dir()).load(&args.addon)?;
     let Some(current) = &state.current else {
@@ -34,7 +32,7 @@ pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
             args.addon
         );
     };
-    let Some(record) = health::check(&layout, &state, Runtime::detect().as_ref()) else {
+    let Some(record) = health::check(&layout, &state, &RuntimeOnce::new()) else {
         if args.json {
             show!("null");
         } else {

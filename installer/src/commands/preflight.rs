@@ -76,13 +76,7 @@ fn from_files(args: &PreflightArgs) -> anyhow::Result<Report> {
         upgrade: args.upgrade,
     };
     let params = crate::commands::install::params(&args.install)?;
-    let context = engine::spec_template_context(spec.as_ref(), role, &params);
-    let mut documents = Vec::new();
-    for path in &args.files {
-        let name = path.display().to_string();
-        documents.push(berth_preflight::load_file(&name, path, &context)?);
-    }
-    documents.extend(berth_preflight::remote_host_checks(&context)?);
+    let documents = engine::file_documents(spec.as_ref(), role, &params, &args.files)?;
     let limits = Limits {
         filesystem_performance: !args.skip_filesystem_performance,
         ..Limits::default()

@@ -3,8 +3,7 @@
 
 use std::process::ExitCode;
 
-use berth::health::HealthRecord;
-use berth::images::Runtime;
+use berth::health::{HealthRecord, RuntimeOnce};
 use berth::last_installer::LastInstaller;
 use berth::layout::Layout;
 use berth::node_lock::NodeLock;
@@ -78,8 +77,7 @@ fn show_once(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     for damage in &damaged {
         say!("berth: {damage}");
     }
-    let runtime = Runtime::detect();
-    let health = berth::health::check_all(&layout, &states, runtime.as_ref());
+    let health = berth::health::check_all(&layout, &states, &RuntimeOnce::new());
     if args.json {
         // Each add-on's record, with `health`: its components (the Addon API's shape) and
         // the Available and Degraded conditions they make, when it lists components.
@@ -138,8 +136,8 @@ fn show_once(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(degraded) = health
             .get(&state.name)
+            .filter(|record| record.degraded())
             .and_then(|record| record.condition("Degraded"))
-            .filter(|condition| condition.is_true())
         {
             show!("\n{}: Degraded: {}", state.name, degraded.message);
         }

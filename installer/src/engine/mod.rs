@@ -44,7 +44,7 @@ use crate::state::{AddonState, StateError, Target};
 use crate::unpack::UnpackError;
 
 pub use resolve::{plan, record_refusal, rollback_plan};
-pub use run::{PreflightRecord, apply, preflight, spec_template_context};
+pub use run::{PreflightRecord, apply, file_documents, preflight};
 
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
 pub const ENGINE_GENERATION: u32 = 1;

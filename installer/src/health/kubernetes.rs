@@ -14,22 +14,9 @@ use serde_json::Value;
 use super::probe::{Found, run_program};
 
 pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> Vec<Found> {
-    let wanted = probe.name.clone().unwrap_or_else(|| {
-        probe
-            .match_labels
-            .iter()
-            .map(|(key, value)| format!("{key}={value}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    });
+    let wanted = super::probe::wanted(probe.name.as_deref(), &probe.match_labels);
     let failed = |reason: &str, message: String| {
-        vec![Found {
-            kind: probe.kind.clone(),
-            name: wanted.clone(),
-            healthy: false,
-            reason: reason.into(),
-            message,
-        }]
+        vec![Found::new(&probe.kind, &wanted, false, reason, message)]
     };
     let Ok(kubectl) = which::which("kubectl") else {
         return failed("NoKubectl", "kubectl is not on this node".into());
@@ -55,7 +42,7 @@ pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> V
     command.args(["--output", "json"]);
     let ran = match run_program(&mut command, timeout) {
         Ok(ran) => ran,
-        Err(message) => return failed("TimedOut", message),
+        Err(error) => return failed("TimedOut", error.to_string()),
     };
     if !ran.success {
         let said = ran.stderr.trim().lines().last().unwrap_or("").to_string();
@@ -77,7 +64,7 @@ pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> V
 }
 
 /// The objects of `kubectl get -o json`: a `List`'s items, or the one object.
-pub fn objects(read: &Value) -> Vec<&Value> {
+fn objects(read: &Value) -> Vec<&Value> {
     match read.get("items").and_then(Value::as_array) {
         Some(items) => items.iter().collect(),
         None if read.get("kind").is_some() => vec![read],
@@ -86,7 +73,7 @@ pub fn objects(read: &Value) -> Vec<&Value> {
 }
 
 /// Whether one object is healthy, by its kind's own status.
-pub fn judge(object: &Value) -> Found {
+fn judge(object: &Value) -> Found {
     let kind = text(object, &["kind"]).to_string();
     let name = text(object, &["metadata", "name"]).to_string();
     let (healthy, reason, message) = match kind.as_str() {

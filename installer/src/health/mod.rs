@@ -11,7 +11,7 @@ pub mod kubernetes;
 pub mod probe;
 
 use std::collections::BTreeMap;
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::Instant;
 
 use berth_formats::health::{HEALTH_FILE, HealthFile};
@@ -20,11 +20,12 @@ use serde_json::{Map, Value};
 
 use crate::images::Runtime;
 use crate::layout::Layout;
-use crate::state::{AddonState, now};
+use crate::state::{AddonState, HISTORY_LENGTH, now};
 use probe::Found;
 
-/// How many transitions a record keeps.
-const HISTORY_LENGTH: usize = 50;
+/// The node's container runtime, detected the first time a container probe needs it (a
+/// detection asks the runtime, so an add-on with no container component costs none).
+pub type RuntimeOnce = OnceLock<Option<Runtime>>;
 
 /// A condition as the Addon API and Kubernetes objects carry them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,15 +55,16 @@ impl HealthCondition {
         self.status == "True"
     }
 
-    /// Keeps `previous`'s transition time when neither status nor reason changed.
-    fn since(mut self, previous: Option<&HealthCondition>) -> Self {
-        if let Some(previous) = previous
-            && previous.status == self.status
-            && previous.reason == self.reason
-        {
-            self.last_transition_time = previous.last_transition_time.clone();
+    /// Keeps `previous`'s transition time when neither status nor reason changed; says
+    /// whether they did (a transition, for the history).
+    fn since(&mut self, previous: Option<&HealthCondition>) -> bool {
+        match previous {
+            Some(previous) if previous.status == self.status && previous.reason == self.reason => {
+                self.last_transition_time = previous.last_transition_time.clone();
+                false
+            }
+            _ => true,
         }
-        self
     }
 }
 
@@ -146,22 +148,14 @@ impl HealthRecord {
     }
 
     fn save(&self, layout: &Layout) -> std::io::Result<()> {
-        let path = layout.health_file(&self.name);
-        if let Some(folder) = path.parent() {
-            fs_err::create_dir_all(folder)?;
-        }
         let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        crate::files::write_atomically(&path, &text)
+        crate::files::write_atomically(&layout.health_file(&self.name), &text)
     }
 }
 
 /// Probes the components of the version of `state` in place now, records what it found, and
 /// gives it; None when no version is in place or the version lists no components.
-pub fn check(
-    layout: &Layout,
-    state: &AddonState,
-    runtime: Option<&Runtime>,
-) -> Option<HealthRecord> {
+pub fn check(layout: &Layout, state: &AddonState, runtime: &RuntimeOnce) -> Option<HealthRecord> {
     let current = state.current.as_ref()?;
     let version = &current.target.version;
     let folder = layout.addon_dir(&state.name, version);
@@ -261,8 +255,14 @@ fn probe_all(
     layout: &Layout,
     health: &HealthFile,
     variables: &Value,
-    runtime: Option<&Runtime>,
+    runtime: &RuntimeOnce,
 ) -> Vec<ComponentStatus> {
+    let runtime = health
+        .components
+        .iter()
+        .any(|component| component.container.is_some())
+        .then(|| runtime.get_or_init(Runtime::detect).clone())
+        .flatten();
     let mut environment = minijinja::Environment::new();
     environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     let (sender, receiver) = mpsc::channel::<(usize, Vec<Found>)>();
@@ -279,19 +279,19 @@ fn probe_all(
         }) {
             Ok(component) => component,
             Err(message) => {
-                results[index] = Some(vec![Found {
-                    kind: "value".into(),
-                    name: component.name.clone(),
-                    healthy: false,
-                    reason: "BadValue".into(),
+                results[index] = Some(vec![Found::new(
+                    "value",
+                    &component.name,
+                    false,
+                    "BadValue",
                     message,
-                }]);
+                )]);
                 continue;
             }
         };
         let sender = sender.clone();
         let kubeconfig = layout.kubeconfig();
-        let runtime = runtime.cloned();
+        let runtime = runtime.clone();
         // A probe that hangs is left behind (and ends with the process): status goes on.
         std::thread::spawn(move || {
             let context = probe::Context {
@@ -331,13 +331,14 @@ fn probe_all(
         .map(|(component, found)| {
             let kind = component.probe().map_or("none", |probe| probe.kind());
             let found = found.unwrap_or_else(|| {
-                vec![Found {
-                    kind: kind.into(),
-                    name: component.name.clone(),
-                    healthy: false,
-                    reason: "TimedOut".into(),
-                    message: format!("no answer within {}", probe::seconds(component.timeout())),
-                }]
+                let message = format!("no answer within {}", probe::seconds(component.timeout()));
+                vec![Found::new(
+                    kind,
+                    &component.name,
+                    false,
+                    "TimedOut",
+                    message,
+                )]
             });
             status_of(component, kind, found)
         })
@@ -349,24 +350,20 @@ fn status_of(
     kind: &str,
     found: Vec<Found>,
 ) -> ComponentStatus {
+    // Healthy: every object found, the first one's reason; else the ones that are not.
     let unhealthy: Vec<&Found> = found.iter().filter(|found| !found.healthy).collect();
-    let condition = match unhealthy.first() {
-        None if !found.is_empty() => HealthCondition::new(
-            "Healthy",
-            true,
-            &found[0].reason,
-            found
-                .iter()
-                .map(|found| format!("{} {}: {}", found.kind, found.name, found.message))
-                .collect::<Vec<_>>()
-                .join("; "),
-        ),
+    let shown: Vec<&Found> = if unhealthy.is_empty() {
+        found.iter().collect()
+    } else {
+        unhealthy
+    };
+    let condition = match shown.first() {
         None => HealthCondition::new("Healthy", false, "NotFound", "nothing to probe".into()),
         Some(first) => HealthCondition::new(
             "Healthy",
-            false,
+            first.healthy,
             &first.reason,
-            unhealthy
+            shown
                 .iter()
                 .map(|found| format!("{} {}: {}", found.kind, found.name, found.message))
                 .collect::<Vec<_>>()
@@ -431,53 +428,41 @@ fn record(
         .copied()
         .filter(|component| component.required)
         .collect();
-    let available = if required_down.is_empty() {
-        HealthCondition::new(
+    // A condition from the components it is about: `healthy` (its status, reason and message)
+    // when none is down, else `down_status` naming them.
+    let summary = |kind, down: &[&ComponentStatus], healthy: (bool, &str, &str)| {
+        if down.is_empty() {
+            HealthCondition::new(kind, healthy.0, healthy.1, healthy.2.into())
+        } else {
+            let message = format!("not healthy: {}", describe(down));
+            HealthCondition::new(kind, !healthy.0, "ComponentUnhealthy", message)
+        }
+    };
+    let mut conditions = vec![
+        summary(
             "Available",
-            true,
-            "ComponentsHealthy",
-            "every required component is healthy".into(),
-        )
-    } else {
-        HealthCondition::new(
-            "Available",
-            false,
-            "ComponentUnhealthy",
-            format!("not healthy: {}", describe(&required_down)),
-        )
-    };
-    let degraded = if unhealthy.is_empty() {
-        HealthCondition::new(
+            &required_down,
+            (
+                true,
+                "ComponentsHealthy",
+                "every required component is healthy",
+            ),
+        ),
+        summary(
             "Degraded",
-            false,
-            "AsExpected",
-            "every component is healthy".into(),
-        )
-    } else {
-        HealthCondition::new(
-            "Degraded",
-            true,
-            "ComponentUnhealthy",
-            format!("not healthy: {}", describe(&unhealthy)),
-        )
-    };
-    let old = |kind: &str| {
-        previous
-            .as_ref()
-            .and_then(|previous| previous.condition(kind))
-    };
-    let conditions = vec![
-        available.since(old("Available")),
-        degraded.since(old("Degraded")),
+            &unhealthy,
+            (false, "AsExpected", "every component is healthy"),
+        ),
     ];
     let mut history = previous
         .as_ref()
         .map(|previous| previous.history.clone())
         .unwrap_or_default();
-    for condition in &conditions {
-        let changed = old(&condition.kind)
-            .is_none_or(|old| old.status != condition.status || old.reason != condition.reason);
-        if changed {
+    for condition in &mut conditions {
+        let old = previous
+            .as_ref()
+            .and_then(|previous| previous.condition(&condition.kind));
+        if condition.since(old) {
             history.push(HealthTransition {
                 time: condition.last_transition_time.clone(),
                 kind: condition.kind.clone(),
@@ -505,7 +490,7 @@ fn record(
 pub fn check_all(
     layout: &Layout,
     states: &[AddonState],
-    runtime: Option<&Runtime>,
+    runtime: &RuntimeOnce,
 ) -> BTreeMap<String, HealthRecord> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = states

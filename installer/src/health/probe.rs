@@ -9,8 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use berth_formats::health::{
-    CONTAINERD_NAMESPACE, CommandProbe, ContainerProbe, HttpProbe, Probe, ProcessProbe,
-    SystemdProbe, TcpProbe,
+    CommandProbe, ContainerProbe, HttpProbe, Probe, ProcessProbe, SystemdProbe, TcpProbe,
 };
 
 use crate::images::Runtime;
@@ -20,7 +19,7 @@ const MAX_READ: u64 = 1 << 20;
 
 /// What a probe found about one object (a container, a unit, an address, a Kubernetes
 /// object…).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
     /// The object's kind and name, as the Addon API's `refs` name them.
     pub kind: String,
@@ -32,7 +31,13 @@ pub struct Found {
 }
 
 impl Found {
-    fn new(kind: &str, name: &str, healthy: bool, reason: &str, message: String) -> Self {
+    pub(super) fn new(
+        kind: &str,
+        name: &str,
+        healthy: bool,
+        reason: &str,
+        message: String,
+    ) -> Self {
         Self {
             kind: kind.into(),
             name: name.into(),
@@ -71,13 +76,29 @@ pub(super) struct Ran {
     pub stderr: String,
 }
 
-pub(super) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ran, String> {
+/// Why a program gave no exit status.
+pub(super) enum RunError {
+    /// Killed at its timeout.
+    TimedOut(String),
+    /// Not started.
+    NotRun(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::TimedOut(message) | RunError::NotRun(message) => f.write_str(message),
+        }
+    }
+}
+
+pub(super) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ran, RunError> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|error| format!("{error}"))?;
+        .map_err(|error| RunError::NotRun(error.to_string()))?;
     let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut text = String::new();
@@ -96,10 +117,13 @@ pub(super) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ra
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("no answer within {}", seconds(timeout)));
+                return Err(RunError::TimedOut(format!(
+                    "no answer within {}",
+                    seconds(timeout)
+                )));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(error) => return Err(error.to_string()),
+            Err(error) => return Err(RunError::NotRun(error.to_string())),
         }
     };
     Ok(Ran {
@@ -118,10 +142,7 @@ fn container_probe(
     timeout: Duration,
     runtime: Option<&Runtime>,
 ) -> Vec<Found> {
-    let wanted = probe
-        .name
-        .clone()
-        .unwrap_or_else(|| labels_text(&probe.match_labels));
+    let wanted = wanted(probe.name.as_deref(), &probe.match_labels);
     let Some(runtime) = runtime else {
         return vec![Found::new(
             "container",
@@ -154,12 +175,18 @@ fn container_probe(
     }
 }
 
-fn labels_text(labels: &std::collections::BTreeMap<String, String>) -> String {
-    labels
-        .iter()
-        .map(|(key, value)| format!("{key}={value}"))
-        .collect::<Vec<_>>()
-        .join(",")
+/// What a probe looks for, in its messages: the name, or the labels as `key=value,…`.
+pub(super) fn wanted(
+    name: Option<&str>,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> String {
+    name.map(str::to_string).unwrap_or_else(|| {
+        labels
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
 }
 
 /// containerd's containers (by name or labels) and whether each one's task runs.
@@ -168,14 +195,18 @@ fn containerd_containers(
     probe: &ContainerProbe,
     timeout: Duration,
 ) -> Result<Vec<Found>, String> {
-    let namespace = probe.namespace.as_deref().unwrap_or(CONTAINERD_NAMESPACE);
+    let namespace = probe
+        .namespace
+        .as_deref()
+        .unwrap_or(crate::images::NAMESPACE);
     let ctr_run = |arguments: &[&str]| {
         let ran = run_program(
             Command::new(ctr)
                 .args(["--namespace", namespace])
                 .args(arguments),
             timeout,
-        )?;
+        )
+        .map_err(|error| error.to_string())?;
         if ran.success {
             Ok(ran.stdout)
         } else {
@@ -260,7 +291,7 @@ fn docker_containers(
     for (key, value) in &probe.match_labels {
         command.arg("--filter").arg(format!("label={key}={value}"));
     }
-    let ran = run_program(&mut command, timeout)?;
+    let ran = run_program(&mut command, timeout).map_err(|error| error.to_string())?;
     if !ran.success {
         return Err(format!("docker ps: {}", ran.stderr.trim()));
     }
@@ -324,7 +355,7 @@ fn systemd_probe(probe: &SystemdProbe, timeout: Duration) -> Found {
             };
             found(ran.success, &title_case(&state), format!("it is {state}"))
         }
-        Err(message) => found(false, "TimedOut", message),
+        Err(error) => found(false, "TimedOut", error.to_string()),
     }
 }
 
@@ -416,7 +447,7 @@ fn http_probe(probe: &HttpProbe, timeout: Duration) -> Found {
                 format!("no answer within {}", seconds(timeout)),
             );
         }
-        Err(error) => return found(false, "Unreachable", error_chain(&error)),
+        Err(error) => return found(false, "Unreachable", berth_formats::report::chain(&error)),
     };
     let status = response.status().as_u16();
     if status != probe.status {
@@ -444,17 +475,6 @@ fn http_probe(probe: &HttpProbe, timeout: Duration) -> Found {
     )
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 fn command_probe(probe: &CommandProbe, timeout: Duration) -> Found {
     let shown = probe.run.join(" ");
     let found =
@@ -468,7 +488,7 @@ fn command_probe(probe: &CommandProbe, timeout: Duration) -> Found {
             let said = ran.stderr.trim().lines().last().unwrap_or("").to_string();
             found(false, "Failed", format!("it failed: {said}"))
         }
-        Err(message) if message.starts_with("no answer") => found(false, "TimedOut", message),
-        Err(message) => found(false, "NotRun", format!("{program}: {message}")),
+        Err(RunError::TimedOut(message)) => found(false, "TimedOut", message),
+        Err(RunError::NotRun(message)) => found(false, "NotRun", format!("{program}: {message}")),
     }
 }

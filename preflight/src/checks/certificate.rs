@@ -5,17 +5,16 @@
 use serde_json::{Map, Value};
 use x509_parser::pem::Pem;
 
-use super::{Collected, Kind, Limits, Matched, first_match, no_outcome, text_field};
+use super::{Collected, Kind, Limits, Matched, first_match, text_field};
 use crate::document::Item;
 
-pub const CERTIFICATE: Kind = Kind {
-    name: "certificate",
-    title: "Certificate Key Pair",
-    named: true,
-    collect: collect_certificate,
-    analyze: analyze_certificate,
-    missing: no_outcome,
-};
+pub const CERTIFICATE: Kind = Kind::new(
+    "certificate",
+    "Certificate Key Pair",
+    true,
+    collect_certificate,
+    analyze_certificate,
+);
 
 /// Certificate and key files Berth reads at most.
 const MAX_PEM_BYTES: u64 = 1 << 20;

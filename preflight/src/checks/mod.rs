@@ -27,6 +27,11 @@ pub struct Kind {
     analyze: fn(&Item, &Value) -> Result<Vec<Matched>, String>,
     /// What the analyzer gives when its collector gathered nothing.
     missing: fn(&Item) -> Result<Vec<Matched>, String>,
+    /// Its collector binds the port it checks: collectors of one port run one after another,
+    /// so two never see each other as the process in the way.
+    binds_port: bool,
+    /// Its default title names its collector (`Disk Usage /var/lib/kubelet`).
+    pub titled_by_collector: bool,
 }
 
 /// Bounds every collector keeps to.
@@ -82,6 +87,27 @@ pub fn kind(name: &str) -> Option<&'static Kind> {
 }
 
 impl Kind {
+    /// A kind whose analyzer gives no outcome when nothing was collected, that binds no port and
+    /// whose title is its own.
+    pub(crate) const fn new(
+        name: &'static str,
+        title: &'static str,
+        named: bool,
+        collect: fn(&Map<String, Value>, &Limits) -> Collected,
+        analyze: fn(&Item, &Value) -> Result<Vec<Matched>, String>,
+    ) -> Kind {
+        Kind {
+            name,
+            title,
+            named,
+            collect,
+            analyze,
+            missing: no_outcome,
+            binds_port: false,
+            titled_by_collector: false,
+        }
+    }
+
     /// The key the result is kept under: the kind, and the collector name where it names one.
     pub fn result_key(&self, collector_name: Option<&str>) -> (String, String) {
         let name = if self.named {
@@ -104,15 +130,11 @@ impl Kind {
         }
     }
 
-    /// The port a collector binds, where it binds one: collectors of one port run one after
-    /// another, so two never see each other as the process in the way.
+    /// The port a collector binds, where it binds one.
     pub fn bound_port(&self, fields: &Map<String, Value>) -> Option<u64> {
-        matches!(
-            self.name,
-            "tcpPortStatus" | "udpPortStatus" | "tcpLoadBalancer"
-        )
-        .then(|| fields.get("port").and_then(Value::as_u64))
-        .flatten()
+        self.binds_port
+            .then(|| fields.get("port").and_then(Value::as_u64))
+            .flatten()
     }
 }
 

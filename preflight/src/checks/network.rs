@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Collected, Compare, Kind, Limits, Matched, analyze_status, duration_field, first_match,
-    no_outcome, text_field,
+    text_field,
 };
 use crate::document::Item;
 
@@ -20,49 +20,47 @@ const MAX_BODY_BYTES: u64 = 1 << 20;
 const PORT_STATUS_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub const TCP_PORT_STATUS: Kind = Kind {
-    name: "tcpPortStatus",
-    title: "TCP Port Status",
-    named: true,
-    collect: collect_tcp_port_status,
-    analyze: analyze_status,
-    missing: no_outcome,
+    binds_port: true,
+    ..Kind::new(
+        "tcpPortStatus",
+        "TCP Port Status",
+        true,
+        collect_tcp_port_status,
+        analyze_status,
+    )
 };
 
 pub const UDP_PORT_STATUS: Kind = Kind {
-    name: "udpPortStatus",
-    title: "UDP Port Status",
-    named: true,
-    collect: collect_udp_port_status,
-    analyze: analyze_status,
-    missing: no_outcome,
+    binds_port: true,
+    ..Kind::new(
+        "udpPortStatus",
+        "UDP Port Status",
+        true,
+        collect_udp_port_status,
+        analyze_status,
+    )
 };
 
-pub const TCP_CONNECT: Kind = Kind {
-    name: "tcpConnect",
-    title: "TCP Connection Attempt",
-    named: true,
-    collect: collect_tcp_connect,
-    analyze: analyze_status,
-    missing: no_outcome,
-};
+pub const TCP_CONNECT: Kind = Kind::new(
+    "tcpConnect",
+    "TCP Connection Attempt",
+    true,
+    collect_tcp_connect,
+    analyze_status,
+);
 
 pub const TCP_LOAD_BALANCER: Kind = Kind {
-    name: "tcpLoadBalancer",
-    title: "TCP Load Balancer",
-    named: true,
-    collect: collect_tcp_load_balancer,
-    analyze: analyze_status,
-    missing: no_outcome,
+    binds_port: true,
+    ..Kind::new(
+        "tcpLoadBalancer",
+        "TCP Load Balancer",
+        true,
+        collect_tcp_load_balancer,
+        analyze_status,
+    )
 };
 
-pub const HTTP: Kind = Kind {
-    name: "http",
-    title: "HTTP Request",
-    named: true,
-    collect: collect_http,
-    analyze: analyze_http,
-    missing: no_outcome,
-};
+pub const HTTP: Kind = Kind::new("http", "HTTP Request", true, collect_http, analyze_http);
 
 fn status(word: &str, message: impl Into<String>) -> Collected {
     Ok(json!({ "status": word, "message": message.into() }))
@@ -354,15 +352,7 @@ fn collect_http(fields: &Map<String, Value>, limits: &Limits) -> Collected {
                 "headers": headers,
             }}))
         }
-        Err(error) => {
-            let mut message = error.to_string();
-            let mut source = std::error::Error::source(&error);
-            while let Some(cause) = source {
-                message.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            Ok(json!({"error": {"message": message}}))
-        }
+        Err(error) => Ok(json!({"error": {"message": berth_formats::report::chain(&error)}})),
     }
 }
 

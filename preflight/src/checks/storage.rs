@@ -10,26 +10,30 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Collected, Compare, Kind, Limits, Matched, duration_field, first_match, first_match_rendered,
-    go_duration, no_outcome, quantity, text_field, words,
+    go_duration, quantity, text_field, words,
 };
 use crate::document::Item;
 
 pub const DISK_USAGE: Kind = Kind {
-    name: "diskUsage",
-    title: "Disk Usage",
-    named: true,
-    collect: collect_disk_usage,
-    analyze: analyze_disk_usage,
-    missing: no_outcome,
+    titled_by_collector: true,
+    ..Kind::new(
+        "diskUsage",
+        "Disk Usage",
+        true,
+        collect_disk_usage,
+        analyze_disk_usage,
+    )
 };
 
 pub const FILESYSTEM_PERFORMANCE: Kind = Kind {
-    name: "filesystemPerformance",
-    title: "Filesystem Performance",
-    named: true,
-    collect: collect_filesystem_performance,
-    analyze: analyze_filesystem_performance,
     missing: file_not_collected,
+    ..Kind::new(
+        "filesystemPerformance",
+        "Filesystem Performance",
+        true,
+        collect_filesystem_performance,
+        analyze_filesystem_performance,
+    )
 };
 
 /// `path`, or its nearest ancestor that exists (a disk check runs before the folder is made).

@@ -7,21 +7,20 @@ use std::process::Command;
 use serde_json::{Map, Value, json};
 
 use super::{
-    Collected, Compare, Kind, Limits, Matched, first_match, first_match_rendered, no_outcome,
-    outcomes, quantity, words,
+    Collected, Compare, Kind, Limits, Matched, first_match, first_match_rendered, outcomes,
+    quantity, words,
 };
 use crate::document::Item;
 use crate::report::Outcome;
 use crate::semver_range::parse_version;
 
-pub const HOST_OS: Kind = Kind {
-    name: "hostOS",
-    title: "Host OS Info",
-    named: false,
-    collect: collect_host_os,
-    analyze: analyze_host_os,
-    missing: no_outcome,
-};
+pub const HOST_OS: Kind = Kind::new(
+    "hostOS",
+    "Host OS Info",
+    false,
+    collect_host_os,
+    analyze_host_os,
+);
 
 /// gopsutil's reading of the OS, as troubleshoot reports it: the platform from os-release's
 /// ID (amzn, rhel and ol spelt as gopsutil spells them), its family, VERSION_ID, the kernel.
@@ -175,14 +174,7 @@ fn analyze_host_os(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
     })
 }
 
-pub const CPU: Kind = Kind {
-    name: "cpu",
-    title: "Number of CPUs",
-    named: false,
-    collect: collect_cpu,
-    analyze: analyze_cpu,
-    missing: no_outcome,
-};
+pub const CPU: Kind = Kind::new("cpu", "Number of CPUs", false, collect_cpu, analyze_cpu);
 
 fn collect_cpu(_: &Map<String, Value>, _: &Limits) -> Collected {
     let text = fs_err::read_to_string("/proc/cpuinfo").map_err(|error| error.to_string())?;
@@ -294,14 +286,13 @@ fn analyze_cpu(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
     })
 }
 
-pub const MEMORY: Kind = Kind {
-    name: "memory",
-    title: "Amount of Memory",
-    named: false,
-    collect: collect_memory,
-    analyze: analyze_memory,
-    missing: no_outcome,
-};
+pub const MEMORY: Kind = Kind::new(
+    "memory",
+    "Amount of Memory",
+    false,
+    collect_memory,
+    analyze_memory,
+);
 
 fn collect_memory(_: &Map<String, Value>, _: &Limits) -> Collected {
     let text = fs_err::read_to_string("/proc/meminfo").map_err(|error| error.to_string())?;
@@ -322,25 +313,17 @@ fn analyze_memory(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
     })
 }
 
-pub const TIME: Kind = Kind {
-    name: "time",
-    title: "Time",
-    named: false,
-    collect: collect_time,
-    analyze: analyze_time,
-    missing: no_outcome,
-};
+pub const TIME: Kind = Kind::new("time", "Time", false, collect_time, analyze_time);
 
 /// The time zone and NTP state systemd's timedated reports; where timedatectl cannot answer
 /// (no systemd), the zone from /etc/localtime and NTP from timesyncd's mark and the running
 /// NTP daemons.
 fn collect_time(_: &Map<String, Value>, _: &Limits) -> Collected {
-    let shown = Command::new("timedatectl")
-        .args(["show", "--property=Timezone,NTP,NTPSynchronized"])
-        .output()
-        .ok()
-        .filter(|output| output.status.success())
-        .map(|output| String::from_utf8_lossy(&output.stdout).into_owned());
+    let shown = tool_output(
+        "timedatectl",
+        &["show", "--property=Timezone,NTP,NTPSynchronized"],
+    )
+    .ok();
     let (mut timezone, synchronized, active) = if let Some(shown) = shown {
         let value = |key: &str| {
             shown
@@ -369,9 +352,10 @@ fn collect_time(_: &Map<String, Value>, _: &Limits) -> Collected {
             })
             .unwrap_or_else(|| "UTC".into());
         let synchronized = std::path::Path::new("/run/systemd/timesync/synchronized").exists();
+        let running = process_names();
         let active = ["chronyd", "ntpd", "systemd-timesyn", "openntpd"]
             .iter()
-            .any(|daemon| process_running(daemon));
+            .any(|daemon| running.contains(*daemon));
         (zone, synchronized, active)
     };
     timezone = timezone.to_uppercase();
@@ -385,14 +369,15 @@ fn collect_time(_: &Map<String, Value>, _: &Limits) -> Collected {
     }))
 }
 
-fn process_running(name: &str) -> bool {
+/// The names (`comm`) of the processes running, read once from /proc.
+fn process_names() -> BTreeSet<String> {
     fs_err::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
-        .any(|entry| {
-            fs_err::read_to_string(entry.path().join("comm")).is_ok_and(|comm| comm.trim() == name)
-        })
+        .filter_map(|entry| fs_err::read_to_string(entry.path().join("comm")).ok())
+        .map(|comm| comm.trim().to_string())
+        .collect()
 }
 
 fn analyze_time(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
@@ -426,14 +411,13 @@ fn analyze_time(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
     })
 }
 
-pub const HOST_SERVICES: Kind = Kind {
-    name: "hostServices",
-    title: "Host Services",
-    named: false,
-    collect: collect_host_services,
-    analyze: analyze_host_services,
-    missing: no_outcome,
-};
+pub const HOST_SERVICES: Kind = Kind::new(
+    "hostServices",
+    "Host Services",
+    false,
+    collect_host_services,
+    analyze_host_services,
+);
 
 fn collect_host_services(_: &Map<String, Value>, _: &Limits) -> Collected {
     let listed = tool_output(
@@ -493,14 +477,13 @@ fn analyze_host_services(item: &Item, data: &Value) -> Result<Vec<Matched>, Stri
     })
 }
 
-pub const KERNEL_MODULES: Kind = Kind {
-    name: "kernelModules",
-    title: "Kernel Modules",
-    named: false,
-    collect: collect_kernel_modules,
-    analyze: analyze_kernel_modules,
-    missing: no_outcome,
-};
+pub const KERNEL_MODULES: Kind = Kind::new(
+    "kernelModules",
+    "Kernel Modules",
+    false,
+    collect_kernel_modules,
+    analyze_kernel_modules,
+);
 
 fn collect_kernel_modules(_: &Map<String, Value>, _: &Limits) -> Collected {
     let (release, _) = uname()?;
@@ -626,14 +609,13 @@ fn analyze_kernel_modules(item: &Item, data: &Value) -> Result<Vec<Matched>, Str
     Ok(results)
 }
 
-pub const SYSTEM_PACKAGES: Kind = Kind {
-    name: "systemPackages",
-    title: "System Packages",
-    named: true,
-    collect: collect_system_packages,
-    analyze: analyze_system_packages,
-    missing: no_outcome,
-};
+pub const SYSTEM_PACKAGES: Kind = Kind::new(
+    "systemPackages",
+    "System Packages",
+    true,
+    collect_system_packages,
+    analyze_system_packages,
+);
 
 /// Each package the spec lists for this distribution (its general list and its major
 /// version's), asked of dpkg or rpm.
@@ -747,14 +729,13 @@ fn analyze_system_packages(item: &Item, data: &Value) -> Result<Vec<Matched>, St
     Ok(results)
 }
 
-pub const IPV4_INTERFACES: Kind = Kind {
-    name: "ipv4Interfaces",
-    title: "IPv4 Interfaces",
-    named: false,
-    collect: collect_ipv4_interfaces,
-    analyze: analyze_ipv4_interfaces,
-    missing: no_outcome,
-};
+pub const IPV4_INTERFACES: Kind = Kind::new(
+    "ipv4Interfaces",
+    "IPv4 Interfaces",
+    false,
+    collect_ipv4_interfaces,
+    analyze_ipv4_interfaces,
+);
 
 fn collect_ipv4_interfaces(_: &Map<String, Value>, _: &Limits) -> Collected {
     use nix::net::if_::InterfaceFlags;
@@ -792,14 +773,13 @@ fn analyze_ipv4_interfaces(item: &Item, data: &Value) -> Result<Vec<Matched>, St
     })
 }
 
-pub const BLOCK_DEVICES: Kind = Kind {
-    name: "blockDevices",
-    title: "Block Devices",
-    named: false,
-    collect: collect_block_devices,
-    analyze: analyze_block_devices,
-    missing: no_outcome,
-};
+pub const BLOCK_DEVICES: Kind = Kind::new(
+    "blockDevices",
+    "Block Devices",
+    false,
+    collect_block_devices,
+    analyze_block_devices,
+);
 
 /// lsblk's view of the block devices, the columns troubleshoot asks for.
 fn collect_block_devices(_: &Map<String, Value>, _: &Limits) -> Collected {

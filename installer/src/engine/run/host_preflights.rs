@@ -31,19 +31,34 @@ impl PreflightRecord {
     }
 }
 
-/// The template context of HostPreflight files run on their own (`berth preflight FILE…`):
-/// `role` as given, the spec's sections with the versions it asks for (nothing is resolved),
-/// and the cluster's hosts from kURL's `primary-host=` and `secondary-host=` words.
-pub fn spec_template_context(
+/// HostPreflight files as `berth preflight FILE…` runs them: each templated for `role`, the
+/// spec's sections as it asks for them and the hosts of the script words, then the checks of
+/// those hosts that kURL adds for a joining node.
+pub fn file_documents(
+    spec: Option<&InstallerSpec>,
+    role: Role,
+    params: &[(String, String)],
+    files: &[std::path::PathBuf],
+) -> Result<Vec<Document>, berth_preflight::PreflightError> {
+    let context = spec_template_context(spec, role, params);
+    let mut documents = Vec::new();
+    for path in files {
+        let name = path.display().to_string();
+        documents.push(berth_preflight::load_file(&name, path, &context)?);
+    }
+    documents.extend(berth_preflight::remote_host_checks(&context)?);
+    Ok(documents)
+}
+
+/// The template context for `role`: the hosts of kURL's `primary-host=` and `secondary-host=`
+/// words, and the spec's sections with the versions it asks for (nothing is resolved; a run
+/// puts its resolved sections in their place).
+fn spec_template_context(
     spec: Option<&InstallerSpec>,
     role: Role,
     params: &[(String, String)],
 ) -> TemplateContext {
-    let (primary_hosts, secondary_hosts) = berth_preflight::hosts_from_params(
-        params
-            .iter()
-            .map(|(key, value)| (key.as_str(), value.as_str())),
-    );
+    let (primary_hosts, secondary_hosts) = berth_preflight::hosts_from_params(params);
     let mut context = TemplateContext {
         role,
         primary_hosts,
@@ -54,14 +69,10 @@ pub fn spec_template_context(
         context.installer_name = spec.name.clone().unwrap_or_default();
         context.sections = spec.settings_sections();
         for (folder, addon) in &spec.addons {
-            let mut fields = addon.config.clone();
-            fields.insert("version".into(), addon.version.clone().into());
-            if let Some(url) = &addon.s3_override {
-                fields.insert("s3Override".into(), url.clone().into());
-            }
-            context
-                .sections
-                .insert(spec_key(folder).to_string(), fields);
+            context.sections.insert(
+                spec_key(folder).to_string(),
+                addon_section(&addon.config, &addon.version, addon.s3_override.as_deref()),
+            );
         }
     }
     context
@@ -115,23 +126,15 @@ impl Run<'_> {
         } else {
             0
         };
-        let (primary_hosts, secondary_hosts) = berth_preflight::hosts_from_params(
-            self.settings
-                .params
-                .iter()
-                .map(|(key, value)| (key.as_str(), value.as_str())),
-        );
+        let role = Role {
+            primary: master,
+            join: joined,
+            upgrade: self.plan.upgrades_node(),
+        };
         TemplateContext {
-            role: Role {
-                primary: master,
-                join: joined,
-                upgrade: self.plan.upgrades_node(),
-            },
-            primary_hosts,
-            secondary_hosts,
             sections: self.spec_sections(),
             airgap_bytes_needed,
-            ..TemplateContext::default()
+            ..spec_template_context(None, role, &self.settings.params)
         }
     }
 
@@ -236,11 +239,8 @@ impl Run<'_> {
             report: report.clone(),
         };
         let file = self.settings.layout.host_preflights_file();
-        if let Some(folder) = file.parent() {
-            fs_err::create_dir_all(folder).map_err(io_error(folder))?;
-        }
         let text = serde_json::to_string_pretty(&record).unwrap_or_default();
-        fs_err::write(&file, text).map_err(io_error(&file))?;
+        crate::files::write_atomically(&file, text.as_bytes()).map_err(io_error(&file))?;
         if decision == "stopped" {
             // What stopped the run, and where each check comes from.
             let mut summary = report.summary();

@@ -5,7 +5,7 @@ mod host_preflights;
 mod prepare;
 mod record;
 
-pub use host_preflights::{PreflightRecord, spec_template_context};
+pub use host_preflights::{PreflightRecord, file_documents};
 
 use std::time::{Duration, Instant};
 
@@ -386,12 +386,14 @@ impl<'a> Run<'a> {
         let mut sections = self.plan.settings.clone();
         for member in &self.members {
             let planned = member.planned;
-            let mut fields = planned.config.clone();
-            fields.insert("version".into(), planned.version.clone().into());
-            if let Some(url) = &planned.s3_override {
-                fields.insert("s3Override".into(), url.clone().into());
-            }
-            sections.insert(spec_key(&planned.name).to_string(), fields);
+            sections.insert(
+                spec_key(&planned.name).to_string(),
+                addon_section(
+                    &planned.config,
+                    &planned.version,
+                    planned.s3_override.as_deref(),
+                ),
+            );
         }
         sections
     }
@@ -431,6 +433,21 @@ impl<'a> Run<'a> {
             source,
         }
     }
+}
+
+/// An add-on's kURL section: its fields, its version, and its s3Override (which the spec and
+/// the plan keep apart from the fields).
+fn addon_section(
+    config: &serde_json::Map<String, serde_json::Value>,
+    version: &str,
+    s3_override: Option<&str>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut fields = config.clone();
+    fields.insert("version".into(), version.into());
+    if let Some(url) = s3_override {
+        fields.insert("s3Override".into(), url.into());
+    }
+    fields
 }
 
 /// The error, its causes, and the tail of the hook's output.

@@ -94,11 +94,11 @@ impl Run<'_> {
             timeout.as_secs()
         ));
         let started = Instant::now();
-        let runtime = crate::images::Runtime::detect();
+        let runtime = crate::health::RuntimeOnce::new();
         loop {
             check_interrupt()?;
             let member = &self.members[index];
-            let record = crate::health::check(&layout, &member.state, runtime.as_ref());
+            let record = crate::health::check(&layout, &member.state, &runtime);
             let Some(record) = record else {
                 return Ok(());
             };
@@ -145,7 +145,8 @@ impl Run<'_> {
             if let Some(attempt) = &mut state.attempt {
                 attempt.outcome = Outcome::Failed;
             }
-            let text = if culprit.as_deref() == Some(member.planned.name.as_str()) {
+            let is_culprit = culprit.as_deref() == Some(member.planned.name.as_str());
+            let text = if is_culprit {
                 message.clone()
             } else {
                 match (crate::interrupt::received(), &culprit) {
@@ -159,8 +160,7 @@ impl Run<'_> {
             state.set_progressing(false, Reason::Failed, text);
             match &state.current {
                 // In place, but not healthy: what the run waited for and did not see.
-                Some(current) if matches!(error, EngineError::Unhealthy { name, .. } if *name == member.planned.name) =>
-                {
+                Some(current) if is_culprit && matches!(error, EngineError::Unhealthy { .. }) => {
                     let version = current.target.version.clone();
                     state.set_available(
                         false,
