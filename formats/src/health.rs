@@ -186,6 +186,14 @@ impl Probe<'_> {
     }
 }
 
+/// When a component is checked: as written (its values may still hold `{{ … }}`, checked once
+/// the node fills them in) or rendered (every value final).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Written,
+    Rendered,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HealthError {
     #[error("{file}: {message}")]
@@ -200,6 +208,20 @@ impl Component {
             [probe] => Some(probe),
             _ => None,
         }
+    }
+
+    /// Checks that the component names exactly one probe, and that probe's values.
+    pub fn check(&self, stage: Stage) -> Result<(), String> {
+        let probes = self.probes();
+        let [probe] = probes[..] else {
+            let kinds: Vec<&str> = probes.iter().map(Probe::kind).collect();
+            return Err(format!(
+                "names {} probes ({kinds:?}); give exactly one of container, systemd, \
+                 process, tcp, http, command, kubernetes",
+                kinds.len()
+            ));
+        };
+        check_probe(probe, stage)
     }
 
     fn probes(&self) -> Vec<Probe<'_>> {
@@ -274,23 +296,16 @@ impl HealthFile {
                     }
                 }
             }
-            let probes = component.probes();
-            let [probe] = probes[..] else {
-                let kinds: Vec<&str> = probes.iter().map(Probe::kind).collect();
-                return Err(at(format!(
-                    "names {} probes ({kinds:?}); give exactly one of container, systemd, \
-                     process, tcp, http, command, kubernetes",
-                    kinds.len()
-                )));
-            };
-            check_probe(probe).map_err(at)?;
+            component.check(Stage::Written).map_err(at)?;
         }
         Ok(health)
     }
 }
 
-fn check_probe(probe: Probe<'_>) -> Result<(), String> {
+fn check_probe(probe: Probe<'_>, stage: Stage) -> Result<(), String> {
     let empty = |what: &str| Err(format!("{} has an empty {what}", probe.kind()));
+    // A value still to be rendered is checked once it is.
+    let final_value = |text: &str| stage == Stage::Rendered || !text.contains("{{");
     match probe {
         Probe::Container(container)
             if container.name.as_deref().is_none_or(str::is_empty)
@@ -325,8 +340,102 @@ fn check_probe(probe: Probe<'_>) -> Result<(), String> {
             {
                 return Err("kubernetes names neither `name` nor `matchLabels`".into());
             }
+            if let Some(namespace) = kubernetes
+                .namespace
+                .as_deref()
+                .filter(|text| final_value(text))
+            {
+                check_dns_label(namespace)
+                    .map_err(|why| format!("namespace `{namespace}` {why}"))?;
+            }
+            if let Some(name) = kubernetes.name.as_deref().filter(|text| final_value(text)) {
+                check_dns_subdomain(name).map_err(|why| format!("name `{name}` {why}"))?;
+            }
+            check_labels(&kubernetes.match_labels, final_value)?;
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// Checks each label as Kubernetes' own validation does: they become a `kubectl --selector`,
+/// where a `,`, `=` or `!` would change what is selected. (A container's labels are any text,
+/// as containerd's and docker's are, quoted where they become a filter.)
+fn check_labels(
+    labels: &BTreeMap<String, String>,
+    final_value: impl Fn(&str) -> bool + Copy,
+) -> Result<(), String> {
+    for (key, value) in labels {
+        if final_value(key) {
+            check_label_key(key).map_err(|why| format!("label key `{key}` {why}"))?;
+        }
+        if final_value(value) && !value.is_empty() {
+            check_label_name(value)
+                .map_err(|why| format!("label value `{value}` of `{key}` {why}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A label key: an optional DNS subdomain and `/`, then a name.
+fn check_label_key(key: &str) -> Result<(), String> {
+    match key.split_once('/') {
+        Some((prefix, name)) => {
+            check_dns_subdomain(prefix).map_err(|why| format!("has a prefix that {why}"))?;
+            check_label_name(name)
+        }
+        None => check_label_name(key),
+    }
+}
+
+/// A label name or value: at most 63 letters, digits, `-`, `_` and `.`, starting and ending
+/// with a letter or digit.
+fn check_label_name(name: &str) -> Result<(), String> {
+    let alphanumeric_ends = name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if name.len() > 63
+        || !alphanumeric_ends
+        || !name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'))
+    {
+        return Err(
+            "is not a label name: give at most 63 letters, digits, `-`, `_` and `.`, \
+                    starting and ending with a letter or digit"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// A DNS label (RFC 1123), as namespaces are named: at most 63 lowercase letters, digits and
+/// `-`, starting and ending with a letter or digit.
+fn check_dns_label(text: &str) -> Result<(), String> {
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    if text.is_empty()
+        || text.len() > 63
+        || !text.starts_with(alphanumeric)
+        || !text.ends_with(alphanumeric)
+        || !text.chars().all(|c| alphanumeric(c) || c == '-')
+    {
+        return Err(
+            "is not a DNS label: give at most 63 lowercase letters, digits and `-`, \
+                    starting and ending with a letter or digit"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// A DNS subdomain (RFC 1123), as most objects are named: at most 253 characters of DNS
+/// labels joined by `.`.
+fn check_dns_subdomain(text: &str) -> Result<(), String> {
+    if text.len() > 253 || text.split('.').any(|label| check_dns_label(label).is_err()) {
+        return Err(
+            "is not a DNS subdomain: give at most 253 characters of lowercase letters, \
+                    digits, `-` and `.`, each part starting and ending with a letter or digit"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -474,6 +583,56 @@ mod tests {
         }
         let big = format!("components: []\n#{}\n", "x".repeat(MAX_HEALTH_BYTES));
         assert!(HealthFile::parse("h", &big).is_err());
+    }
+
+    #[test]
+    fn labels_and_object_names_follow_kubernetes_syntax_once_rendered() {
+        let component = |probe: &str| {
+            HealthFile::parse("h", &format!("components:\n  - name: a\n    {probe}\n"))
+                .map(|health| health.components[0].clone())
+        };
+        for good in [
+            "kubernetes: {kind: Deployment, namespace: kube-system, matchLabels: {app.kubernetes.io/name: kube-dns, tier: ''}}",
+            "kubernetes: {kind: CustomResourceDefinition, name: installers.cluster.kurl.sh}",
+            "container: {matchLabels: {berth.root: /var/lib/berth, berth.addon: 'a,b'}}",
+        ] {
+            component(good).unwrap_or_else(|error| panic!("{good}: {error}"));
+        }
+        let cases = [
+            (
+                "kubernetes: {kind: Deployment, matchLabels: {app: 'a,b=c'}}",
+                "label value `a,b=c`",
+            ),
+            (
+                "kubernetes: {kind: Deployment, matchLabels: {'!app': x}}",
+                "label key `!app`",
+            ),
+            (
+                "kubernetes: {kind: Deployment, matchLabels: {Example.com/app: x}}",
+                "prefix",
+            ),
+            (
+                "kubernetes: {kind: Deployment, matchLabels: {app: -x}}",
+                "not a label name",
+            ),
+            (
+                "kubernetes: {kind: Deployment, namespace: Kube_System, name: x}",
+                "namespace `Kube_System`",
+            ),
+            (
+                "kubernetes: {kind: Deployment, name: '--all'}",
+                "name `--all`",
+            ),
+        ];
+        for (probe, expected) in cases {
+            let error = component(probe).unwrap_err().to_string();
+            assert!(error.contains(expected), "{probe}: {error}");
+        }
+        // A value the node fills in is checked once filled in.
+        let templated = component("kubernetes: {kind: Deployment, namespace: '{{ namespace }}', matchLabels: {app: '{{ app }}'}}").unwrap();
+        assert_eq!(templated.check(Stage::Written), Ok(()));
+        let error = templated.check(Stage::Rendered).unwrap_err();
+        assert!(error.contains("namespace `{{ namespace }}`"), "{error}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::{OnceLock, mpsc};
 use std::time::Instant;
 
-use berth_formats::health::{HEALTH_FILE, HealthFile};
+use berth_formats::health::{HEALTH_FILE, HealthFile, Stage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -274,8 +274,10 @@ fn probe_all(
         deadlines.push(started + timeout);
         let mut rendered = serde_json::to_value(component).unwrap_or_default();
         let component = match render(&mut rendered, &environment, variables).and_then(|()| {
-            serde_json::from_value::<berth_formats::health::Component>(rendered)
-                .map_err(|error| error.to_string())
+            let component = serde_json::from_value::<berth_formats::health::Component>(rendered)
+                .map_err(|error| error.to_string())?;
+            component.check(Stage::Rendered)?;
+            Ok(component)
         }) {
             Ok(component) => component,
             Err(message) => {
