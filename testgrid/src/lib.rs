@@ -4,6 +4,7 @@
 pub mod apt;
 mod file_server;
 pub mod images;
+mod kubernetes_api;
 pub mod machine;
 pub mod network;
 pub mod rpm;
@@ -11,6 +12,7 @@ mod runtimes;
 pub mod s3;
 
 pub use file_server::{Fault, FileServer};
+pub use kubernetes_api::{KubernetesApi, kubeconfig};
 pub use runtimes::{Containerd, Docker};
 
 use std::net::TcpListener;

@@ -1,8 +1,9 @@
 //! Kubernetes components: objects of one kind, selected by name or labels, read with
-//! `kubectl … -o json` and judged by their own status, as `kubectl rollout status` and the
-//! API's conditions tell: a Deployment by `Available` (and `Progressing` not past its
-//! deadline), a DaemonSet and a StatefulSet by their ready counts, a CustomResourceDefinition
-//! by `Established` and `NamesAccepted`.
+//! `kubectl … -o json` and judged by their own status: a Deployment by its `Available`
+//! condition (and `Progressing` not past its deadline), a DaemonSet and a StatefulSet by their
+//! available pods, a CustomResourceDefinition by `NamesAccepted` and `Established`. A
+//! workload's status counts only once its controller has observed the object's current
+//! generation, as `kubectl rollout status` waits for: until then it describes an older spec.
 
 use std::path::Path;
 use std::process::Command;
@@ -28,9 +29,19 @@ pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> V
     command
         .args(["get", &probe.kind])
         .arg(format!("--request-timeout={}s", timeout.as_secs().max(1)));
-    if let Some(namespace) = &probe.namespace {
-        command.args(["--namespace", namespace]);
+    match (&probe.namespace, &probe.name) {
+        (Some(namespace), _) => {
+            command.args(["--namespace", namespace]);
+        }
+        // Labels without a namespace select across the cluster, as the Addon API's
+        // components are found; a name without one is looked up in the kubeconfig's.
+        (None, None) => {
+            command.arg("--all-namespaces");
+        }
+        (None, Some(_)) => {}
     }
+    command.args(["--output", "json"]);
+    // Options before `--`: every word after it is a name.
     match &probe.name {
         Some(name) => {
             command.arg("--").arg(name);
@@ -39,7 +50,6 @@ pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> V
             command.args(["--selector", &wanted]);
         }
     }
-    command.args(["--output", "json"]);
     let ran = match run_program(&mut command, timeout) {
         Ok(ran) => ran,
         Err(error) => return failed("TimedOut", error.to_string()),
@@ -56,7 +66,12 @@ pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> V
     let Ok(read) = serde_json::from_str::<Value>(&ran.stdout) else {
         return failed("KubectlFailed", "kubectl printed no JSON".into());
     };
-    let objects = objects(&read);
+    // The server selected by labels; each object is checked again, so that a server which
+    // ignores the selector cannot make another add-on's objects count.
+    let objects: Vec<&Value> = objects(&read)
+        .into_iter()
+        .filter(|object| has_labels(object, &probe.match_labels))
+        .collect();
     if objects.is_empty() {
         return failed("NotFound", format!("no {} {wanted}", probe.kind));
     }
@@ -72,11 +87,25 @@ fn objects(read: &Value) -> Vec<&Value> {
     }
 }
 
+fn has_labels(object: &Value, wanted: &std::collections::BTreeMap<String, String>) -> bool {
+    let labels = object
+        .get("metadata")
+        .and_then(|metadata| metadata.get("labels"));
+    wanted.iter().all(|(key, value)| {
+        labels
+            .and_then(|labels| labels.get(key))
+            .and_then(Value::as_str)
+            == Some(value.as_str())
+    })
+}
+
 /// Whether one object is healthy, by its kind's own status.
 fn judge(object: &Value) -> Found {
     let kind = text(object, &["kind"]).to_string();
     let name = text(object, &["metadata", "name"]).to_string();
+    let workload = matches!(kind.as_str(), "Deployment" | "DaemonSet" | "StatefulSet");
     let (healthy, reason, message) = match kind.as_str() {
+        _ if workload && let Some(stale) = not_observed(object) => stale,
         "Deployment" => deployment(object),
         "DaemonSet" => daemon_set(object),
         "StatefulSet" => stateful_set(object),
@@ -119,6 +148,22 @@ fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
         .find(|condition| text(condition, &["type"]) == kind)
 }
 
+/// A workload whose controller has not yet observed its current generation.
+fn not_observed(object: &Value) -> Option<(bool, String, String)> {
+    let generation = number(object, &["metadata", "generation"])?;
+    let observed = number(object, &["status", "observedGeneration"]).unwrap_or(0);
+    (observed < generation).then(|| {
+        (
+            false,
+            "NotObserved".into(),
+            format!(
+                "its controller has not yet observed generation {generation} \
+                 (its status is of generation {observed})"
+            ),
+        )
+    })
+}
+
 fn deployment(object: &Value) -> (bool, String, String) {
     if let Some(progressing) = condition(object, "Progressing")
         && text(progressing, &["reason"]) == "ProgressDeadlineExceeded"
@@ -145,25 +190,26 @@ fn deployment(object: &Value) -> (bool, String, String) {
 
 fn daemon_set(object: &Value) -> (bool, String, String) {
     let desired = number(object, &["status", "desiredNumberScheduled"]).unwrap_or(0);
-    let ready = number(object, &["status", "numberReady"]).unwrap_or(0);
-    let updated = number(object, &["status", "updatedNumberScheduled"]).unwrap_or(desired);
-    let message = format!("{ready} of {desired} pods ready, {updated} updated");
-    if ready >= desired && updated >= desired {
-        (true, "Ready".into(), message)
-    } else {
-        (false, "NotReady".into(), message)
-    }
+    let available = number(object, &["status", "numberAvailable"]).unwrap_or(0);
+    let updated = number(object, &["status", "updatedNumberScheduled"]).unwrap_or(0);
+    let message = format!("{available} of {desired} pods available, {updated} updated");
+    counted(available >= desired, message)
 }
 
 fn stateful_set(object: &Value) -> (bool, String, String) {
     let wanted = number(object, &["spec", "replicas"]).unwrap_or(1);
-    let ready = number(object, &["status", "readyReplicas"]).unwrap_or(0);
-    let message = format!("{ready} of {wanted} replicas ready");
-    if ready >= wanted {
-        (true, "Ready".into(), message)
-    } else {
-        (false, "NotReady".into(), message)
-    }
+    // `availableReplicas` came with Kubernetes 1.22; before it, ready is what there is.
+    let available = number(object, &["status", "availableReplicas"])
+        .or_else(|| number(object, &["status", "readyReplicas"]))
+        .unwrap_or(0);
+    let updated = number(object, &["status", "updatedReplicas"]).unwrap_or(0);
+    let message = format!("{available} of {wanted} replicas available, {updated} updated");
+    counted(available >= wanted, message)
+}
+
+fn counted(enough: bool, message: String) -> (bool, String, String) {
+    let reason = if enough { "Available" } else { "NotAvailable" };
+    (enough, reason.into(), message)
 }
 
 fn custom_resource_definition(object: &Value) -> (bool, String, String) {
