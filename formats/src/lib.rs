@@ -9,7 +9,8 @@
 //! [`spec`] and resolve its add-on [`versions`] against `versions.json` (the builder to write
 //! an installer's [`lock`], the node when it has none). Both quote values for bash with
 //! [`shell`], print errors with [`report`] and tables with [`table`]; [`name`] checks every
-//! add-on name and version that becomes a path.
+//! add-on name and version that becomes a path. Between nodes, a [`rollout`] says how an
+//! add-on moves across the fleet.
 
 pub mod archive;
 pub mod bundle;
@@ -23,6 +24,7 @@ pub mod oci;
 pub mod package_index;
 pub mod release;
 pub mod report;
+pub mod rollout;
 pub mod shell;
 pub mod spec;
 pub mod table;

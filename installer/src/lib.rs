@@ -9,7 +9,8 @@
 //! cleanly on a signal; [`kustomization`] does the YAML edits the `insert_*` helpers ask for;
 //! [`join`] keeps what a new node needs and builds its command; [`last_installer`] remembers
 //! the installer the node ran last; [`network_interfaces`] answers kURL's `kurl netutil`;
-//! [`health`] probes each add-on's components and sums them up as Available and Degraded.
+//! [`health`] probes each add-on's components and sums them up as Available and Degraded;
+//! [`fleet`] moves an add-on across the nodes by a rollout.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
@@ -17,6 +18,7 @@
 pub mod dist;
 pub mod engine;
 pub mod files;
+pub mod fleet;
 pub mod health;
 pub mod helpers;
 pub mod hook_environment;
