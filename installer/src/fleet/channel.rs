@@ -1,0 +1,559 @@
+//! The fleet's channel: TLS 1.3 between the first node and the others, each side known by its
+//! own key, pinned as kubeadm pins its CA. A node trusts the first node whose certificate hash
+//! its join command carries; the first node knows each node by the certificate it registered
+//! with (a registration carries the join token, checked by the layer above). There is no
+//! certificate authority to run and no SSH key to hand out.
+//!
+//! Messages are JSON, each framed by its length, at most [`MAX_FRAME`] bytes; every read and
+//! write has a time limit, so a peer that stalls costs a thread for that long at most.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use sha2::{Digest, Sha256};
+
+/// The largest message either side reads.
+pub const MAX_FRAME: usize = 1 << 20;
+/// How long a handshake, a read or a write may take.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
+/// The name both sides put in and expect of a certificate; trust comes from the pin alone.
+const SERVER_NAME: &str = "berth-fleet";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    #[error("failed to make this node's fleet key")]
+    Generate(#[source] rcgen::Error),
+    #[error("failed to {what} {path}")]
+    File {
+        what: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a fleet key: {message}\nhint: remove the folder to make a new key")]
+    Damaged {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    #[error("the TLS handshake with {peer} failed: {message}")]
+    Handshake { peer: String, message: String },
+    #[error("the connection with {peer} broke")]
+    Io {
+        peer: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{peer} sent a message of {size} bytes, over the {MAX_FRAME} allowed")]
+    TooLarge { peer: String, size: usize },
+    #[error("{peer} sent a message that is not what was expected: {message}")]
+    Malformed { peer: String, message: String },
+}
+
+/// A certificate's SHA-256, as `sha256:<hex>`: how each side names the other.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Pin(pub String);
+
+impl Pin {
+    pub fn of(certificate: &[u8]) -> Self {
+        Pin(format!(
+            "sha256:{}",
+            hex::encode(Sha256::digest(certificate))
+        ))
+    }
+}
+
+impl std::fmt::Display for Pin {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+/// This node's key and self-signed certificate.
+pub struct Identity {
+    certificate: CertificateDer<'static>,
+    key: PrivatePkcs8KeyDer<'static>,
+}
+
+impl Identity {
+    pub fn generate() -> Result<Self, ChannelError> {
+        let made = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()])
+            .map_err(ChannelError::Generate)?;
+        Ok(Identity {
+            certificate: made.cert.der().clone(),
+            key: PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()),
+        })
+    }
+
+    /// The identity kept in `dir` (`fleet.crt`, and `fleet.key` readable by root alone), made
+    /// the first time.
+    pub fn load_or_create(dir: &Path) -> Result<Self, ChannelError> {
+        let (certificate_path, key_path) = (dir.join("fleet.crt"), dir.join("fleet.key"));
+        let file_error = |what, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ChannelError::File { what, path, source }
+        };
+        if key_path.exists() {
+            let certificate =
+                fs_err::read(&certificate_path).map_err(file_error("read", &certificate_path))?;
+            let key = fs_err::read(&key_path).map_err(file_error("read", &key_path))?;
+            let identity = Identity {
+                certificate: CertificateDer::from(certificate),
+                key: PrivatePkcs8KeyDer::from(key),
+            };
+            // A damaged pair is found now, not at the first handshake.
+            identity
+                .certified_key()
+                .map_err(|message| ChannelError::Damaged {
+                    path: key_path.clone(),
+                    message,
+                })?;
+            return Ok(identity);
+        }
+        let identity = Self::generate()?;
+        fs_err::create_dir_all(dir).map_err(file_error("create", dir))?;
+        crate::files::write_atomically_with_mode(&key_path, identity.key.secret_pkcs8_der(), 0o600)
+            .map_err(file_error("write", &key_path))?;
+        crate::files::write_atomically_with_mode(&certificate_path, &identity.certificate, 0o644)
+            .map_err(file_error("write", &certificate_path))?;
+        Ok(identity)
+    }
+
+    pub fn pin(&self) -> Pin {
+        Pin::of(&self.certificate)
+    }
+
+    fn certified_key(&self) -> Result<Arc<rustls::sign::CertifiedKey>, String> {
+        let key = PrivateKeyDer::Pkcs8(self.key.clone_key());
+        let signing = provider()
+            .key_provider
+            .load_private_key(key)
+            .map_err(|error| error.to_string())?;
+        let certified = rustls::sign::CertifiedKey::new(vec![self.certificate.clone()], signing);
+        certified.keys_match().map_err(|error| error.to_string())?;
+        Ok(Arc::new(certified))
+    }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Accepts any peer that proves it holds the key of the one certificate it presents; who it
+/// is, is its pin's business (checked against the pinned value or the registry).
+#[derive(Debug)]
+struct Pinned {
+    /// A server's expected pin; `None` on the first node's side, which accepts every client.
+    expected: Option<Pin>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl Pinned {
+    fn check(&self, certificate: &CertificateDer<'_>) -> Result<(), rustls::Error> {
+        match &self.expected {
+            Some(expected) if Pin::of(certificate) != *expected => {
+                Err(rustls::Error::General(format!(
+                    "its key is {}, not the {expected} this node was given",
+                    Pin::of(certificate)
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn tls12(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            certificate,
+            signature,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn tls13(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            certificate,
+            signature,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        certificate: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.check(certificate)?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.tls12(message, certificate, signature)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.tls13(message, certificate, signature)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.schemes()
+    }
+}
+
+impl ClientCertVerifier for Pinned {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        certificate: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        self.check(certificate)?;
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.tls12(message, certificate, signature)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.tls13(message, certificate, signature)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.schemes()
+    }
+}
+
+/// The first node's side: its identity, and a client certificate required of every peer.
+pub fn server_config(identity: &Identity) -> Result<Arc<rustls::ServerConfig>, ChannelError> {
+    let verifier = Arc::new(Pinned {
+        expected: None,
+        provider: provider(),
+    });
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|error| handshake_error("this node", error))?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![identity.certificate.clone()],
+            PrivateKeyDer::Pkcs8(identity.key.clone_key()),
+        )
+        .map_err(|error| handshake_error("this node", error))?;
+    Ok(Arc::new(config))
+}
+
+/// A node's side: its identity, and the first node's pin.
+pub fn client_config(
+    identity: &Identity,
+    first_node: &Pin,
+) -> Result<Arc<rustls::ClientConfig>, ChannelError> {
+    let verifier = Arc::new(Pinned {
+        expected: Some(first_node.clone()),
+        provider: provider(),
+    });
+    let config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|error| handshake_error("this node", error))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_client_auth_cert(
+            vec![identity.certificate.clone()],
+            PrivateKeyDer::Pkcs8(identity.key.clone_key()),
+        )
+        .map_err(|error| handshake_error("this node", error))?;
+    Ok(Arc::new(config))
+}
+
+fn handshake_error(peer: &str, error: impl std::fmt::Display) -> ChannelError {
+    ChannelError::Handshake {
+        peer: peer.to_string(),
+        message: error.to_string(),
+    }
+}
+
+/// One authenticated connection, and who is at its other end.
+pub struct Connection<C> {
+    stream: rustls::StreamOwned<C, TcpStream>,
+    peer: Pin,
+    address: String,
+}
+
+/// Completes the first node's side of a handshake with a node that connected.
+pub fn accept(
+    config: Arc<rustls::ServerConfig>,
+    tcp: TcpStream,
+) -> Result<Connection<rustls::ServerConnection>, ChannelError> {
+    let address = tcp
+        .peer_addr()
+        .map_or_else(|_| "a node".to_string(), |address| address.to_string());
+    let connection =
+        rustls::ServerConnection::new(config).map_err(|error| handshake_error(&address, error))?;
+    finish(connection, tcp, address)
+}
+
+/// Connects to the first node at `address` and completes the handshake.
+pub fn connect(
+    config: Arc<rustls::ClientConfig>,
+    address: SocketAddr,
+) -> Result<Connection<rustls::ClientConnection>, ChannelError> {
+    let peer = address.to_string();
+    let tcp =
+        TcpStream::connect_timeout(&address, IO_TIMEOUT).map_err(|source| ChannelError::Io {
+            peer: peer.clone(),
+            source,
+        })?;
+    let name = ServerName::try_from(SERVER_NAME).expect("a valid DNS name");
+    let connection = rustls::ClientConnection::new(config, name)
+        .map_err(|error| handshake_error(&peer, error))?;
+    finish(connection, tcp, peer)
+}
+
+fn finish<C, D>(
+    mut connection: C,
+    mut tcp: TcpStream,
+    address: String,
+) -> Result<Connection<C>, ChannelError>
+where
+    C: std::ops::DerefMut<Target = rustls::ConnectionCommon<D>>,
+    D: rustls::SideData,
+{
+    let io = |source| ChannelError::Io {
+        peer: address.clone(),
+        source,
+    };
+    tcp.set_read_timeout(Some(IO_TIMEOUT)).map_err(io)?;
+    tcp.set_write_timeout(Some(IO_TIMEOUT)).map_err(io)?;
+    while connection.is_handshaking() {
+        connection
+            .complete_io(&mut tcp)
+            .map_err(|error| handshake_error(&address, error))?;
+    }
+    let peer = connection
+        .peer_certificates()
+        .and_then(|certificates| certificates.first())
+        .map(|certificate| Pin::of(certificate))
+        .ok_or_else(|| handshake_error(&address, "it presented no certificate"))?;
+    Ok(Connection {
+        stream: rustls::StreamOwned::new(connection, tcp),
+        peer,
+        address,
+    })
+}
+
+impl<C, D> Connection<C>
+where
+    C: std::ops::DerefMut<Target = rustls::ConnectionCommon<D>>,
+    D: rustls::SideData,
+{
+    /// Who is at the other end: its certificate's pin.
+    pub fn peer(&self) -> &Pin {
+        &self.peer
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    pub fn send<T: Serialize>(&mut self, message: &T) -> Result<(), ChannelError> {
+        let body = serde_json::to_vec(message).map_err(|error| ChannelError::Malformed {
+            peer: self.address.clone(),
+            message: error.to_string(),
+        })?;
+        if body.len() > MAX_FRAME {
+            return Err(ChannelError::TooLarge {
+                peer: "this node".into(),
+                size: body.len(),
+            });
+        }
+        let length = u32::try_from(body.len()).unwrap_or(u32::MAX).to_be_bytes();
+        let io = |source| ChannelError::Io {
+            peer: self.address.clone(),
+            source,
+        };
+        self.stream.write_all(&length).map_err(io)?;
+        self.stream.write_all(&body).map_err(io)?;
+        self.stream.flush().map_err(io)
+    }
+
+    pub fn receive<T: DeserializeOwned>(&mut self) -> Result<T, ChannelError> {
+        let peer = self.address.clone();
+        let io = |source| ChannelError::Io {
+            peer: peer.clone(),
+            source,
+        };
+        let mut length = [0u8; 4];
+        self.stream.read_exact(&mut length).map_err(io)?;
+        let size = u32::from_be_bytes(length) as usize;
+        if size > MAX_FRAME {
+            return Err(ChannelError::TooLarge { peer, size });
+        }
+        let mut body = vec![0u8; size];
+        self.stream.read_exact(&mut body).map_err(io)?;
+        serde_json::from_slice(&body).map_err(|error| ChannelError::Malformed {
+            peer,
+            message: error.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Hello {
+        text: String,
+    }
+
+    /// A first node answering one connection: it reports the client's pin, then echoes.
+    fn first_node(
+        identity: &Identity,
+    ) -> (SocketAddr, std::thread::JoinHandle<Result<Pin, String>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let config = server_config(identity).unwrap();
+        let handle = std::thread::spawn(move || {
+            let (tcp, _) = listener.accept().unwrap();
+            let mut connection = accept(config, tcp).map_err(|error| error.to_string())?;
+            let hello: Hello = connection.receive().map_err(|error| error.to_string())?;
+            connection.send(&hello).map_err(|error| error.to_string())?;
+            Ok(connection.peer().clone())
+        });
+        (address, handle)
+    }
+
+    #[test]
+    fn each_side_knows_the_other_by_its_key() {
+        let (server, node) = (Identity::generate().unwrap(), Identity::generate().unwrap());
+        let (address, handle) = first_node(&server);
+        let mut connection =
+            connect(client_config(&node, &server.pin()).unwrap(), address).unwrap();
+        assert_eq!(connection.peer(), &server.pin());
+        let hello = Hello {
+            text: "registered?".into(),
+        };
+        connection.send(&hello).unwrap();
+        assert_eq!(connection.receive::<Hello>().unwrap(), hello);
+        assert_eq!(handle.join().unwrap().unwrap(), node.pin());
+    }
+
+    #[test]
+    fn a_first_node_whose_key_is_not_the_pinned_one_is_refused() {
+        let (server, node, stranger) = (
+            Identity::generate().unwrap(),
+            Identity::generate().unwrap(),
+            Identity::generate().unwrap(),
+        );
+        let (address, handle) = first_node(&stranger);
+        let error = connect(client_config(&node, &server.pin()).unwrap(), address)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains(&format!("not the {} this node was given", server.pin())),
+            "{error}"
+        );
+        // The first node saw the handshake fail too: nothing was exchanged.
+        assert!(handle.join().unwrap().is_err());
+    }
+
+    #[test]
+    fn an_identity_is_kept_and_a_damaged_key_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Identity::load_or_create(dir.path()).unwrap();
+        let again = Identity::load_or_create(dir.path()).unwrap();
+        assert_eq!(first.pin(), again.pin());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs_err::metadata(dir.path().join("fleet.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // Another key beside the certificate: refused when read.
+        let other = Identity::generate().unwrap();
+        fs_err::write(dir.path().join("fleet.key"), other.key.secret_pkcs8_der()).unwrap();
+        let error = Identity::load_or_create(dir.path())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("is not a fleet key"), "{error}");
+    }
+
+    #[test]
+    fn a_frame_over_the_limit_is_refused_before_it_is_read() {
+        let (server, node) = (Identity::generate().unwrap(), Identity::generate().unwrap());
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let config = server_config(&server).unwrap();
+        let handle = std::thread::spawn(move || {
+            let (tcp, _) = listener.accept().unwrap();
+            let mut connection = accept(config, tcp).unwrap();
+            connection.receive::<Hello>().err().unwrap().to_string()
+        });
+        let mut connection =
+            connect(client_config(&node, &server.pin()).unwrap(), address).unwrap();
+        // A length that claims 16 MiB.
+        connection
+            .stream
+            .write_all(&(16u32 << 20).to_be_bytes())
+            .unwrap();
+        connection.stream.flush().unwrap();
+        let error = handle.join().unwrap();
+        assert!(error.contains("over the 1048576 allowed"), "{error}");
+    }
+}
