@@ -148,6 +148,19 @@ fn condition<'a>(object: &'a Value, kind: &str) -> &'a Value {
         .unwrap()
 }
 
+/// Turns the object's condition of `kind` False, with the controller's reason and message.
+fn set_condition(object: &mut Value, kind: &str, reason: &str, message: &str) {
+    let condition = object["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|condition| condition["type"] == kind)
+        .unwrap();
+    condition["status"] = json!("False");
+    condition["reason"] = json!(reason);
+    condition["message"] = json!(message);
+}
+
 fn named<'a>(objects: &'a mut [Value], name: &str) -> &'a mut Value {
     objects
         .iter_mut()
@@ -237,24 +250,18 @@ fn a_captured_cluster_is_available_then_degraded_by_each_kind_of_status_then_ava
     let deployment = named(&mut degraded, "metrics-server");
     deployment["status"]["availableReplicas"] = json!(0);
     deployment["status"]["unavailableReplicas"] = json!(1);
-    let available = deployment["status"]["conditions"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|condition| condition["type"] == "Available")
-        .unwrap();
-    available["status"] = json!("False");
-    available["reason"] = json!("MinimumReplicasUnavailable");
-    available["message"] = json!("Deployment does not have minimum availability.");
-    let progressing = named(&mut degraded, "traefik")["status"]["conditions"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|condition| condition["type"] == "Progressing")
-        .unwrap();
-    progressing["status"] = json!("False");
-    progressing["reason"] = json!("ProgressDeadlineExceeded");
-    progressing["message"] = json!("ReplicaSet \"traefik-5dd496474\" has timed out progressing.");
+    set_condition(
+        deployment,
+        "Available",
+        "MinimumReplicasUnavailable",
+        "Deployment does not have minimum availability.",
+    );
+    set_condition(
+        named(&mut degraded, "traefik"),
+        "Progressing",
+        "ProgressDeadlineExceeded",
+        "ReplicaSet \"traefik-5dd496474\" has timed out progressing.",
+    );
     // A new spec the controller has not seen yet.
     named(&mut degraded, "local-path-provisioner")["metadata"]["generation"] = json!(2);
     let daemon_set = &mut named(&mut degraded, "svclb-traefik")["status"];

@@ -12,7 +12,7 @@ use std::time::Duration;
 use berth_formats::health::KubernetesProbe;
 use serde_json::Value;
 
-use super::probe::{Found, run_program};
+use super::probe::{Found, RunError, run_program};
 
 pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> Vec<Found> {
     let wanted = super::probe::wanted(probe.name.as_deref(), &probe.match_labels);
@@ -52,7 +52,8 @@ pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> V
     }
     let ran = match run_program(&mut command, timeout) {
         Ok(ran) => ran,
-        Err(error) => return failed("TimedOut", error.to_string()),
+        Err(RunError::TimedOut(message)) => return failed("TimedOut", message),
+        Err(RunError::NotRun(message)) => return failed("NotRun", format!("kubectl: {message}")),
     };
     if !ran.success {
         let said = ran.stderr.trim().lines().last().unwrap_or("").to_string();
