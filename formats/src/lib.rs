@@ -10,12 +10,13 @@
 //! an installer's [`lock`], the node when it has none). Both quote values for bash with
 //! [`shell`], print errors with [`report`] and tables with [`table`]; [`name`] checks every
 //! add-on name and version that becomes a path. Between nodes, a [`rollout`] says how an
-//! add-on moves across the fleet.
+//! add-on moves across the fleet, and [`fleet`] holds what the nodes say to the first node.
 
 pub mod archive;
 pub mod bundle;
 pub mod digest;
 pub mod fields;
+pub mod fleet;
 pub mod health;
 pub mod lock;
 pub mod manifest;

@@ -90,6 +90,17 @@ impl Layout {
             .join(format!("{name}.json"))
     }
 
+    /// This node's fleet key (`fleet.key`, root's alone) and certificate; on another node,
+    /// the first node it registered with (`first-node.json`).
+    pub fn fleet_dir(&self) -> PathBuf {
+        self.install_dir().join("fleet")
+    }
+
+    /// On the first node: every node that registered (`berth nodes`).
+    pub fn fleet_registry(&self) -> PathBuf {
+        self.fleet_dir().join("nodes.json")
+    }
+
     /// The kubeconfig `kubectl` reads for Kubernetes components: kubeadm's admin.conf.
     pub fn kubeconfig(&self) -> PathBuf {
         self.root.join("etc/kubernetes/admin.conf")

@@ -76,6 +76,11 @@ enum Command {
     /// kURL's utility commands hooks run as `$BIN_KURL` (a link to `berth` named `kurl`).
     #[command(subcommand)]
     Kurl(commands::kurl::KurlCommand),
+    /// The fleet: the first node serving the others; a node registering and reporting.
+    #[command(subcommand)]
+    Fleet(commands::fleet::FleetCommand),
+    /// On the first node: every node that registered, its role, labels and add-ons.
+    Nodes(commands::fleet::NodesArgs),
 }
 
 fn main() -> ExitCode {
@@ -96,6 +101,8 @@ fn main() -> ExitCode {
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Kustomization(command) => commands::kustomization::run(command),
         Command::Kurl(command) => commands::kurl::run(command),
+        Command::Fleet(command) => commands::fleet::run(command),
+        Command::Nodes(args) => commands::fleet::nodes(args),
     };
     match result {
         Ok(code) => code,

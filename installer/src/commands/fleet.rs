@@ -1,0 +1,196 @@
+//! `berth fleet serve|register|report` and `berth nodes`: the first node serving the others,
+//! a node registering with it and reporting its add-ons, and the first node's list of them.
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use berth::fleet::channel::Pin;
+use berth::fleet::{first_node, node};
+use berth::layout::Layout;
+use berth_formats::fleet::{NodeInfo, Role};
+use berth_formats::table::{self, Align};
+
+use crate::RootArgs;
+
+#[derive(clap::Subcommand)]
+pub enum FleetCommand {
+    /// On the first node: publish the fleet's join parameters and serve the other nodes.
+    Serve {
+        /// Where to listen.
+        #[arg(long, default_value = "0.0.0.0:7433")]
+        listen: String,
+        /// Where the other nodes reach this one (the listening address unless given).
+        #[arg(long)]
+        advertise: Option<String>,
+        /// How long the join token lasts (`24h`, `90m`).
+        #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+        token_ttl: Duration,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    /// Register this node with the first node of its join command.
+    Register {
+        /// The first node's `fleet-address`.
+        #[arg(long)]
+        first_node: String,
+        /// The first node's `fleet-pin`: its key's hash, the only key this node trusts.
+        #[arg(long)]
+        pin: String,
+        /// The join command's `fleet-token`.
+        #[arg(long)]
+        token: String,
+        /// This node's name in the fleet.
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_enum, default_value = "secondary")]
+        role: RoleArg,
+        /// A label, `key=value` (repeatable).
+        #[arg(long = "label")]
+        labels: Vec<String>,
+        /// Where the first node can reach this node.
+        #[arg(long, default_value = "")]
+        address: String,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    /// Send this node's add-ons to the first node it registered with.
+    Report {
+        #[command(flatten)]
+        root: RootArgs,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum RoleArg {
+    Primary,
+    Secondary,
+}
+
+#[derive(clap::Args)]
+pub struct NodesArgs {
+    /// Print the registry as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    root: RootArgs,
+}
+
+pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        FleetCommand::Serve {
+            listen,
+            advertise,
+            token_ttl,
+            root,
+        } => {
+            let layout = Layout::new(&root.root);
+            let listener = TcpListener::bind(&listen)
+                .with_context(|| format!("failed to listen on {listen}"))?;
+            let bound = listener.local_addr()?.to_string();
+            let pin =
+                first_node::prepare(&layout, advertise.as_deref().unwrap_or(&bound), token_ttl)?;
+            eprintln!("berth fleet: serving on {bound}, key {pin}");
+            first_node::serve(&layout, listener)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        FleetCommand::Register {
+            first_node,
+            pin,
+            token,
+            name,
+            role,
+            labels,
+            address,
+            root,
+        } => {
+            let layout = Layout::new(&root.root);
+            let info = NodeInfo {
+                name,
+                role: match role {
+                    RoleArg::Primary => Role::Primary,
+                    RoleArg::Secondary => Role::Secondary,
+                },
+                labels: node::labels(&labels)?,
+                address,
+            };
+            berth_formats::name::check_plain("node name", &info.name)?;
+            let target = node::FirstNode {
+                address: first_node,
+                pin: Pin(pin),
+            };
+            let name = node::register(&layout, target, &token, info)?;
+            show!("registered as {name}");
+            Ok(ExitCode::SUCCESS)
+        }
+        FleetCommand::Report { root } => {
+            let count = node::report(&Layout::new(&root.root))?;
+            show!("reported {count} add-on(s)");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Lists every node that registered with this one.
+pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
+    let layout = Layout::new(&args.root.root);
+    let registry = berth::fleet::registry::Registry::load(&layout.fleet_registry())?;
+    let records: Vec<_> = registry.nodes().collect();
+    if args.json {
+        show!("{}", serde_json::to_string_pretty(&records)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<[String; 6]> = records
+        .iter()
+        .map(|record| {
+            let labels: Vec<String> = record
+                .info
+                .labels
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            let addons: Vec<String> = record
+                .addons
+                .iter()
+                .map(|addon| {
+                    format!(
+                        "{} {} {}",
+                        addon.name,
+                        addon.current.as_deref().unwrap_or("-"),
+                        addon.progressing
+                    )
+                })
+                .collect();
+            let seen = first_node::age(&record.last_contact).map_or_else(
+                || record.last_contact.clone(),
+                |age| format!("{}s ago", age.as_secs()),
+            );
+            [
+                record.info.name.clone(),
+                format!("{:?}", record.info.role).to_lowercase(),
+                record.info.address.clone(),
+                labels.join(","),
+                seen,
+                addons.join("; "),
+            ]
+        })
+        .collect();
+    show!(
+        "{}",
+        table::render(
+            [
+                "NAME",
+                "ROLE",
+                "ADDRESS",
+                "LABELS",
+                "LAST CONTACT",
+                "ADD-ONS"
+            ],
+            [Align::Left; 6],
+            &rows
+        )
+        .trim_end_matches('\n')
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,215 @@
+//! The first node's side of the fleet: it listens for the other nodes, registers those that
+//! bring the join token, and takes the reports of those it knows, one thread per connection,
+//! the registry behind one lock. Every refusal is logged with the peer's key and address.
+//!
+//! `prepare` makes the first node's key and the join token, and publishes the three join
+//! parameters (`fleet-address`, `fleet-pin`, `fleet-token`, the token a secret that expires)
+//! so that `berth join-command` carries them to the next node.
+
+use std::io::Write as _;
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use berth_formats::fleet::{ADDRESS_PARAM, PIN_PARAM, Request, Response, TOKEN_PARAM};
+
+use crate::fleet::channel::{self, ChannelError, Identity, Pin};
+use crate::fleet::registry::Registry;
+use crate::join::JoinStore;
+use crate::layout::Layout;
+use crate::state::now;
+
+/// Makes (or keeps) the first node's key and join token, and publishes them as join
+/// parameters with `address`, where the other nodes reach this one.
+pub fn prepare(layout: &Layout, address: &str, token_ttl: Duration) -> anyhow::Result<Pin> {
+    let identity = Identity::load_or_create(&layout.fleet_dir())?;
+    let store = JoinStore::new(layout.join_file());
+    let joined = store.load()?;
+    let current = joined.params.get(TOKEN_PARAM).filter(|param| {
+        param
+            .expires_at
+            .as_deref()
+            .is_some_and(|expires| expires > now().as_str())
+    });
+    let token = match current {
+        Some(param) => param.value.clone(),
+        None => new_token()?,
+    };
+    store.set(ADDRESS_PARAM, address.to_string(), false, false, token_ttl)?;
+    store.set(PIN_PARAM, identity.pin().0, false, false, token_ttl)?;
+    if current.is_none() {
+        store.set(TOKEN_PARAM, token, true, false, token_ttl)?;
+    }
+    Ok(identity.pin())
+}
+
+/// 128 random bits, hex.
+fn new_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 16];
+    use std::io::Read as _;
+    fs_err::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(hex::encode(bytes))
+}
+
+/// Serves the other nodes on `listener` until the process ends.
+pub fn serve(layout: &Layout, listener: TcpListener) -> anyhow::Result<()> {
+    let identity = Identity::load_or_create(&layout.fleet_dir())?;
+    let config = channel::server_config(&identity)?;
+    let shared = Arc::new(Shared {
+        registry: Mutex::new(Registry::load(&layout.fleet_registry())?),
+        join_file: layout.join_file(),
+        log: layout.log_dir().join("fleet.log"),
+    });
+    let open = Arc::new(AtomicUsize::new(0));
+    for tcp in listener.incoming() {
+        let Ok(tcp) = tcp else { continue };
+        // A flood of connections costs a bounded number of threads: past the limit, a
+        // connection is closed at once (a node retries).
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            shared.log(&format!(
+                "closed a connection from {}: {MAX_CONNECTIONS} are open",
+                tcp.peer_addr()
+                    .map_or_else(|_| "?".into(), |address| address.to_string())
+            ));
+            continue;
+        }
+        let (config, shared, open) = (config.clone(), shared.clone(), open.clone());
+        std::thread::spawn(move || {
+            if let Err(error) = handle(config, tcp, &shared) {
+                shared.log(&format!(
+                    "connection ended: {}",
+                    berth_formats::report::chain(&error)
+                ));
+            }
+            open.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+    Ok(())
+}
+
+/// The most connections served at once (each a thread).
+pub const MAX_CONNECTIONS: usize = 1024;
+
+struct Shared {
+    registry: Mutex<Registry>,
+    join_file: PathBuf,
+    log: PathBuf,
+}
+
+impl Shared {
+    /// One line in the fleet log (and on standard error): refusals are what an admin looks for.
+    fn log(&self, line: &str) {
+        let line = format!("{} {line}\n", now());
+        eprint!("berth fleet: {line}");
+        if let Some(parent) = self.log.parent() {
+            let _ = fs_err::create_dir_all(parent);
+        }
+        if let Ok(mut file) = fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+        {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+
+    /// Whether `token` is the published, unexpired join token.
+    fn token_is_good(&self, token: &str) -> bool {
+        let Ok(file) = JoinStore::new(self.join_file.clone()).load() else {
+            return false;
+        };
+        file.params.get(TOKEN_PARAM).is_some_and(|param| {
+            param
+                .expires_at
+                .as_deref()
+                .is_some_and(|expires| expires > now().as_str())
+                && constant_time_equal(param.value.as_bytes(), token.as_bytes())
+        })
+    }
+
+    fn answer(&self, peer: &Pin, address: &str, request: Request) -> Response {
+        let refused = |reason: String| {
+            self.log(&format!("refused {address} (key {peer}): {reason}"));
+            Response::Refused { reason }
+        };
+        if let Err(reason) = request.check() {
+            return refused(reason);
+        }
+        let mut registry = self
+            .registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = now();
+        let outcome = match request {
+            Request::Register { token, node } => {
+                if !self.token_is_good(&token) {
+                    return refused("the join token is wrong or has expired".into());
+                }
+                let name = node.name.clone();
+                registry
+                    .register(peer, node, address, &now)
+                    .map(|()| Response::Registered { name })
+            }
+            Request::Report { addons } => registry
+                .report(peer, addons, address, &now)
+                .map(|_| Response::Accepted),
+        };
+        match outcome {
+            Ok(response) => match registry.save() {
+                Ok(()) => response,
+                Err(error) => refused(berth_formats::report::chain(&error)),
+            },
+            Err(reason) => refused(reason),
+        }
+    }
+}
+
+fn handle(
+    config: Arc<rustls::ServerConfig>,
+    tcp: TcpStream,
+    shared: &Shared,
+) -> Result<(), ChannelError> {
+    let mut connection = channel::accept(config, tcp)?;
+    let (peer, address) = (connection.peer().clone(), connection.address().to_string());
+    // A node may say several things on one connection; it ends when the node hangs up.
+    loop {
+        let request: Request = match connection.receive() {
+            Ok(request) => request,
+            Err(ChannelError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::UnexpectedEof =>
+            {
+                return Ok(());
+            }
+            Err(error) => {
+                // Logged here, where the peer's key is known; the connection ends.
+                shared.log(&format!(
+                    "refused {address} (key {peer}): {}",
+                    berth_formats::report::chain(&error)
+                ));
+                return Ok(());
+            }
+        };
+        let response = shared.answer(&peer, &address, request);
+        connection.send(&response)?;
+    }
+}
+
+/// Compares without stopping at the first difference, so the time taken tells nothing of
+/// how much of a guessed token was right.
+fn constant_time_equal(left: &[u8], right: &[u8]) -> bool {
+    left.len() == right.len()
+        && left
+            .iter()
+            .zip(right)
+            .fold(0u8, |difference, (left, right)| difference | (left ^ right))
+            == 0
+}
+
+/// How long ago an RFC 3339 time was, for `berth nodes`.
+pub fn age(time: &str) -> Option<Duration> {
+    let then = humantime::parse_rfc3339_weak(time).ok()?;
+    SystemTime::now().duration_since(then).ok()
+}

@@ -1,0 +1,149 @@
+//! The fleet with real `berth` processes on loopback: the first node serving, other nodes
+//! registering with the join command's fleet parameters and reporting their add-ons, and
+//! every forged or replayed message refused and logged.
+
+mod support;
+
+use std::time::Duration;
+
+use berth::fleet::channel::Pin;
+use support::*;
+
+/// A node with the `hello` add-on installed from `dist`.
+fn installed_node(dist: &TestDist, spec: &std::path::Path) -> Node {
+    let node = Node::new();
+    succeeded(&node.install(spec, &dist.url(), &[]));
+    node
+}
+
+/// The `key=value` words of a join command.
+fn param(command: &str, key: &str) -> String {
+    command
+        .split_whitespace()
+        .find_map(|word| word.trim_matches('\'').strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in {command}"))
+        .to_string()
+}
+
+#[test]
+fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
+    let mut dist = TestDist::new();
+    let folder = dist.addon("hello", "1.0.0", "function hello() { :; }\n");
+    dist.package(&folder);
+    dist.write_versions();
+    let spec = dist.spec("hello.yaml", &[("hello", "version: 1.0.0")]);
+    let first = installed_node(&dist, &spec);
+    let port = free_port();
+    let mut server = spawn_quietly(&mut first.command(&[
+        "fleet",
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+    ]));
+    let mut command = String::new();
+    wait_until(
+        "the fleet's join parameters",
+        Duration::from_secs(30),
+        || {
+            command = text(&first.berth(&["join-command", "--airgap"]).stdout);
+            command.contains("fleet-token=")
+        },
+    );
+    let (address, pin, token) = (
+        param(&command, "fleet-address"),
+        param(&command, "fleet-pin"),
+        param(&command, "fleet-token"),
+    );
+    assert_eq!(address, format!("127.0.0.1:{port}"));
+    assert!(command.contains("join-expires="), "{command}");
+    let register = |node: &Node, pin: &str, token: &str, name: &str| {
+        node.berth(&[
+            "fleet",
+            "register",
+            "--first-node",
+            &address,
+            "--pin",
+            pin,
+            "--token",
+            token,
+            "--name",
+            name,
+            "--label",
+            "canary=true",
+            "--address",
+            "10.0.0.2",
+        ])
+    };
+
+    let second = installed_node(&dist, &spec);
+    assert_eq!(
+        succeeded(&register(&second, &pin, &token, "node-2")).trim(),
+        "registered as node-2"
+    );
+    assert_eq!(
+        succeeded(&second.berth(&["fleet", "report"])).trim(),
+        "reported 1 add-on(s)"
+    );
+    let nodes: serde_json::Value =
+        serde_json::from_slice(&first.berth(&["nodes", "--json"]).stdout).unwrap();
+    let record = &nodes[0];
+    assert_eq!(record["name"], "node-2", "{nodes:#}");
+    assert_eq!(record["role"], "secondary");
+    assert_eq!(record["labels"]["canary"], "true");
+    assert_eq!(record["addons"][0]["name"], "hello");
+    assert_eq!(record["addons"][0]["current"], "1.0.0");
+    assert_eq!(record["addons"][0]["progressing"], "Succeeded");
+    let certificate = fs_err::read(second.install_dir().join("fleet/fleet.crt")).unwrap();
+    assert_eq!(record["pin"], Pin::of(&certificate).0);
+    let table = succeeded(&first.berth(&["nodes"]));
+    assert!(
+        table.contains("node-2  secondary  10.0.0.2  canary=true"),
+        "{table}"
+    );
+    assert!(table.contains("hello 1.0.0 Succeeded"), "{table}");
+
+    // A stranger: a wrong token, then the right one (as if it had read the join command) but
+    // the name of a node it has not the key of, then a report from a key never registered.
+    let stranger = installed_node(&dist, &spec);
+    let error = failed(&register(&stranger, &pin, "0123456789abcdef", "node-3"));
+    assert!(
+        error.contains("the join token is wrong or has expired"),
+        "{error}"
+    );
+    let error = failed(&register(&stranger, &pin, &token, "node-2"));
+    assert!(error.contains("registered with another key"), "{error}");
+    fs_err::create_dir_all(stranger.install_dir().join("fleet")).unwrap();
+    fs_err::copy(
+        second.install_dir().join("fleet/first-node.json"),
+        stranger.install_dir().join("fleet/first-node.json"),
+    )
+    .unwrap();
+    let error = failed(&stranger.berth(&["fleet", "report"]));
+    assert!(error.contains("is not registered"), "{error}");
+    // A first node whose key is not the pinned one is not trusted.
+    let error = failed(&register(
+        &stranger,
+        &pin.replace("sha256:", "sha256:0"),
+        &token,
+        "node-3",
+    ));
+    assert!(error.contains("this node was given"), "{error}");
+
+    let log = fs_err::read_to_string(first.root.path().join("var/log/berth/fleet.log")).unwrap();
+    for reason in [
+        "the join token is wrong or has expired",
+        "registered with another key",
+        "is not registered",
+    ] {
+        let line = log.lines().find(|line| line.contains(reason));
+        assert!(
+            line.is_some_and(|line| line.contains("refused 127.0.0.1:")),
+            "{reason}: {log}"
+        );
+    }
+    let nodes: serde_json::Value =
+        serde_json::from_slice(&first.berth(&["nodes", "--json"]).stdout).unwrap();
+    assert_eq!(nodes.as_array().unwrap().len(), 1, "{nodes:#}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
