@@ -16,6 +16,21 @@ fn installed_node(dist: &TestDist, spec: &std::path::Path) -> Node {
     node
 }
 
+/// The first node's registry, by node name.
+fn registered(first: &Node) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let nodes: Vec<serde_json::Value> =
+        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    nodes
+        .into_iter()
+        .map(|node| (node["name"].as_str().unwrap().to_string(), node))
+        .collect()
+}
+
+fn succeeded_bytes(output: &std::process::Output) -> Vec<u8> {
+    succeeded(output);
+    output.stdout.clone()
+}
+
 /// The `key=value` words of a join command.
 fn param(command: &str, key: &str) -> String {
     command
@@ -39,6 +54,8 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         "serve",
         "--listen",
         &format!("127.0.0.1:{port}"),
+        "--name",
+        "first",
     ]));
     let mut command = String::new();
     wait_until(
@@ -84,10 +101,10 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         succeeded(&second.berth(&["fleet", "report"])).trim(),
         "reported 1 add-on(s)"
     );
-    let nodes: serde_json::Value =
-        serde_json::from_slice(&first.berth(&["nodes", "--json"]).stdout).unwrap();
-    let record = &nodes[0];
-    assert_eq!(record["name"], "node-2", "{nodes:#}");
+    let nodes = registered(&first);
+    assert_eq!(nodes["first"]["role"], "primary", "{nodes:#?}");
+    assert_eq!(nodes["first"]["address"], address);
+    let record = &nodes["node-2"];
     assert_eq!(record["role"], "secondary");
     assert_eq!(record["labels"]["canary"], "true");
     assert_eq!(record["addons"][0]["name"], "hello");
@@ -95,12 +112,22 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     assert_eq!(record["addons"][0]["progressing"], "Succeeded");
     let certificate = fs_err::read(second.install_dir().join("fleet/fleet.crt")).unwrap();
     assert_eq!(record["pin"], Pin::of(&certificate).0);
+    assert_eq!(nodes["first"]["addons"][0]["current"], "1.0.0");
     let table = succeeded(&first.berth(&["nodes"]));
-    assert!(
-        table.contains("node-2  secondary  10.0.0.2  canary=true"),
+    let row = |name: &str| -> Vec<String> {
+        let line = table.lines().find(|line| line.starts_with(name)).unwrap();
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    assert_eq!(
+        row("node-2")[..4],
+        ["node-2", "secondary", "10.0.0.2", "canary=true"],
         "{table}"
     );
-    assert!(table.contains("hello 1.0.0 Succeeded"), "{table}");
+    assert!(
+        row("node-2").ends_with(&["hello".into(), "1.0.0".into(), "Succeeded".into()]),
+        "{table}"
+    );
+    assert_eq!(row("first")[..2], ["first", "primary"], "{table}");
 
     // A stranger: a wrong token, then the right one (as if it had read the join command) but
     // the name of a node it has not the key of, then a report from a key never registered.
@@ -141,9 +168,39 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
             "{reason}: {log}"
         );
     }
-    let nodes: serde_json::Value =
-        serde_json::from_slice(&first.berth(&["nodes", "--json"]).stdout).unwrap();
-    assert_eq!(nodes.as_array().unwrap().len(), 1, "{nodes:#}");
+    assert_eq!(
+        registered(&first).keys().collect::<Vec<_>>(),
+        ["first", "node-2"]
+    );
+
+    // A node that joins with the command's parameters registers as it joins.
+    let joining = Node::new();
+    let output = joining.run(
+        "join",
+        &spec,
+        &dist.url(),
+        &[
+            &format!("fleet-address={address}"),
+            &format!("fleet-pin={pin}"),
+            &format!("fleet-token={token}"),
+            "node-name=node-4",
+            "labels=zone=edge,canary=true",
+            "private-address=10.0.0.4",
+            "control-plane",
+        ],
+    );
+    succeeded(&output);
+    assert!(
+        text(&output.stderr).contains("registered with the first node as node-4"),
+        "{}",
+        text(&output.stderr)
+    );
+    let nodes = registered(&first);
+    let joined = &nodes["node-4"];
+    assert_eq!(joined["role"], "primary", "{joined:#}");
+    assert_eq!(joined["labels"]["zone"], "edge");
+    assert_eq!(joined["labels"]["canary"], "true");
+    assert_eq!(joined["address"], "10.0.0.4");
     let _ = server.kill();
     let _ = server.wait();
 }

@@ -27,6 +27,9 @@ pub enum FleetCommand {
         /// How long the join token lasts (`24h`, `90m`).
         #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
         token_ttl: Duration,
+        /// This node's name in the fleet (its host name unless given).
+        #[arg(long)]
+        name: Option<String>,
         #[command(flatten)]
         root: RootArgs,
     },
@@ -83,14 +86,24 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
             listen,
             advertise,
             token_ttl,
+            name,
             root,
         } => {
             let layout = Layout::new(&root.root);
+            let name = match name {
+                Some(name) => name,
+                None => node::host_name()?,
+            };
+            berth_formats::name::check_plain("node name", &name)?;
             let listener = TcpListener::bind(&listen)
                 .with_context(|| format!("failed to listen on {listen}"))?;
             let bound = listener.local_addr()?.to_string();
-            let pin =
-                first_node::prepare(&layout, advertise.as_deref().unwrap_or(&bound), token_ttl)?;
+            let pin = first_node::prepare(
+                &layout,
+                &name,
+                advertise.as_deref().unwrap_or(&bound),
+                token_ttl,
+            )?;
             eprintln!("berth fleet: serving on {bound}, key {pin}");
             first_node::serve(&layout, listener)?;
             Ok(ExitCode::SUCCESS)
@@ -136,7 +149,19 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
 pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
     let registry = berth::fleet::registry::Registry::load(&layout.fleet_registry())?;
-    let records: Vec<_> = registry.nodes().collect();
+    // The first node's own add-ons are read here, as they are now.
+    let own = node::local_addons(&layout)?;
+    let records: Vec<_> = registry
+        .nodes()
+        .cloned()
+        .map(|mut record| {
+            if record.seen_from == first_node::ITSELF {
+                record.addons = own.clone();
+                record.last_contact = berth::state::now();
+            }
+            record
+        })
+        .collect();
     if args.json {
         show!("{}", serde_json::to_string_pretty(&records)?);
         return Ok(ExitCode::SUCCESS);

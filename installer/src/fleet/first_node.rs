@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use berth_formats::fleet::{ADDRESS_PARAM, PIN_PARAM, Request, Response, TOKEN_PARAM};
+use berth_formats::fleet::{
+    ADDRESS_PARAM, NodeInfo, PIN_PARAM, Request, Response, Role, TOKEN_PARAM,
+};
 
 use crate::fleet::channel::{self, ChannelError, Identity, Pin};
 use crate::fleet::registry::Registry;
@@ -21,10 +23,30 @@ use crate::join::JoinStore;
 use crate::layout::Layout;
 use crate::state::now;
 
+/// Where the first node's own record was seen from: its add-ons are read from its own state.
+pub const ITSELF: &str = "itself";
+
 /// Makes (or keeps) the first node's key and join token, and publishes them as join
 /// parameters with `address`, where the other nodes reach this one.
-pub fn prepare(layout: &Layout, address: &str, token_ttl: Duration) -> anyhow::Result<Pin> {
+pub fn prepare(
+    layout: &Layout,
+    name: &str,
+    address: &str,
+    token_ttl: Duration,
+) -> anyhow::Result<Pin> {
     let identity = Identity::load_or_create(&layout.fleet_dir())?;
+    // The first node is in its own registry, as the primary it is.
+    let mut registry = Registry::load(&layout.fleet_registry())?;
+    let own = NodeInfo {
+        name: name.to_string(),
+        role: Role::Primary,
+        labels: Default::default(),
+        address: address.to_string(),
+    };
+    registry
+        .register(&identity.pin(), own, ITSELF, &now())
+        .map_err(anyhow::Error::msg)?;
+    registry.save()?;
     let store = JoinStore::new(layout.join_file());
     let joined = store.load()?;
     let current = joined.params.get(TOKEN_PARAM).filter(|param| {

@@ -55,11 +55,7 @@ pub fn report(layout: &Layout) -> anyhow::Result<usize> {
     let text = fs_err::read(&path).context("this node has not registered with a first node")?;
     let first_node: FirstNode = serde_json::from_slice(&text)
         .with_context(|| format!("{} is damaged; register again", path.display()))?;
-    let (states, _damaged) = StateStore::new(layout.state_dir()).load_all()?;
-    let addons: Vec<AddonReport> = states
-        .iter()
-        .map(|state| addon_report(layout, state))
-        .collect();
+    let addons = local_addons(layout)?;
     let count = addons.len();
     let response = exchange(layout, &first_node, &Request::Report { addons })?;
     match response {
@@ -107,6 +103,15 @@ fn exchange(
     Ok(connection.receive()?)
 }
 
+/// This node's add-ons as the first node sees them.
+pub fn local_addons(layout: &Layout) -> anyhow::Result<Vec<AddonReport>> {
+    let (states, _damaged) = StateStore::new(layout.state_dir()).load_all()?;
+    Ok(states
+        .iter()
+        .map(|state| addon_report(layout, state))
+        .collect())
+}
+
 /// An add-on as the first node sees it: versions, the Progressing reason, and the health
 /// conditions when its components were probed.
 fn addon_report(layout: &Layout, state: &AddonState) -> AddonReport {
@@ -129,6 +134,61 @@ fn addon_report(layout: &Layout, state: &AddonState) -> AddonReport {
         available: health.as_ref().map(|health| health.available()),
         degraded: health.as_ref().map(|health| health.degraded()),
     }
+}
+
+/// After a join, the registration its command asks for: when the parameters carry the
+/// first node's `fleet-address`, `fleet-pin` and `fleet-token`, this node registers under
+/// `node-name` (its host name unless given), as a primary when it joined the control plane,
+/// with kURL's `labels=key=value,…` and `private-address`. `None` when they do not.
+pub fn register_after_join(
+    layout: &Layout,
+    params: &[(String, String)],
+) -> anyhow::Result<Option<String>> {
+    use berth_formats::fleet::{ADDRESS_PARAM, PIN_PARAM, Role, TOKEN_PARAM};
+    let param = |key: &str| {
+        params
+            .iter()
+            .rev()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+    };
+    let (Some(address), Some(pin), Some(token)) =
+        (param(ADDRESS_PARAM), param(PIN_PARAM), param(TOKEN_PARAM))
+    else {
+        return Ok(None);
+    };
+    let name = match param("node-name") {
+        Some(name) => name.to_string(),
+        None => host_name()?,
+    };
+    berth_formats::name::check_plain("node name", &name)?;
+    let pairs: Vec<String> = param("labels")
+        .unwrap_or("")
+        .split(',')
+        .filter(|pair| !pair.is_empty())
+        .map(str::to_string)
+        .collect();
+    let node = NodeInfo {
+        name,
+        role: if param("control-plane").is_some() {
+            Role::Primary
+        } else {
+            Role::Secondary
+        },
+        labels: labels(&pairs)?,
+        address: param("private-address").unwrap_or("").to_string(),
+    };
+    let first_node = FirstNode {
+        address: address.to_string(),
+        pin: Pin(pin.to_string()),
+    };
+    register(layout, first_node, token, node).map(Some)
+}
+
+/// The node's host name, as its fleet name when none is given.
+pub fn host_name() -> anyhow::Result<String> {
+    let name = nix::unistd::gethostname().context("failed to read the host name")?;
+    Ok(name.to_string_lossy().into_owned())
 }
 
 /// `key=value` labels, as the join command's parameters and `--label` give them.
