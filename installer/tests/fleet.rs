@@ -129,6 +129,15 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     );
     assert_eq!(row("first")[..2], ["first", "primary"], "{table}");
 
+    // The agent reports on its own, every interval: the last contact moves on.
+    let reported = registered(&first)["node-2"]["lastContact"].clone();
+    let mut agent = spawn_quietly(&mut second.command(&["fleet", "agent", "--interval", "1"]));
+    wait_until("a report from the agent", Duration::from_secs(30), || {
+        registered(&first)["node-2"]["lastContact"] != reported
+    });
+    let _ = agent.kill();
+    let _ = agent.wait();
+
     // A stranger: a wrong token, then the right one (as if it had read the join command) but
     // the name of a node it has not the key of, then a report from a key never registered.
     let stranger = installed_node(&dist, &spec);

@@ -63,6 +63,15 @@ pub enum FleetCommand {
         #[command(flatten)]
         root: RootArgs,
     },
+    /// Report this node's add-ons to the first node every interval, until stopped; a report
+    /// that fails is said and tried again at the next interval.
+    Agent {
+        /// Seconds between reports.
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        interval: u64,
+        #[command(flatten)]
+        root: RootArgs,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -141,6 +150,18 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
             let count = node::report(&Layout::new(&root.root))?;
             show!("reported {count} add-on(s)");
             Ok(ExitCode::SUCCESS)
+        }
+        FleetCommand::Agent { interval, root } => {
+            let layout = Layout::new(&root.root);
+            loop {
+                if let Err(error) = node::report(&layout) {
+                    eprintln!(
+                        "berth fleet agent: {}",
+                        berth_formats::report::chain(error.as_ref())
+                    );
+                }
+                std::thread::sleep(Duration::from_secs(interval));
+            }
         }
     }
 }
