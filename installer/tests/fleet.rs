@@ -210,6 +210,25 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     assert_eq!(joined["labels"]["zone"], "edge");
     assert_eq!(joined["labels"]["canary"], "true");
     assert_eq!(joined["address"], "10.0.0.4");
+
+    // The first node restarted keeps its key, its token and its registry: the join command
+    // handed out still works, and the nodes go on reporting.
+    let _ = server.kill();
+    let _ = server.wait();
+    let mut server = spawn_quietly(
+        &mut first.command(&["fleet", "serve", "--listen", &address, "--name", "first"]),
+    );
+    wait_until(
+        "the first node serving again",
+        Duration::from_secs(30),
+        || second.berth(&["fleet", "report"]).status.success(),
+    );
+    let again = succeeded(&first.berth(&["join-command", "--airgap"]));
+    assert_eq!(
+        (param(&again, "fleet-pin"), param(&again, "fleet-token")),
+        (pin.clone(), token.clone())
+    );
+    assert_eq!(registered(&first).len(), 3);
     let _ = server.kill();
     let _ = server.wait();
 }

@@ -55,14 +55,11 @@ pub fn prepare(
             .as_deref()
             .is_some_and(|expires| expires > now().as_str())
     });
-    let token = match current {
-        Some(param) => param.value.clone(),
-        None => new_token()?,
-    };
     store.set(ADDRESS_PARAM, address.to_string(), false, false, token_ttl)?;
     store.set(PIN_PARAM, identity.pin().0, false, false, token_ttl)?;
+    // A token still valid is kept: join commands already handed out go on working.
     if current.is_none() {
-        store.set(TOKEN_PARAM, token, true, false, token_ttl)?;
+        store.set(TOKEN_PARAM, new_token()?, true, false, token_ttl)?;
     }
     Ok(identity.pin())
 }
