@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::name::plain_name;
+use crate::name::{plain_name, plain_version};
 pub use crate::rollout::Role;
 
 /// The most labels one node carries.
@@ -15,6 +15,8 @@ pub const MAX_LABELS: usize = 64;
 pub const MAX_ADDONS: usize = 256;
 /// The longest text in a message field (a label, an address, a version, a reason).
 pub const MAX_TEXT: usize = 1024;
+/// The longest failure message a node sends with its progress.
+pub const MAX_MESSAGE: usize = 16 * 1024;
 
 /// The join parameters that lead a new node to the first node.
 pub const ADDRESS_PARAM: &str = "fleet-address";
@@ -28,14 +30,81 @@ pub enum Request {
     Register { token: String, node: NodeInfo },
     /// A registered node says where its add-ons stand.
     Report { addons: Vec<AddonReport> },
+    /// A registered node asks whether a rollout has work for it.
+    Poll,
+    /// A node says where the work it was given stands, and its add-ons with it.
+    Progress {
+        #[serde(deserialize_with = "plain_name")]
+        work: String,
+        outcome: Outcome,
+        /// Why it failed, in a line or a few.
+        #[serde(default)]
+        message: String,
+        #[serde(default)]
+        addons: Vec<AddonReport>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Response {
-    Registered { name: String },
+    Registered {
+        name: String,
+    },
     Accepted,
-    Refused { reason: String },
+    Refused {
+        reason: String,
+    },
+    /// The answer to a poll when a rollout has started this node.
+    Work {
+        work: Work,
+    },
+    /// The answer to a poll when it has not.
+    Idle,
+}
+
+/// What a rollout asks of one node: change one add-on, then say how it went. The same work
+/// (by `id`) is handed out until the node reports its outcome; a node runs each id once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Work {
+    /// `<rollout>.<generation>`: new for every apply and every rollback.
+    #[serde(deserialize_with = "plain_name")]
+    pub id: String,
+    #[serde(deserialize_with = "plain_name")]
+    pub addon: String,
+    pub action: Action,
+    /// The first node's join parameters (and `join-expires`), for a node that joined: its
+    /// upgrade runs the add-ons' join hooks with them, as kURL's does.
+    #[serde(default)]
+    pub params: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Action {
+    /// Upgrade the add-on to `version` with `config` over the fields the node's spec has.
+    #[serde(rename_all = "camelCase")]
+    Apply {
+        #[serde(deserialize_with = "plain_version")]
+        version: String,
+        #[serde(default)]
+        config: serde_json::Map<String, serde_json::Value>,
+        /// The hash of the version and configuration: the node reports it once applied.
+        config_hash: String,
+    },
+    /// Go back to the spec the node ran before work `work` (a rollback).
+    Restore {
+        #[serde(deserialize_with = "plain_name")]
+        work: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    Running,
+    Succeeded,
+    Failed,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +139,14 @@ pub struct AddonReport {
     pub available: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<bool>,
+    /// The configuration hash of the rollout work this node last applied to the add-on (OCM's
+    /// last-applied config hash); none before any rollout changed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+    /// The node's own fields for the add-on (`/etc/berth/node.yaml`): the last layer of a
+    /// rollout's configuration.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub node_config: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What the first node knows of a node.
@@ -108,12 +185,29 @@ impl Request {
                     return Err(format!("a label is longer than {MAX_TEXT} bytes"));
                 }
             }
+            Request::Poll => {}
+            Request::Progress {
+                message, addons, ..
+            } => {
+                if message.len() > MAX_MESSAGE {
+                    return Err(format!("a message is longer than {MAX_MESSAGE} bytes"));
+                }
+                return Request::Report {
+                    addons: addons.clone(),
+                }
+                .check();
+            }
             Request::Report { addons } => {
                 if addons.len() > MAX_ADDONS {
                     return Err(format!("more than {MAX_ADDONS} add-ons"));
                 }
                 for addon in addons {
-                    let texts = [&addon.desired, &addon.current, &addon.last];
+                    let texts = [
+                        &addon.desired,
+                        &addon.current,
+                        &addon.last,
+                        &addon.config_hash,
+                    ];
                     if long(&addon.progressing)
                         || texts.iter().any(|text| text.as_deref().is_some_and(long))
                     {
@@ -168,6 +262,8 @@ mod tests {
                 progressing: "Succeeded".into(),
                 available: Some(true),
                 degraded: None,
+                config_hash: None,
+                node_config: Default::default(),
             }],
         };
         assert!(report.check().unwrap_err().contains("demo"));

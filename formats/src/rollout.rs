@@ -381,6 +381,117 @@ impl Rollout {
     }
 }
 
+/// The first node's record of a rollout: the spec as applied, and where each node stands.
+/// Kept as `var/lib/berth/fleet/rollouts/<name>.json`; `berth rollout status --json` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutRecord {
+    pub rollout: Rollout,
+    /// Bumped by every apply of the rollout's name and every rollback: the work a node is
+    /// given is `<name>.<generation>`, so a node runs each generation once.
+    pub generation: u32,
+    pub direction: Direction,
+    pub control: Control,
+    /// Where it stands, as of the last decision.
+    pub state: RolloutState,
+    /// Why it stopped, when it did.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    pub applied_at: String,
+    pub updated_at: String,
+    pub targets: Vec<TargetRecord>,
+}
+
+impl RolloutRecord {
+    /// The id of the work this generation gives its nodes.
+    pub fn work_id(&self) -> String {
+        format!("{}.{}", self.rollout.metadata.name, self.generation)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Direction {
+    /// Nodes move to the rollout's version and configuration.
+    Forward,
+    /// The nodes an earlier generation moved go back to what they ran before it.
+    Rollback,
+}
+
+/// What the admin asked: go on, hold (no node starts), or stop for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Control {
+    Running,
+    Paused,
+    Aborted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RolloutState {
+    /// Nodes are running or soaking, or about to start.
+    Progressing,
+    /// Paused by the admin: nodes already started finish, none starts.
+    Paused,
+    /// More nodes failed than `maxFailures` allows: no node starts any more.
+    Stopped,
+    /// Aborted by the admin.
+    Aborted,
+    /// Every node finished.
+    Completed,
+}
+
+/// One node of a rollout: what it gets and where it stands (OCM's per-cluster status:
+/// desired and last version, the config hash, the state and its times).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetRecord {
+    pub node: String,
+    pub role: Role,
+    /// The decision group it belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The placement that chose it, if the rollout has placements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
+    /// The version it moves to (for a rollback, the version it ran before).
+    pub version: String,
+    /// The version it ran when the rollout was applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_version: Option<String>,
+    /// Its configuration, layered: the rollout's, the placement's, the node's own.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub config: serde_json::Map<String, serde_json::Value>,
+    /// The hash of `version` and `config`: OCM's desired config hash.
+    pub config_hash: String,
+    pub state: TargetState,
+    /// When the rollout started it (handed out its work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// When the node said it took the work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub picked_up_at: Option<String>,
+    /// When its run succeeded (its soak starts then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub succeeded_at: Option<String>,
+    /// When it finished: soaked, or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TargetState {
+    /// Not started.
+    ToApply,
+    /// Its work was handed out (or waits for the node to ask) and has not finished.
+    Running,
+    /// Its run succeeded; it must stay healthy for `minSuccessTime`.
+    Soaking,
+    Succeeded,
+    Failed,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

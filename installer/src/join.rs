@@ -187,15 +187,18 @@ pub struct CommandOptions {
     pub airgap: bool,
 }
 
-/// The command that joins a new node, in kURL's form: the served join.sh (or the bundle's, for
-/// airgap) with every parameter as `key=value`, then `join-expires=` when a secret is in it.
-pub fn join_command(file: &JoinFile, options: CommandOptions) -> Result<String, JoinError> {
-    let id = file.installer.as_deref().ok_or(JoinError::NotInstalled)?;
+/// A join's `key=value` parameters: every one published (those for the control plane only
+/// with `control_plane`), then `join-expires=` when a secret is among them. Refused once a
+/// secret has expired.
+pub fn join_params(
+    file: &JoinFile,
+    control_plane: bool,
+) -> Result<Vec<(String, String)>, JoinError> {
     let now = SystemTime::now();
     let chosen: Vec<(&String, &JoinParam)> = file
         .params
         .iter()
-        .filter(|(_, param)| options.control_plane || !param.control_plane)
+        .filter(|(_, param)| control_plane || !param.control_plane)
         .collect();
     let mut expired = Vec::new();
     let mut earliest: Option<SystemTime> = None;
@@ -218,18 +221,26 @@ pub fn join_command(file: &JoinFile, options: CommandOptions) -> Result<String, 
             keys: expired.into_iter().map(|(key, _)| key).collect(),
         });
     }
+    let mut params: Vec<(String, String)> = chosen
+        .into_iter()
+        .map(|(key, param)| (key.clone(), param.value.clone()))
+        .collect();
+    if let Some(earliest) = earliest {
+        params.push((EXPIRES_PARAM.to_string(), rfc3339(earliest)));
+    }
+    Ok(params)
+}
+
+/// The command that joins a new node, in kURL's form: the served join.sh (or the bundle's, for
+/// airgap) with every parameter as `key=value`, then `join-expires=` when a secret is in it.
+pub fn join_command(file: &JoinFile, options: CommandOptions) -> Result<String, JoinError> {
+    let id = file.installer.as_deref().ok_or(JoinError::NotInstalled)?;
     let mut words = Vec::new();
     if options.airgap {
         words.push("airgap".to_string());
     }
-    for (key, param) in &chosen {
-        words.push(berth_formats::shell::word(&format!(
-            "{key}={}",
-            param.value
-        )));
-    }
-    if let Some(earliest) = earliest {
-        words.push(format!("{EXPIRES_PARAM}={}", rfc3339(earliest)));
+    for (key, value) in join_params(file, options.control_plane)? {
+        words.push(berth_formats::shell::word(&format!("{key}={value}")));
     }
     if options.control_plane {
         words.push("control-plane".to_string());

@@ -81,6 +81,9 @@ enum Command {
     Fleet(commands::fleet::FleetCommand),
     /// On the first node: every node that registered, its role, labels and add-ons.
     Nodes(commands::fleet::NodesArgs),
+    /// On the first node: move an add-on across the nodes by a rollout, and follow it.
+    #[command(subcommand)]
+    Rollout(commands::rollout::RolloutCommand),
 }
 
 fn main() -> ExitCode {
@@ -103,6 +106,7 @@ fn main() -> ExitCode {
         Command::Kurl(command) => commands::kurl::run(command),
         Command::Fleet(command) => commands::fleet::run(command),
         Command::Nodes(args) => commands::fleet::nodes(args),
+        Command::Rollout(command) => commands::rollout::run(command),
     };
     match result {
         Ok(code) => code,

@@ -7,6 +7,7 @@ mod support;
 use std::time::Duration;
 
 use berth::fleet::channel::Pin;
+use berth_formats::fleet::{Outcome, Request, Response};
 use support::*;
 
 /// A node with the `hello` add-on installed from `dist`.
@@ -156,6 +157,27 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     .unwrap();
     let error = failed(&stranger.berth(&["fleet", "report"]));
     assert!(error.contains("is not registered"), "{error}");
+    // Nor may it ask for work; and a registered node may speak only of work it was given.
+    let ask = |node: &Node, request: &Request| {
+        let layout = berth::layout::Layout::new(node.root.path());
+        let first_node = berth::fleet::node::first_node(&layout).unwrap();
+        berth::fleet::node::exchange(&layout, &first_node, request).unwrap()
+    };
+    let Response::Refused { reason } = ask(&stranger, &Request::Poll) else {
+        panic!("a stranger's poll was answered");
+    };
+    assert!(reason.contains("is not registered"), "{reason}");
+    assert_eq!(ask(&second, &Request::Poll), Response::Idle);
+    let forged = Request::Progress {
+        work: "demo-2.1".into(),
+        outcome: Outcome::Succeeded,
+        message: String::new(),
+        addons: Vec::new(),
+    };
+    let Response::Refused { reason } = ask(&second, &forged) else {
+        panic!("progress of work never given was taken");
+    };
+    assert!(reason.contains("no rollout gave work demo-2.1"), "{reason}");
     // A first node whose key is not the pinned one is not trusted.
     let error = failed(&register(
         &stranger,
@@ -170,6 +192,7 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         "the join token is wrong or has expired",
         "registered with another key",
         "is not registered",
+        "no rollout gave work demo-2.1",
     ] {
         let line = log.lines().find(|line| line.contains(reason));
         assert!(

@@ -46,6 +46,19 @@ impl Host {
     pub fn address(&self) -> &str {
         self.address.as_deref().expect("a host on the network")
     }
+
+    /// Cuts the host's link to the network (as a pulled cable), or puts it back.
+    pub fn set_link(&self, up: bool) {
+        let interface = self.interface.as_deref().expect("a host on the network");
+        run(Command::new("ip").args([
+            "-n",
+            &self.namespace,
+            "link",
+            "set",
+            interface,
+            if up { "up" } else { "down" },
+        ]));
+    }
 }
 
 impl Network {

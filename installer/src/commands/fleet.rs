@@ -63,8 +63,9 @@ pub enum FleetCommand {
         #[command(flatten)]
         root: RootArgs,
     },
-    /// Report this node's add-ons to the first node every interval, until stopped; a report
-    /// that fails is said and tried again at the next interval.
+    /// Every interval, until stopped: report this node's add-ons to the first node, ask it for
+    /// rollout work, and run the work given. A round that fails is said and tried again at the
+    /// next interval.
     Agent {
         /// Seconds between reports.
         #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -154,11 +155,15 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
         FleetCommand::Agent { interval, root } => {
             let layout = Layout::new(&root.root);
             loop {
-                if let Err(error) = node::report(&layout) {
-                    eprintln!(
+                match berth::fleet::agent::round(&layout) {
+                    Ok(Some((work, outcome))) => {
+                        eprintln!("berth fleet agent: {work}: {outcome:?}");
+                    }
+                    Ok(None) => {}
+                    Err(error) => eprintln!(
                         "berth fleet agent: {}",
                         berth_formats::report::chain(error.as_ref())
-                    );
+                    ),
                 }
                 std::thread::sleep(Duration::from_secs(interval));
             }
@@ -169,22 +174,38 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
 /// Lists every node that registered with this one.
 pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
-    let registry = berth::fleet::registry::Registry::load(&layout.fleet_registry())?;
-    // The first node's own add-ons are read here, as they are now.
-    let own = node::local_addons(&layout)?;
-    let records: Vec<_> = registry
-        .nodes()
-        .cloned()
-        .map(|mut record| {
-            if record.seen_from == first_node::ITSELF {
-                record.addons = own.clone();
-                record.last_contact = berth::state::now();
-            }
-            record
-        })
-        .collect();
+    let records = first_node::nodes(&layout)?;
+    let rollouts = berth::fleet::rollouts::Rollouts::new(&layout).load_all()?;
+    // What the newest rollout of each add-on wants of a node: OCM's desired version and
+    // config hash, beside the node's own current version and last-applied hash.
+    let desired = |node: &str, addon: &str| {
+        rollouts
+            .iter()
+            .filter(|record| record.rollout.spec.addon == addon)
+            .max_by(|left, right| left.applied_at.cmp(&right.applied_at))
+            .and_then(|record| {
+                let target = record.targets.iter().find(|target| target.node == node)?;
+                Some((record, target))
+            })
+    };
     if args.json {
-        show!("{}", serde_json::to_string_pretty(&records)?);
+        let mut value = serde_json::to_value(&records)?;
+        for node in value.as_array_mut().into_iter().flatten() {
+            let name = node["name"].as_str().unwrap_or_default().to_string();
+            for addon in node["addons"].as_array_mut().into_iter().flatten() {
+                let addon_name = addon["name"].as_str().unwrap_or_default().to_string();
+                if let Some((record, target)) = desired(&name, &addon_name) {
+                    addon["rollout"] = serde_json::json!({
+                        "name": record.rollout.metadata.name,
+                        "generation": record.generation,
+                        "desiredVersion": target.version,
+                        "desiredConfigHash": target.config_hash,
+                        "state": target.state,
+                    });
+                }
+            }
+        }
+        show!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<[String; 6]> = records
@@ -200,11 +221,22 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
                 .addons
                 .iter()
                 .map(|addon| {
+                    let health = match (addon.available, addon.degraded) {
+                        (_, Some(true)) => " Degraded",
+                        (Some(true), _) => " Available",
+                        _ => "",
+                    };
+                    let wanted = desired(&record.info.name, &addon.name)
+                        .filter(|(_, target)| {
+                            addon.current.as_deref() != Some(target.version.as_str())
+                        })
+                        .map(|(_, target)| format!(" (rollout: {})", target.version))
+                        .unwrap_or_default();
                     format!(
-                        "{} {} {}",
+                        "{} {} {}{health}{wanted}",
                         addon.name,
                         addon.current.as_deref().unwrap_or("-"),
-                        addon.progressing
+                        addon.progressing,
                     )
                 })
                 .collect();

@@ -10,6 +10,7 @@ pub mod kustomization;
 pub mod preflight;
 pub mod reset;
 pub mod rollback;
+pub mod rollout;
 pub mod status;
 pub mod unpack;
 

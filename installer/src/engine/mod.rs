@@ -43,7 +43,7 @@ use crate::session::HookError;
 use crate::state::{AddonState, StateError, Target};
 use crate::unpack::UnpackError;
 
-pub use resolve::{plan, record_refusal, rollback_plan};
+pub use resolve::{node_overrides, plan, record_refusal, rollback_plan};
 pub use run::{PreflightRecord, apply, file_documents, preflight};
 
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.

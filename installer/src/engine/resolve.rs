@@ -315,10 +315,10 @@ fn apply_fields(version: &mut String, config: &mut Map<String, Value>, fields: M
 }
 
 /// An add-on's name and some of its fields.
-type FieldsOfAddon = (String, Map<String, Value>);
+pub type FieldsOfAddon = (String, Map<String, Value>);
 
 /// `/etc/berth/node.yaml`: per-node fields by add-on, e.g. `containerd: {tomlConfig: …}`.
-fn node_overrides(path: &Path) -> Result<Vec<FieldsOfAddon>, EngineError> {
+pub fn node_overrides(path: &Path) -> Result<Vec<FieldsOfAddon>, EngineError> {
     let problem = |problem: String| EngineError::NodeConfig {
         path: path.to_path_buf(),
         problem,

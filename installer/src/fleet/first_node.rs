@@ -14,11 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use berth_formats::fleet::{
-    ADDRESS_PARAM, NodeInfo, PIN_PARAM, Request, Response, Role, TOKEN_PARAM,
+    ADDRESS_PARAM, NodeInfo, NodeRecord, PIN_PARAM, Request, Response, Role, TOKEN_PARAM,
 };
 
 use crate::fleet::channel::{self, ChannelError, Identity, Pin};
 use crate::fleet::registry::Registry;
+use crate::fleet::rollouts::{self, Rollouts};
 use crate::join::JoinStore;
 use crate::layout::Layout;
 use crate::state::now;
@@ -61,6 +62,14 @@ pub fn prepare(
     if current.is_none() {
         store.set(TOKEN_PARAM, new_token()?, true, false, token_ttl)?;
     }
+    // The first node is a node of the fleet too: its `berth fleet agent` reports to itself.
+    crate::fleet::node::keep_first_node(
+        layout,
+        &crate::fleet::node::FirstNode {
+            address: address.to_string(),
+            pin: identity.pin(),
+        },
+    )?;
     Ok(identity.pin())
 }
 
@@ -78,9 +87,30 @@ pub fn serve(layout: &Layout, listener: TcpListener) -> anyhow::Result<()> {
     let config = channel::server_config(&identity)?;
     let shared = Arc::new(Shared {
         registry: Mutex::new(Registry::load(&layout.fleet_registry())?),
+        rollouts: Rollouts::new(layout),
+        own: identity.pin(),
         join_file: layout.join_file(),
         log: layout.log_dir().join("fleet.log"),
     });
+    // The coordinator: decides each rollout again every second, from what is on disk.
+    {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            loop {
+                let pause = match shared.tick() {
+                    Ok(pause) => pause,
+                    Err(error) => {
+                        shared.log(&format!(
+                            "rollouts: {}",
+                            berth_formats::report::chain(error.as_ref())
+                        ));
+                        Duration::from_secs(1)
+                    }
+                };
+                std::thread::sleep(pause);
+            }
+        });
+    }
     let open = Arc::new(AtomicUsize::new(0));
     for tcp in listener.incoming() {
         let Ok(tcp) = tcp else { continue };
@@ -114,11 +144,63 @@ pub const MAX_CONNECTIONS: usize = 1024;
 
 struct Shared {
     registry: Mutex<Registry>,
+    rollouts: Rollouts,
+    /// The first node's own key: its agent's messages are its own.
+    own: Pin,
     join_file: PathBuf,
     log: PathBuf,
 }
 
 impl Shared {
+    /// One decision for every rollout; how long until the next.
+    fn tick(&self) -> anyhow::Result<Duration> {
+        let nodes: Vec<NodeRecord> = self.registry().nodes().cloned().collect();
+        let now = SystemTime::now();
+        self.rollouts.update(|records| {
+            for record in records.iter_mut() {
+                let was = (record.state, failed_nodes(record));
+                if rollouts::tick(record, &nodes, now) {
+                    let is = (record.state, failed_nodes(record));
+                    if was != is {
+                        self.log(&format!(
+                            "rollout {}: {:?}, failed: [{}]",
+                            record.work_id(),
+                            record.state,
+                            is.1.join(", ")
+                        ));
+                    }
+                }
+            }
+            Ok(rollouts::next_tick(records, now))
+        })
+    }
+
+    /// The work a rollout gives `node` now, with the join parameters a joined node's upgrade
+    /// needs (the fleet's own left out: the node registered already).
+    fn work_for(&self, node: &str, primary: bool) -> anyhow::Result<Response> {
+        let records = self.rollouts.load_all()?;
+        if !records.iter().any(|record| {
+            record.targets.iter().any(|target| {
+                target.node == node && target.state == berth_formats::rollout::TargetState::Running
+            })
+        }) {
+            return Ok(Response::Idle);
+        }
+        let file = JoinStore::new(self.join_file.clone()).load()?;
+        let params: Vec<(String, String)> = crate::join::join_params(&file, primary)?
+            .into_iter()
+            .filter(|(key, _)| ![ADDRESS_PARAM, PIN_PARAM, TOKEN_PARAM].contains(&key.as_str()))
+            .collect();
+        Ok(rollouts::work_for(&records, node, &params)
+            .map_or(Response::Idle, |work| Response::Work { work }))
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// One line in the fleet log (and on standard error): refusals are what an admin looks for.
     fn log(&self, line: &str) {
         let line = format!("{} {line}\n", now());
@@ -157,10 +239,8 @@ impl Shared {
         if let Err(reason) = request.check() {
             return refused(reason);
         }
-        let mut registry = self
-            .registry
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let address = if *peer == self.own { ITSELF } else { address };
+        let mut registry = self.registry();
         let now = now();
         let outcome = match request {
             Request::Register { token, node } => {
@@ -175,6 +255,49 @@ impl Shared {
             Request::Report { addons } => registry
                 .report(peer, addons, address, &now)
                 .map(|_| Response::Accepted),
+            Request::Poll => match registry.touch(peer, address, &now) {
+                Ok(name) => {
+                    let primary = registry
+                        .by_pin(peer)
+                        .is_some_and(|record| record.info.role == Role::Primary);
+                    Ok(self.work_for(&name, primary).unwrap_or_else(|error| {
+                        self.log(&format!(
+                            "rollouts: {}",
+                            berth_formats::report::chain(error.as_ref())
+                        ));
+                        Response::Idle
+                    }))
+                }
+                Err(reason) => Err(reason),
+            },
+            Request::Progress {
+                work,
+                outcome,
+                message,
+                addons,
+            } => registry
+                .report(peer, addons, address, &now)
+                .map(|record| record.info.name.clone())
+                .and_then(|name| {
+                    let said = self.rollouts.update(|records| {
+                        Ok(rollouts::progress(
+                            records,
+                            &name,
+                            &work,
+                            outcome,
+                            &message,
+                            SystemTime::now(),
+                        ))
+                    });
+                    match said {
+                        Ok(Ok(())) => {
+                            self.log(&format!("{name}: {work} {outcome:?}"));
+                            Ok(Response::Accepted)
+                        }
+                        Ok(Err(reason)) => Err(reason),
+                        Err(error) => Err(berth_formats::report::chain(error.as_ref())),
+                    }
+                }),
         };
         match outcome {
             Ok(response) => match registry.save() {
@@ -225,6 +348,33 @@ fn constant_time_equal(left: &[u8], right: &[u8]) -> bool {
             .zip(right)
             .fold(0u8, |difference, (left, right)| difference | (left ^ right))
             == 0
+}
+
+fn failed_nodes(record: &berth_formats::rollout::RolloutRecord) -> Vec<String> {
+    record
+        .targets
+        .iter()
+        .filter(|target| target.state == berth_formats::rollout::TargetState::Failed)
+        .map(|target| target.node.clone())
+        .collect()
+}
+
+/// Every registered node as the first node knows it, its own record with its add-ons as
+/// they are now.
+pub fn nodes(layout: &Layout) -> anyhow::Result<Vec<NodeRecord>> {
+    let registry = Registry::load(&layout.fleet_registry())?;
+    let mut own = None;
+    let mut records: Vec<NodeRecord> = registry.nodes().cloned().collect();
+    for record in &mut records {
+        if record.seen_from == ITSELF {
+            if own.is_none() {
+                own = Some(crate::fleet::node::local_addons(layout)?);
+            }
+            record.addons = own.clone().unwrap_or_default();
+            record.last_contact = now();
+        }
+    }
+    Ok(records)
 }
 
 /// How long ago an RFC 3339 time was, for `berth nodes`.

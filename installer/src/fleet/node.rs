@@ -42,19 +42,29 @@ pub fn register(
             refusal(&response)
         );
     };
-    let path = layout.fleet_dir().join("first-node.json");
-    let text = serde_json::to_vec_pretty(&first_node).expect("serializes");
-    crate::files::write_atomically(&path, &text)
-        .with_context(|| format!("failed to write {}", path.display()))?;
+    keep_first_node(layout, &first_node)?;
     Ok(name)
+}
+
+/// The first node this node registered with.
+pub fn first_node(layout: &Layout) -> anyhow::Result<FirstNode> {
+    let path = layout.fleet_dir().join("first-node.json");
+    let text = fs_err::read(&path).context("this node has not registered with a first node")?;
+    serde_json::from_slice(&text)
+        .with_context(|| format!("{} is damaged; register again", path.display()))
+}
+
+/// Keeps where the first node is and the key it must show.
+pub fn keep_first_node(layout: &Layout, first_node: &FirstNode) -> anyhow::Result<()> {
+    let path = layout.fleet_dir().join("first-node.json");
+    let text = serde_json::to_vec_pretty(first_node).expect("serializes");
+    crate::files::write_atomically(&path, &text)
+        .with_context(|| format!("failed to write {}", path.display()))
 }
 
 /// Sends this node's add-ons to the first node it registered with.
 pub fn report(layout: &Layout) -> anyhow::Result<usize> {
-    let path = layout.fleet_dir().join("first-node.json");
-    let text = fs_err::read(&path).context("this node has not registered with a first node")?;
-    let first_node: FirstNode = serde_json::from_slice(&text)
-        .with_context(|| format!("{} is damaged; register again", path.display()))?;
+    let first_node = first_node(layout)?;
     let addons = local_addons(layout)?;
     let count = addons.len();
     let response = exchange(layout, &first_node, &Request::Report { addons })?;
@@ -68,14 +78,15 @@ pub fn report(layout: &Layout) -> anyhow::Result<usize> {
     }
 }
 
-fn refusal(response: &Response) -> String {
+pub(crate) fn refusal(response: &Response) -> String {
     match response {
         Response::Refused { reason } => reason.clone(),
         other => format!("it answered {other:?}"),
     }
 }
 
-fn exchange(
+/// One request to the first node, one answer; the connection is pinned to its key.
+pub fn exchange(
     layout: &Layout,
     first_node: &FirstNode,
     request: &Request,
@@ -103,19 +114,30 @@ fn exchange(
     Ok(connection.receive()?)
 }
 
-/// This node's add-ons as the first node sees them.
+/// This node's add-ons as the first node sees them, their components probed now.
 pub fn local_addons(layout: &Layout) -> anyhow::Result<Vec<AddonReport>> {
     let (states, _damaged) = StateStore::new(layout.state_dir()).load_all()?;
+    let health = crate::health::check_all(layout, &states, &crate::health::RuntimeOnce::new());
+    let applied = crate::fleet::agent::applied_hashes(layout);
+    // A node.yaml that cannot be read stops the node's runs with a clear error; the report
+    // goes on without its fields.
+    let own = crate::engine::node_overrides(&layout.node_config()).unwrap_or_default();
     Ok(states
         .iter()
-        .map(|state| addon_report(layout, state))
+        .map(|state| {
+            let mut report = addon_report(state, health.get(&state.name));
+            report.config_hash = applied.get(&state.name).cloned();
+            if let Some((_, fields)) = own.iter().find(|(name, _)| *name == state.name) {
+                report.node_config = fields.clone();
+            }
+            report
+        })
         .collect())
 }
 
 /// An add-on as the first node sees it: versions, the Progressing reason, and the health
 /// conditions when its components were probed.
-fn addon_report(layout: &Layout, state: &AddonState) -> AddonReport {
-    let health = crate::health::HealthRecord::load(layout, &state.name);
+fn addon_report(state: &AddonState, health: Option<&crate::health::HealthRecord>) -> AddonReport {
     AddonReport {
         name: state.name.clone(),
         desired: state.desired.clone(),
@@ -131,8 +153,10 @@ fn addon_report(layout: &Layout, state: &AddonState) -> AddonReport {
             || "Unknown".to_string(),
             |condition| condition.reason.to_string(),
         ),
-        available: health.as_ref().map(|health| health.available()),
-        degraded: health.as_ref().map(|health| health.degraded()),
+        available: health.map(|health| health.available()),
+        degraded: health.map(|health| health.degraded()),
+        config_hash: None,
+        node_config: Default::default(),
     }
 }
 

@@ -123,6 +123,18 @@ impl Registry {
         Ok(())
     }
 
+    /// Notes a registered node's contact; its name, or `Err` when the key never registered.
+    pub fn touch(&mut self, pin: &Pin, seen_from: &str, now: &str) -> Result<String, String> {
+        let Some(record) = self.nodes.values_mut().find(|record| record.pin == pin.0) else {
+            return Err(format!(
+                "the key {pin} is not registered; join the node first"
+            ));
+        };
+        record.seen_from = seen_from.to_string();
+        record.last_contact = now.to_string();
+        Ok(record.info.name.clone())
+    }
+
     /// Records a registered node's report; `Err` when the key never registered.
     pub fn report(
         &mut self,

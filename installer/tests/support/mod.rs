@@ -154,6 +154,8 @@ pub struct TestDist {
     cache: tempfile::TempDir,
     /// Install order.
     names: Vec<String>,
+    /// The repository's own add-on versions packaged by `examples`, read in place.
+    examples: Vec<(String, String, PathBuf)>,
 }
 
 struct Silent;
@@ -177,6 +179,7 @@ impl TestDist {
             distros: Vec::new(),
             cache: tempfile::tempdir().unwrap(),
             names: Vec::new(),
+            examples: Vec::new(),
         }
     }
 
@@ -214,6 +217,13 @@ impl TestDist {
                 (name.to_string_lossy().into_owned(), version)
             })
             .collect();
+        for ((name, version), folder) in found.iter().zip(&folders) {
+            if !dist.names.contains(name) {
+                dist.names.push(name.clone());
+            }
+            dist.examples
+                .push((name.clone(), version.clone(), folder.clone()));
+        }
         let existing =
             berth_formats::versions::VersionsFile::load(&repository.join("versions.json")).unwrap();
         let mut versions = berth_formats::versions::VersionsFile::generate(Some(&existing), &found);
@@ -291,9 +301,18 @@ impl TestDist {
     /// versions.json: the add-ons in the order they were first added, versions newest first.
     pub fn write_versions(&self) {
         let mut found = Vec::new();
+        let mut folders = Vec::new();
+        for (name, version, folder) in &self.examples {
+            found.push((name.clone(), version.clone()));
+            folders.push(folder.clone());
+        }
         for name in &self.names {
-            for entry in fs_err::read_dir(self.addons.root().join("addons").join(name)).unwrap() {
+            let Ok(entries) = fs_err::read_dir(self.addons.root().join("addons").join(name)) else {
+                continue;
+            };
+            for entry in entries {
                 let version = entry.unwrap().file_name().to_string_lossy().into_owned();
+                folders.push(self.addons.root().join("addons").join(name).join(&version));
                 found.push((name.clone(), version));
             }
         }
@@ -308,10 +327,6 @@ impl TestDist {
                 .collect(),
         };
         let mut versions = berth_formats::versions::VersionsFile::generate(Some(&order), &found);
-        let folders: Vec<PathBuf> = found
-            .iter()
-            .map(|(name, version)| self.addons.root().join("addons").join(name).join(version))
-            .collect();
         let folders: Vec<&Path> = folders.iter().map(PathBuf::as_path).collect();
         berth_build::package::build::attach_fields(&mut versions, &folders).unwrap();
         fs_err::write(self.dist.path().join("versions.json"), versions.to_bytes()).unwrap();

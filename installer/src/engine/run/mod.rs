@@ -7,7 +7,7 @@ mod record;
 
 pub use host_preflights::{PreflightRecord, file_documents};
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::{PackageIndex, package_file_name};
@@ -25,6 +25,7 @@ use crate::images::{ImageError, Runtime};
 use crate::last_installer::LastInstaller;
 use berth_formats::release::checksum_file;
 
+use crate::layout::Layout;
 use crate::node_lock::NodeLock;
 use crate::phase::{Phase, Step, hook_functions, installs_runtime};
 use crate::session::{HookError, Session};
@@ -312,9 +313,19 @@ impl<'a> Run<'a> {
                         member.planned.name, member.planned.version
                     ));
                     let started = Instant::now();
-                    session
-                        .hook(&hook, self.settings.hook_timeout)
-                        .map_err(|source| self.hook_error(Some(index), &hook, source))?;
+                    let started_at = SystemTime::now();
+                    let result = session.hook(&hook, self.settings.hook_timeout);
+                    let member = &self.members[index];
+                    record_hook(
+                        &layout,
+                        &self.run_id,
+                        &member.planned.name,
+                        &member.planned.version,
+                        &hook,
+                        started_at,
+                        result.is_ok(),
+                    );
+                    result.map_err(|source| self.hook_error(Some(index), &hook, source))?;
                     report_duration(reporter, &hook, started.elapsed());
                 }
                 if main && installs_runtime {
@@ -468,6 +479,40 @@ fn error_message(error: &EngineError) -> String {
     }
     text
 }
+
+/// One line per hook run in `hooks.log`, beside the run logs: when each hook started and
+/// ended, to the nanosecond, whatever it printed. A line that cannot be written is skipped:
+/// the record must not stop an install.
+fn record_hook(
+    layout: &Layout,
+    run: &str,
+    addon: &str,
+    version: &str,
+    hook: &str,
+    started: SystemTime,
+    succeeded: bool,
+) {
+    let line = serde_json::json!({
+        "run": run,
+        "addon": addon,
+        "version": version,
+        "hook": hook,
+        "started": humantime::format_rfc3339_nanos(started).to_string(),
+        "ended": humantime::format_rfc3339_nanos(SystemTime::now()).to_string(),
+        "succeeded": succeeded,
+    });
+    let path = layout.log_dir().join(HOOKS_LOG);
+    if let Ok(mut file) = fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
+    }
+}
+
+/// The hooks' record, in the log folder.
+pub const HOOKS_LOG: &str = "hooks.log";
 
 fn report_duration(reporter: &dyn Reporter, hook: &str, elapsed: Duration) {
     if elapsed > Duration::from_secs(1) {

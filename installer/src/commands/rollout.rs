@@ -1,0 +1,249 @@
+//! `berth rollout`: on the first node, move an add-on across the fleet by a rollout file, and
+//! watch, pause, resume, abort or roll back what it does. The serving first node (`berth
+//! fleet serve`) carries each rollout out; these commands change its records under their lock.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::Context as _;
+use berth::fleet::first_node;
+use berth::fleet::rollouts::{self, Rollouts};
+use berth::layout::Layout;
+use berth_formats::rollout::{Control, Rollout, RolloutRecord, TargetState};
+use berth_formats::table::{self, Align};
+
+use crate::RootArgs;
+
+#[derive(clap::Subcommand)]
+pub enum RolloutCommand {
+    /// Start a rollout (a `kind: Rollout` file) over the registered nodes.
+    Apply {
+        file: PathBuf,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    /// Where each rollout, or the one named, stands: per node, its state and times.
+    Status {
+        name: Option<String>,
+        /// Print the records as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    /// Start no further node until resumed; nodes already running finish.
+    Pause {
+        name: String,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    Resume {
+        name: String,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    /// Stop for good: no further node starts; nodes already running finish.
+    Abort {
+        name: String,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    /// Send the nodes the rollout reached back to what they ran before it, by its strategy.
+    Rollback {
+        name: String,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    /// Forget a finished rollout.
+    Delete {
+        name: String,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+}
+
+pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
+    let now = SystemTime::now();
+    match command {
+        RolloutCommand::Apply { file, root } => {
+            let layout = Layout::new(&root.root);
+            let text = read_bounded(&file)?;
+            let rollout = Rollout::parse(&file.display().to_string(), &text)?;
+            let nodes = first_node::nodes(&layout)?;
+            let record = Rollouts::new(&layout).update(|records| {
+                let record = rollouts::plan(rollout, records, &nodes, now)?;
+                records.retain(|old| old.rollout.metadata.name != record.rollout.metadata.name);
+                records.push(record.clone());
+                Ok(record)
+            })?;
+            show!(
+                "rollout {} applied: {} {} to {} node(s); `berth rollout status {}` follows it",
+                record.work_id(),
+                record.rollout.spec.addon,
+                record.rollout.spec.version,
+                record.targets.len(),
+                record.rollout.metadata.name
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        RolloutCommand::Status { name, json, root } => {
+            let layout = Layout::new(&root.root);
+            let mut records = Rollouts::new(&layout).load_all()?;
+            if let Some(name) = &name {
+                let record = rollouts::find(&mut records, name)?.clone();
+                records = vec![record];
+            }
+            if json {
+                show!("{}", serde_json::to_string_pretty(&records)?);
+            } else if records.is_empty() {
+                show!("no rollouts; `berth rollout apply FILE` starts one");
+            } else {
+                for record in &records {
+                    show!("{}", render(record, now));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        RolloutCommand::Pause { name, root } => set(&root, &name, Control::Paused, now),
+        RolloutCommand::Resume { name, root } => set(&root, &name, Control::Running, now),
+        RolloutCommand::Abort { name, root } => set(&root, &name, Control::Aborted, now),
+        RolloutCommand::Rollback { name, root } => {
+            let layout = Layout::new(&root.root);
+            let record = Rollouts::new(&layout).update(|records| {
+                let record = rollouts::find(records, &name)?;
+                let back = rollouts::rollback(record, now)?;
+                *record = back.clone();
+                Ok(back)
+            })?;
+            show!(
+                "rollout {} rolls back {} node(s): {}",
+                record.work_id(),
+                record.targets.len(),
+                record
+                    .targets
+                    .iter()
+                    .map(|target| format!("{} to {}", target.node, target.version))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        RolloutCommand::Delete { name, root } => {
+            let layout = Layout::new(&root.root);
+            let rollouts = Rollouts::new(&layout);
+            let records = rollouts.load_all()?;
+            if let Some(record) = records
+                .iter()
+                .find(|record| record.rollout.metadata.name == name)
+                && rollouts::unfinished(record)
+            {
+                anyhow::bail!(
+                    "rollout {name} is {:?}; abort it first (`berth rollout abort {name}`)",
+                    record.state
+                );
+            }
+            if !rollouts.delete(&name)? {
+                anyhow::bail!("no rollout named {name}");
+            }
+            show!("rollout {name} deleted");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn set(root: &RootArgs, name: &str, control: Control, now: SystemTime) -> anyhow::Result<ExitCode> {
+    let layout = Layout::new(&root.root);
+    let state = Rollouts::new(&layout).update(|records| {
+        let record = rollouts::find(records, name)?;
+        rollouts::control(record, control, now)?;
+        Ok(record.state)
+    })?;
+    show!("rollout {name}: {state:?}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads a rollout file, refusing one larger than a rollout can be.
+fn read_bounded(path: &std::path::Path) -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let file = fs_err::File::open(path)?;
+    let mut text = String::new();
+    file.take(berth_formats::rollout::MAX_ROLLOUT_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("{} is not UTF-8 text", path.display()))?;
+    Ok(text)
+}
+
+/// A rollout as a heading and a table of its nodes.
+fn render(record: &RolloutRecord, now: SystemTime) -> String {
+    let count = |state| {
+        record
+            .targets
+            .iter()
+            .filter(|target| target.state == state)
+            .count()
+    };
+    let mut text = format!(
+        "{} ({:?}): {} {} — {:?}; {} succeeded, {} soaking, {} running, {} failed, {} to apply\n",
+        record.work_id(),
+        record.direction,
+        record.rollout.spec.addon,
+        record.rollout.spec.version,
+        record.state,
+        count(TargetState::Succeeded),
+        count(TargetState::Soaking),
+        count(TargetState::Running),
+        count(TargetState::Failed),
+        count(TargetState::ToApply),
+    );
+    if !record.reason.is_empty() {
+        text.push_str(&format!("{}\n", record.reason));
+    }
+    let ago = |time: &Option<String>| {
+        time.as_deref()
+            .and_then(|time| humantime::parse_rfc3339_weak(time).ok())
+            .and_then(|then| now.duration_since(then).ok())
+            .map_or_else(|| "-".to_string(), |age| format!("{}s ago", age.as_secs()))
+    };
+    let rows: Vec<[String; 7]> = record
+        .targets
+        .iter()
+        .map(|target| {
+            [
+                target.node.clone(),
+                format!("{:?}", target.role).to_lowercase(),
+                target.group.clone().unwrap_or_else(|| "-".into()),
+                format!(
+                    "{} -> {}",
+                    target.previous_version.as_deref().unwrap_or("-"),
+                    target.version
+                ),
+                format!("{:?}", target.state),
+                ago(&target.finished_at.clone().or(target.started_at.clone())),
+                summary(&target.message),
+            ]
+        })
+        .collect();
+    text.push_str(
+        table::render(
+            [
+                "NODE", "ROLE", "GROUP", "VERSION", "STATE", "SINCE", "MESSAGE",
+            ],
+            [Align::Left; 7],
+            &rows,
+        )
+        .trim_end_matches('\n'),
+    );
+    text
+}
+
+/// A failure message in a line: its first, and its last when there are more (for a hook, the
+/// error, then the last thing the hook printed).
+fn summary(message: &str) -> String {
+    let mut lines = message.lines().filter(|line| !line.trim().is_empty());
+    let first = lines.next().unwrap_or("").trim();
+    match lines.next_back() {
+        Some(last) => format!("{first}: {}", last.trim()),
+        None => first.to_string(),
+    }
+}

@@ -1,0 +1,366 @@
+//! A node's side of a rollout: it asks the first node for work, runs it, and says how it
+//! went. Work is an upgrade of one add-on on the spec this node ran last, to the version and
+//! configuration the rollout gives it, or (a rollback) the spec it ran before an earlier
+//! work. Each work id runs once: its folder under `fleet/work/` keeps the spec it started from,
+//! the run's output and its outcome, so a restarted agent (or first node) never runs it again.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context as _, bail};
+use berth_formats::fleet::{Action, MAX_MESSAGE, Outcome, Request, Response, Work};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::fleet::node::{exchange, first_node, local_addons, refusal};
+use crate::last_installer::LastInstaller;
+use crate::layout::Layout;
+use crate::node_lock::NodeLock;
+use crate::state::{Reason, StateStore, now};
+
+/// Reports this node's add-ons, then asks for work and runs it: one round of `berth fleet
+/// agent`. Returns the outcome of work it ran or re-sent, if any.
+pub fn round(layout: &Layout) -> anyhow::Result<Option<(String, Outcome)>> {
+    crate::fleet::node::report(layout)?;
+    let first_node = first_node(layout)?;
+    let work = match exchange(layout, &first_node, &Request::Poll)? {
+        Response::Idle => return Ok(None),
+        Response::Work { work } => work,
+        other => bail!(
+            "the first node at {} answered a poll with: {}",
+            first_node.address,
+            refusal(&other)
+        ),
+    };
+    let folder = work_folder(layout, &work.id);
+    let (outcome, message) = match Recorded::load(&folder) {
+        // Done before: the first node did not hear of it (it restarted, or the link was cut).
+        Some(recorded) => (recorded.outcome, recorded.message),
+        None => {
+            if folder.join(STARTED).exists() {
+                // An earlier agent started it and stopped: its run may still go on.
+                if NodeLock::is_held(&layout.lock_file()) {
+                    return Ok(None);
+                }
+                if already_done(layout, &work, &folder) {
+                    finish(layout, &work, &folder, Outcome::Succeeded, String::new())?;
+                    return send(layout, &work, Outcome::Succeeded, String::new());
+                }
+            }
+            send(layout, &work, Outcome::Running, String::new())?;
+            let (outcome, message) = match execute(layout, &work, &folder) {
+                Ok(true) => (Outcome::Succeeded, String::new()),
+                Ok(false) => (Outcome::Failed, failure(layout, &work, &folder)),
+                Err(error) => (
+                    Outcome::Failed,
+                    berth_formats::report::chain(error.as_ref()),
+                ),
+            };
+            finish(layout, &work, &folder, outcome, message.clone())?;
+            (outcome, message)
+        }
+    };
+    send(layout, &work, outcome, message)
+}
+
+fn send(
+    layout: &Layout,
+    work: &Work,
+    outcome: Outcome,
+    message: String,
+) -> anyhow::Result<Option<(String, Outcome)>> {
+    let first_node = first_node(layout)?;
+    let request = Request::Progress {
+        work: work.id.clone(),
+        outcome,
+        message,
+        addons: local_addons(layout)?,
+    };
+    match exchange(layout, &first_node, &request)? {
+        Response::Accepted => Ok(Some((work.id.clone(), outcome))),
+        other => bail!(
+            "the first node at {} refused the progress of {}: {}",
+            first_node.address,
+            work.id,
+            refusal(&other)
+        ),
+    }
+}
+
+const STARTED: &str = "started";
+const RUN_LOG: &str = "run.log";
+const BEFORE_SPEC: &str = "before.yaml";
+const BEFORE: &str = "before.json";
+const OUTCOME: &str = "outcome.json";
+const APPLIED: &str = "applied.json";
+
+fn work_folder(layout: &Layout, id: &str) -> PathBuf {
+    layout.fleet_dir().join("work").join(id)
+}
+
+/// The add-on as it stood before a work: what a rollback of it goes back to.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Before {
+    version: Option<String>,
+    config_hash: Option<String>,
+}
+
+/// How a work ended on this node.
+#[derive(Debug, Serialize, Deserialize)]
+struct Recorded {
+    outcome: Outcome,
+    message: String,
+    at: String,
+}
+
+impl Recorded {
+    fn load(folder: &Path) -> Option<Self> {
+        let bytes = fs_err::read(folder.join(OUTCOME)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// The rollout configuration hash this node last applied, by add-on.
+pub fn applied_hashes(layout: &Layout) -> BTreeMap<String, String> {
+    fs_err::read(layout.fleet_dir().join(APPLIED))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Runs `berth upgrade` for the work; `Ok(false)` when the run failed (its output is in the
+/// work's run log).
+fn execute(layout: &Layout, work: &Work, folder: &Path) -> anyhow::Result<bool> {
+    let last = LastInstaller::load(layout)?
+        .context("this node has run no installer; install or join it before a rollout moves it")?;
+    crate::files::private_dir(folder)
+        .with_context(|| format!("failed to create {}", folder.display()))?;
+    // What the node ran before the work, kept once: a second start must not take the
+    // work's own spec for it.
+    let before_spec = folder.join(BEFORE_SPEC);
+    if !before_spec.exists() {
+        let state = StateStore::new(layout.state_dir()).load(&work.addon).ok();
+        let before = Before {
+            version: state
+                .and_then(|state| state.current)
+                .map(|applied| applied.target.version),
+            config_hash: applied_hashes(layout).get(&work.addon).cloned(),
+        };
+        write(&folder.join(BEFORE), &serde_json::to_vec_pretty(&before)?)?;
+        let spec = fs_err::read(&last.spec)?;
+        write(&before_spec, &spec)?;
+    }
+    write(&folder.join(STARTED), now().as_bytes())?;
+    let (spec, downgrade) = match &work.action {
+        Action::Apply {
+            version, config, ..
+        } => {
+            let text = fs_err::read_to_string(&before_spec)?;
+            let path = folder.join("spec.yaml");
+            write(
+                &path,
+                with_addon(&text, &work.addon, version, config)?.as_bytes(),
+            )?;
+            (path, false)
+        }
+        Action::Restore { work: earlier } => {
+            berth_formats::name::check_plain("work id", earlier)?;
+            let path = work_folder(layout, earlier).join(BEFORE_SPEC);
+            if !path.exists() {
+                bail!("this node has no record of work {earlier}, so nothing to go back to");
+            }
+            (path, true)
+        }
+    };
+    let log = fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(folder.join(RUN_LOG))?
+        .into_parts()
+        .0;
+    let mut command = Command::new(std::env::current_exe()?);
+    command
+        .arg("upgrade")
+        .arg("--root")
+        .arg(layout.root())
+        .arg("--spec")
+        .arg(&spec)
+        .arg("--dist")
+        .arg(&last.dist)
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    if downgrade {
+        command.arg("--allow-downgrade");
+    }
+    // A node that joined runs its add-ons' join hooks, with the first node's parameters: on
+    // standard input, since they hold secrets and a command line is everyone's to read.
+    let params = if last.joined {
+        work.params.clone()
+    } else {
+        Vec::new()
+    };
+    if !params.is_empty() {
+        command.arg("--params-from-stdin").stdin(Stdio::piped());
+    } else {
+        command.stdin(Stdio::null());
+    }
+    let mut child = command.spawn().context("failed to start berth upgrade")?;
+    if let Some(mut stdin) = child.stdin.take() {
+        for (key, value) in &params {
+            stdin.write_all(format!("{key}={value}\0").as_bytes())?;
+        }
+    }
+    Ok(child.wait()?.success())
+}
+
+/// The spec `text` with `addon` at `version`, `config` over its fields.
+fn with_addon(
+    text: &str,
+    addon: &str,
+    version: &str,
+    config: &Map<String, Value>,
+) -> anyhow::Result<String> {
+    let mut value: Value = serde_norway::from_str(text).context("the node's spec does not read")?;
+    let spec = value
+        .get_mut("spec")
+        .and_then(Value::as_object_mut)
+        .context("the node's spec has no `spec` mapping")?;
+    let fields = spec
+        .entry(addon.to_string())
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .with_context(|| format!("spec.{addon} in the node's spec is not a mapping"))?;
+    fields.extend(config.clone());
+    fields.insert("version".into(), version.into());
+    Ok(serde_norway::to_string(&value)?)
+}
+
+/// Whether a run of the work that an earlier agent started went through: the add-on is at the
+/// version the work asked for, applied since the work started.
+fn already_done(layout: &Layout, work: &Work, folder: &Path) -> bool {
+    let wanted = match &work.action {
+        Action::Apply { version, .. } => Some(version.clone()),
+        Action::Restore { work: earlier } => {
+            fs_err::read(work_folder(layout, earlier).join(BEFORE))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<Before>(&bytes).ok())
+                .and_then(|before| before.version)
+        }
+    };
+    let started = fs_err::read_to_string(folder.join(STARTED)).unwrap_or_default();
+    let Ok(state) = StateStore::new(layout.state_dir()).load(&work.addon) else {
+        return false;
+    };
+    let succeeded = state
+        .progressing
+        .as_ref()
+        .is_some_and(|condition| condition.reason == Reason::Succeeded);
+    let since = |applied_at: &str| {
+        let time = |text: &str| humantime::parse_rfc3339_weak(text.trim()).ok();
+        matches!((time(applied_at), time(&started)), (Some(applied), Some(started)) if applied >= started)
+    };
+    succeeded
+        && state.current.is_some_and(|current| {
+            Some(&current.target.version) == wanted.as_ref() && since(&current.applied_at)
+        })
+}
+
+/// Records the outcome, and on success the configuration hash now applied.
+fn finish(
+    layout: &Layout,
+    work: &Work,
+    folder: &Path,
+    outcome: Outcome,
+    message: String,
+) -> anyhow::Result<()> {
+    if outcome == Outcome::Succeeded {
+        let hash = match &work.action {
+            Action::Apply { config_hash, .. } => Some(config_hash.clone()),
+            Action::Restore { work: earlier } => {
+                fs_err::read(work_folder(layout, earlier).join(BEFORE))
+                    .ok()
+                    .and_then(|bytes| serde_json::from_slice::<Before>(&bytes).ok())
+                    .and_then(|before| before.config_hash)
+            }
+        };
+        let mut hashes = applied_hashes(layout);
+        match hash {
+            Some(hash) => hashes.insert(work.addon.clone(), hash),
+            None => hashes.remove(&work.addon),
+        };
+        write(
+            &layout.fleet_dir().join(APPLIED),
+            &serde_json::to_vec_pretty(&hashes)?,
+        )?;
+    }
+    crate::files::private_dir(folder)?;
+    let recorded = Recorded {
+        outcome,
+        message,
+        at: now(),
+    };
+    write(
+        &folder.join(OUTCOME),
+        &serde_json::to_vec_pretty(&recorded)?,
+    )
+}
+
+fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    crate::files::write_atomically_with_mode(path, bytes, 0o600)
+        .with_context(|| format!("failed to write {}", path.display()))
+}
+
+/// Why a run failed: the add-on's own record of it (the error, its causes and the end of the
+/// hook's output) when the run got as far as the add-on, else the end of the run's output.
+fn failure(layout: &Layout, work: &Work, folder: &Path) -> String {
+    let started = fs_err::read_to_string(folder.join(STARTED)).unwrap_or_default();
+    let recorded = StateStore::new(layout.state_dir())
+        .load(&work.addon)
+        .ok()
+        .and_then(|state| state.progressing)
+        .filter(|condition| {
+            condition.reason == Reason::Failed
+                && condition.last_transition_time.as_str() >= started.trim()
+        });
+    let message = match recorded {
+        Some(condition) => condition.message,
+        None => tail(&folder.join(RUN_LOG)),
+    };
+    let start = message.len().saturating_sub(MAX_MESSAGE);
+    let start = (start..message.len())
+        .find(|index| message.is_char_boundary(*index))
+        .unwrap_or(message.len());
+    message[start..].to_string()
+}
+
+/// The end of a run's output.
+fn tail(path: &Path) -> String {
+    let text = fs_err::read(path).unwrap_or_default();
+    let start = text.len().saturating_sub(MAX_MESSAGE / 4);
+    let text = String::from_utf8_lossy(&text[start..]);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(12)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_work_changes_one_addon_of_the_spec_and_keeps_the_rest() {
+        let text = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  demo:\n    version: 1.0.0\n    port: 8080\n  hello:\n    version: 1.0.0\n";
+        let config = Map::from_iter([("port".to_string(), Value::from(8081))]);
+        let changed = with_addon(text, "demo", "2.0.0", &config).unwrap();
+        let value: Value = serde_norway::from_str(&changed).unwrap();
+        assert_eq!(value["spec"]["demo"]["version"], "2.0.0");
+        assert_eq!(value["spec"]["demo"]["port"], 8081);
+        assert_eq!(value["spec"]["hello"]["version"], "1.0.0");
+        assert_eq!(value["kind"], "Installer");
+        let added = with_addon(text, "banner", "1.0.0", &Map::new()).unwrap();
+        assert!(added.contains("banner"), "{added}");
+        assert!(with_addon("spec: [1]\n", "demo", "1.0.0", &Map::new()).is_err());
+    }
+}
