@@ -18,10 +18,12 @@ fn installed() -> (TestDist, Node, std::path::PathBuf) {
 }
 
 /// The log files of the node's runs, by name.
+/// The run logs (`hooks.log`, the hooks' record across runs, left out).
 fn logs(node: &Node) -> Vec<String> {
     let mut names: Vec<String> = fs_err::read_dir(node.root.path().join("var/log/berth"))
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "hooks.log")
         .collect();
     names.sort();
     names
@@ -93,6 +95,18 @@ fn logs_are_named_for_the_run_they_record() {
     succeeded(&node.install(&v2, &dist.url(), &[]));
     succeeded(&node.berth(&["rollback", "plain"]));
     let names = logs(&node);
+    // Every hook run in hooks.log names a run whose log is there.
+    let hooks = fs_err::read_to_string(node.root.path().join("var/log/berth/hooks.log")).unwrap();
+    assert_eq!(hooks.lines().count(), 3, "{hooks}");
+    for line in hooks.lines() {
+        let run: serde_json::Value = serde_json::from_str(line).unwrap();
+        let log = format!("{}.log", run["run"].as_str().unwrap());
+        assert!(
+            names.contains(&log),
+            "{line} names a run without a log: {names:?}"
+        );
+        assert_eq!(run["succeeded"], true, "{line}");
+    }
     let kinds: Vec<&str> = names
         .iter()
         .map(|name| name.split('-').next().unwrap())

@@ -7,196 +7,13 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 use std::time::Duration;
 
-use support::network::{Host, Network};
-use support::{Containerd, Server, TestDist, text, wait_until};
-
-/// One host of the fleet.
-struct Machine {
-    name: String,
-    host: Host,
-    containerd: Containerd,
-    root: tempfile::TempDir,
-    logs: tempfile::TempDir,
-}
-
-impl Machine {
-    fn start(host: Host, name: &str) -> Machine {
-        Machine {
-            name: name.to_string(),
-            containerd: Containerd::start_in(&host),
-            host,
-            root: tempfile::tempdir().unwrap(),
-            logs: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn command(&self, arguments: &[&str]) -> std::process::Command {
-        let mut command = self.host.command(env!("CARGO_BIN_EXE_berth"));
-        command
-            .args(arguments)
-            .env("BERTH_ROOT", self.root.path())
-            .env("CONTAINERD_ADDRESS", &self.containerd.socket);
-        command
-    }
-
-    fn berth(&self, arguments: &[&str]) -> Output {
-        self.command(arguments).output().unwrap()
-    }
-
-    /// `berth` in the background, its error output in this machine's log folder.
-    fn spawn(&self, arguments: &[&str], log: &str) -> Server {
-        Server::spawn(&mut self.command(arguments), &self.logs.path().join(log))
-    }
-
-    /// What this machine's demo answers on `port`, asked from this machine.
-    fn demo(&self, port: u16) -> Option<String> {
-        let output = self
-            .host
-            .command("curl")
-            .args(["-fsS", "--max-time", "2"])
-            .arg(format!("http://127.0.0.1:{port}/"))
-            .output()
-            .unwrap();
-        output
-            .status
-            .success()
-            .then(|| text(&output.stdout).trim().to_string())
-    }
-
-    /// The hooks this machine ran for demo `version`, as `hooks.log` records them.
-    fn hooks(&self, version: &str) -> Vec<HookRun> {
-        let path = self.root.path().join("var/log/berth/hooks.log");
-        fs_err::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-            .filter(|line| line["addon"] == "demo" && line["version"] == version)
-            .map(|line| HookRun {
-                node: self.name.clone(),
-                hook: line["hook"].as_str().unwrap().to_string(),
-                started: time(&line["started"]),
-                ended: time(&line["ended"]),
-            })
-            .collect()
-    }
-}
-
-#[derive(Debug)]
-struct HookRun {
-    node: String,
-    hook: String,
-    started: std::time::SystemTime,
-    ended: std::time::SystemTime,
-}
-
-fn time(value: &serde_json::Value) -> std::time::SystemTime {
-    humantime::parse_rfc3339(value.as_str().unwrap()).unwrap()
-}
-
-fn succeeded(output: &Output) -> String {
-    let printed = format!("{}{}", text(&output.stdout), text(&output.stderr));
-    assert!(output.status.success(), "{printed}");
-    text(&output.stdout)
-}
-
-/// The most runs that overlap at any moment.
-fn most_at_once(runs: &[&HookRun]) -> usize {
-    runs.iter()
-        .map(|run| {
-            runs.iter()
-                .filter(|other| other.started <= run.started && run.started < other.ended)
-                .count()
-        })
-        .max()
-        .unwrap_or(0)
-}
-
-/// The rollout's record on the first node.
-fn status(first: &Machine, name: &str) -> serde_json::Value {
-    let records: Vec<serde_json::Value> = serde_json::from_str(&succeeded(
-        &first.berth(&["rollout", "status", name, "--json"]),
-    ))
-    .unwrap();
-    records.into_iter().next().unwrap()
-}
-
-/// Each node's state in a rollout record.
-fn states(record: &serde_json::Value) -> BTreeMap<String, String> {
-    record["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|target| {
-            (
-                target["node"].as_str().unwrap().to_string(),
-                target["state"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
-/// Waits until the rollout is in `state` with no node running or soaking; says where it
-/// stood, and what every machine logged, if it never gets there.
-fn wait_for_state(
-    machines: &[Machine],
-    name: &str,
-    state: &str,
-    timeout: Duration,
-) -> serde_json::Value {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        let record = status(&machines[0], name);
-        let settled = !states(&record)
-            .values()
-            .any(|state| state == "Running" || state == "Soaking");
-        if record["state"] == state && settled {
-            return record;
-        }
-        if std::time::Instant::now() > deadline {
-            panic!(
-                "rollout {name} is not {state} after {timeout:?}: {record:#}\n{}",
-                logs(machines)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// The end of every log the machines' background `berth`s wrote.
-fn logs(machines: &[Machine]) -> String {
-    let mut text = String::new();
-    for machine in machines {
-        for entry in fs_err::read_dir(machine.logs.path()).unwrap() {
-            let path = entry.unwrap().path();
-            let log = fs_err::read_to_string(&path).unwrap_or_default();
-            let lines: Vec<&str> = log.lines().collect();
-            text.push_str(&format!(
-                "--- {} {}\n{}\n",
-                machine.name,
-                path.file_name().unwrap().to_string_lossy(),
-                lines[lines.len().saturating_sub(15)..].join("\n")
-            ));
-        }
-    }
-    text
-}
-
-fn rollout_file(folder: &Path, name: &str, body: &str) -> PathBuf {
-    let path = folder.join(format!("{name}.yaml"));
-    fs_err::write(
-        &path,
-        format!(
-            "apiVersion: berth/v1alpha1\nkind: Rollout\nmetadata:\n  name: {name}\nspec:\n{body}"
-        ),
-    )
-    .unwrap();
-    path
-}
+use support::fleet::{
+    Fleet, HookRun, Machine, most_at_once, rollout_file, states, status, stdout_of, wait_for_state,
+};
+use support::{TestDist, wait_until};
 
 /// demo's versions, and 2.0.1: the same fields, but its install and join hooks fail.
 fn dist() -> TestDist {
@@ -218,75 +35,11 @@ fn dist() -> TestDist {
 
 #[test]
 fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
-    let mut network = Network::new();
-    let machines: Vec<Machine> = (1..=6)
-        .map(|number| Machine::start(network.host(), &format!("node-{number}")))
-        .collect();
-    let first = &machines[0];
     let dist = dist();
     let spec = dist.spec("demo.yaml", &[("demo", "version: 1.0.0, port: 8080")]);
-    let spec = spec.to_str().unwrap();
-    let url = dist.url();
-    succeeded(&first.berth(&["install", "--spec", spec, "--dist", &url]));
-
-    let listen = format!("{}:7433", first.host.address());
-    let serve = ["fleet", "serve", "--listen", &listen, "--name", "node-1"];
-    let mut coordinator = Some(first.spawn(&serve, "serve.log"));
-    let mut command = String::new();
-    wait_until(
-        "the fleet's join parameters",
-        Duration::from_secs(30),
-        || {
-            command = text(&first.berth(&["join-command", "--airgap"]).stdout);
-            command.contains("fleet-token=")
-        },
-    );
-    let params: Vec<String> = command
-        .split_whitespace()
-        .skip_while(|word| *word != "-s")
-        .skip(1)
-        .map(|word| word.trim_matches('\'').to_string())
-        .filter(|word| word.contains('='))
-        .collect();
-    std::thread::scope(|scope| {
-        for machine in &machines[1..] {
-            let params = &params;
-            let (spec, url) = (spec, &url);
-            scope.spawn(move || {
-                let mut words = vec![
-                    "join".to_string(),
-                    "--spec".into(),
-                    spec.into(),
-                    "--dist".into(),
-                    url.clone(),
-                    format!("node-name={}", machine.name),
-                    format!("private-address={}", machine.host.address()),
-                ];
-                if machine.name == "node-2" || machine.name == "node-4" {
-                    words.push("labels=canary=true".into());
-                }
-                words.extend(params.iter().cloned());
-                let words: Vec<&str> = words.iter().map(String::as_str).collect();
-                succeeded(&machine.berth(&words));
-            });
-        }
-    });
-    let _agents: Vec<Server> = machines
-        .iter()
-        .map(|machine| machine.spawn(&["fleet", "agent", "--interval", "1"], "agent.log"))
-        .collect();
-    wait_until(
-        "six nodes reporting demo 1.0.0",
-        Duration::from_secs(60),
-        || {
-            let nodes: Vec<serde_json::Value> =
-                serde_json::from_str(&succeeded(&first.berth(&["nodes", "--json"]))).unwrap();
-            nodes.len() == 6
-                && nodes
-                    .iter()
-                    .all(|node| node["addons"][0]["current"] == "1.0.0")
-        },
-    );
+    let mut fleet = Fleet::start(&dist, &spec);
+    let machines = &fleet.machines;
+    let first = &machines[0];
     let files = tempfile::tempdir().unwrap();
     let progressive = |soak: &str, deadline: &str, failures: u32| {
         format!(
@@ -303,31 +56,31 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
             progressive("2s", "2m", 0)
         ),
     );
-    succeeded(&first.berth(&["rollout", "apply", broken.to_str().unwrap()]));
-    let record = wait_for_state(&machines, "broken", "Stopped", Duration::from_secs(120));
+    stdout_of(&first.berth(&["rollout", "apply", broken.to_str().unwrap()]));
+    let record = wait_for_state(machines, "broken", "Stopped", Duration::from_secs(120));
     let stopped = states(&record);
     assert_eq!(stopped["node-2"], "Failed", "{record:#}");
     assert_eq!(stopped["node-4"], "Failed", "{record:#}");
     for node in ["node-1", "node-3", "node-5", "node-6"] {
         assert_eq!(stopped[node], "ToApply", "{node} never started: {record:#}");
     }
-    let table = succeeded(&first.berth(&["rollout", "status", "broken"]));
+    let table = stdout_of(&first.berth(&["rollout", "status", "broken"]));
     for node in ["node-2", "node-4"] {
         let row = table.lines().find(|line| line.starts_with(node)).unwrap();
         assert!(row.contains("Failed"), "{table}");
         assert!(row.contains("fails on purpose"), "why it failed: {table}");
     }
     assert!(table.contains("more than maxFailures"), "{table}");
-    for machine in &machines {
+    for machine in machines {
         let tried = machine.hooks("2.0.1");
         let canary = machine.name == "node-2" || machine.name == "node-4";
         assert_eq!(!tried.is_empty(), canary, "{}: {tried:?}", machine.name);
     }
     // The rollback returns the canaries to 1.0.0.
-    let said = succeeded(&first.berth(&["rollout", "rollback", "broken"]));
+    let said = stdout_of(&first.berth(&["rollout", "rollback", "broken"]));
     assert!(said.contains("node-2 to 1.0.0"), "{said}");
-    wait_for_state(&machines, "broken", "Completed", Duration::from_secs(120));
-    for machine in &machines {
+    wait_for_state(machines, "broken", "Completed", Duration::from_secs(120));
+    for machine in machines {
         assert_eq!(
             machine.demo(8080).as_deref(),
             Some("demo 1.0.0"),
@@ -346,15 +99,16 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
             progressive("3s", "3m", 0)
         ),
     );
-    succeeded(&first.berth(&["rollout", "apply", upgrade.to_str().unwrap()]));
+    stdout_of(&first.berth(&["rollout", "apply", upgrade.to_str().unwrap()]));
     wait_until("the canaries to succeed", Duration::from_secs(120), || {
         let states = states(&status(first, "demo-2"));
         states["node-2"] == "Succeeded" && states["node-4"] == "Succeeded"
     });
-    drop(coordinator.take());
+    fleet.restart_coordinator();
+    let machines = &fleet.machines;
+    let first = &machines[0];
     let untouched = states(&status(first, "demo-2"));
-    let _coordinator = first.spawn(&serve, "serve-again.log");
-    let record = wait_for_state(&machines, "demo-2", "Completed", Duration::from_secs(240));
+    let record = wait_for_state(machines, "demo-2", "Completed", Duration::from_secs(240));
     assert!(
         states(&record).values().all(|state| state == "Succeeded"),
         "{record:#}"
@@ -368,7 +122,7 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
         .flat_map(|machine| machine.hooks("2.0.0"))
         .filter(|run| run.hook == "demo" || run.hook == "demo_join")
         .collect();
-    for machine in &machines {
+    for machine in machines {
         let count = runs.iter().filter(|run| run.node == machine.name).count();
         assert_eq!(count, 1, "{} ran 2.0.0 once: {runs:#?}", machine.name);
         assert_eq!(
@@ -395,7 +149,7 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
         );
     }
     let nodes: Vec<serde_json::Value> =
-        serde_json::from_str(&succeeded(&first.berth(&["nodes", "--json"]))).unwrap();
+        serde_json::from_str(&stdout_of(&first.berth(&["nodes", "--json"]))).unwrap();
     for node in &nodes {
         let demo = &node["addons"][0];
         assert_eq!(demo["current"], "2.0.0", "{node:#}");
@@ -405,7 +159,7 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
             "the last-applied config is the desired one: {node:#}"
         );
     }
-    let table = succeeded(&first.berth(&["nodes"]));
+    let table = stdout_of(&first.berth(&["nodes"]));
     assert_eq!(table.matches("demo 2.0.0 Succeeded").count(), 6, "{table}");
 
     // A node cut off counts as failed after progressDeadline; a node that turns Degraded
@@ -416,7 +170,7 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
         "port",
         "  addon: demo\n  version: 2.0.0\n  placements:\n    - name: secondaries\n      roles: [secondary]\n      config: {port: 8081}\n  strategy:\n    type: Progressive\n    progressive:\n      maxConcurrency: 5\n      minSuccessTime: 25s\n      progressDeadline: 20s\n      maxFailures: 2\n",
     );
-    succeeded(&first.berth(&["rollout", "apply", port.to_str().unwrap()]));
+    stdout_of(&first.berth(&["rollout", "apply", port.to_str().unwrap()]));
     wait_until("node-3 to soak", Duration::from_secs(60), || {
         states(&status(first, "port"))["node-3"] == "Soaking"
     });
@@ -427,7 +181,7 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
         "SIGKILL",
         &container_of(&machines[2]),
     ]);
-    let record = wait_for_state(&machines, "port", "Completed", Duration::from_secs(120));
+    let record = wait_for_state(machines, "port", "Completed", Duration::from_secs(120));
     let targets = record["targets"].as_array().unwrap();
     let target = |node: &str| {
         targets

@@ -800,4 +800,49 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn paused_starts_nothing_resumed_goes_on_aborted_takes_back_unclaimed_work() {
+        let nodes: Vec<NodeRecord> = (1..=3)
+            .map(|number| node(&format!("node-{number}"), Role::Secondary, &[], None))
+            .collect();
+        let rollout = rollout(
+            "  strategy:\n    type: Progressive\n    progressive:\n      maxConcurrency: 1\n",
+        );
+        let mut record = plan(rollout, &[], &nodes, at(0)).unwrap();
+        control(&mut record, Control::Paused, at(0)).unwrap();
+        tick(&mut record, &nodes, at(1));
+        assert_eq!(record.state, RolloutState::Paused);
+        assert!(
+            record
+                .targets
+                .iter()
+                .all(|t| t.state == TargetState::ToApply)
+        );
+        control(&mut record, Control::Running, at(2)).unwrap();
+        tick(&mut record, &nodes, at(3));
+        assert_eq!(record.state, RolloutState::Progressing);
+        assert_eq!(record.targets[0].state, TargetState::Running);
+        let mut records = vec![record];
+        progress(
+            &mut records,
+            "node-1",
+            "demo-2.1",
+            Outcome::Succeeded,
+            "",
+            at(4),
+        )
+        .unwrap();
+        tick(&mut records[0], &nodes, at(5));
+        assert_eq!(records[0].targets[1].state, TargetState::Running);
+        // node-2 never took its work: aborting takes it back; node-1's run stands.
+        control(&mut records[0], Control::Aborted, at(6)).unwrap();
+        tick(&mut records[0], &nodes, at(7));
+        let record = &records[0];
+        assert_eq!(record.state, RolloutState::Aborted);
+        assert_eq!(record.targets[0].state, TargetState::Succeeded);
+        assert_eq!(record.targets[1].state, TargetState::ToApply);
+        assert!(!unfinished(record));
+        assert!(control(&mut records[0], Control::Running, at(8)).is_err());
+    }
 }

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 pub use berth_testgrid::*;
 
+pub mod fleet;
+
 /// A node: Berth's root is a temporary folder, so state, packages and logs stay in it.
 pub struct Node {
     pub root: tempfile::TempDir,

@@ -502,9 +502,11 @@ fn record_hook(
         "succeeded": succeeded,
     });
     let path = layout.log_dir().join(HOOKS_LOG);
+    // Private like the run logs beside it.
     if let Ok(mut file) = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(&path)
     {
         let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
