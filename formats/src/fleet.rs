@@ -93,7 +93,8 @@ pub enum Action {
         /// The hash of the version and configuration: the node reports it once applied.
         config_hash: String,
     },
-    /// Go back to the spec the node ran before work `work` (a rollback).
+    /// Put the add-on back as the node ran it before work `work` (a rollback): its version and
+    /// fields from the spec kept then; the rest of the node's spec stays as it is now.
     Restore {
         #[serde(deserialize_with = "plain_name")]
         work: String,

@@ -1,7 +1,7 @@
 //! A node's side of a rollout: it asks the first node for work, runs it, and says how it
 //! went. Work is an upgrade of one add-on on the spec this node ran last, to the version and
-//! configuration the rollout gives it, or (a rollback) the spec it ran before an earlier
-//! work. Each work id runs once: its folder under `fleet/work/` keeps the spec it started from,
+//! configuration the rollout gives it, or (a rollback) to the add-on's section of the spec it
+//! ran before an earlier work. Each work id runs once: its folder under `fleet/work/` keeps the spec it started from,
 //! the run's output and its outcome, so a restarted agent (or first node) never runs it again.
 
 use std::collections::BTreeMap;
@@ -108,6 +108,14 @@ struct Before {
     config_hash: Option<String>,
 }
 
+impl Before {
+    /// What the node ran before work `id`, as kept when it started.
+    fn load(layout: &Layout, id: &str) -> Option<Self> {
+        let bytes = fs_err::read(work_folder(layout, id).join(BEFORE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
 /// How a work ended on this node.
 #[derive(Debug, Serialize, Deserialize)]
 struct Recorded {
@@ -168,10 +176,17 @@ fn execute(layout: &Layout, work: &Work, folder: &Path) -> anyhow::Result<bool> 
         }
         Action::Restore { work: earlier } => {
             berth_formats::name::check_plain("work id", earlier)?;
-            let path = work_folder(layout, earlier).join(BEFORE_SPEC);
-            if !path.exists() {
+            let earlier_spec = work_folder(layout, earlier).join(BEFORE_SPEC);
+            if !earlier_spec.exists() {
                 bail!("this node has no record of work {earlier}, so nothing to go back to");
             }
+            let path = folder.join("spec.yaml");
+            let restored = with_addon_as_in(
+                &fs_err::read_to_string(&before_spec)?,
+                &fs_err::read_to_string(&earlier_spec)?,
+                &work.addon,
+            )?;
+            write(&path, restored.as_bytes())?;
             (path, true)
         }
     };
@@ -223,18 +238,46 @@ fn with_addon(
     version: &str,
     config: &Map<String, Value>,
 ) -> anyhow::Result<String> {
+    edit_spec(text, |spec| {
+        let fields = spec
+            .entry(addon.to_string())
+            .or_insert_with(|| Value::Object(Map::new()))
+            .as_object_mut()
+            .with_context(|| format!("spec.{addon} in the node's spec is not a mapping"))?;
+        fields.extend(config.clone());
+        fields.insert("version".into(), version.into());
+        Ok(())
+    })
+}
+
+/// The spec `text` with `addon`'s section as it is in `earlier`: only the add-on goes back,
+/// whatever else changed on the node since stays.
+fn with_addon_as_in(text: &str, earlier: &str, addon: &str) -> anyhow::Result<String> {
+    let mut section = None;
+    edit_spec(earlier, |spec| {
+        section = spec.get(addon).cloned();
+        Ok(())
+    })?;
+    edit_spec(text, |spec| {
+        match section {
+            Some(section) => spec.insert(addon.to_string(), section),
+            None => spec.remove(addon),
+        };
+        Ok(())
+    })
+}
+
+/// An Installer spec's text with its `spec` mapping changed by `edit`.
+fn edit_spec(
+    text: &str,
+    edit: impl FnOnce(&mut Map<String, Value>) -> anyhow::Result<()>,
+) -> anyhow::Result<String> {
     let mut value: Value = serde_norway::from_str(text).context("the node's spec does not read")?;
     let spec = value
         .get_mut("spec")
         .and_then(Value::as_object_mut)
         .context("the node's spec has no `spec` mapping")?;
-    let fields = spec
-        .entry(addon.to_string())
-        .or_insert_with(|| Value::Object(Map::new()))
-        .as_object_mut()
-        .with_context(|| format!("spec.{addon} in the node's spec is not a mapping"))?;
-    fields.extend(config.clone());
-    fields.insert("version".into(), version.into());
+    edit(spec)?;
     Ok(serde_norway::to_string(&value)?)
 }
 
@@ -244,10 +287,7 @@ fn already_done(layout: &Layout, work: &Work, folder: &Path) -> bool {
     let wanted = match &work.action {
         Action::Apply { version, .. } => Some(version.clone()),
         Action::Restore { work: earlier } => {
-            fs_err::read(work_folder(layout, earlier).join(BEFORE))
-                .ok()
-                .and_then(|bytes| serde_json::from_slice::<Before>(&bytes).ok())
-                .and_then(|before| before.version)
+            Before::load(layout, earlier).and_then(|before| before.version)
         }
     };
     let started = fs_err::read_to_string(folder.join(STARTED)).unwrap_or_default();
@@ -280,10 +320,7 @@ fn finish(
         let hash = match &work.action {
             Action::Apply { config_hash, .. } => Some(config_hash.clone()),
             Action::Restore { work: earlier } => {
-                fs_err::read(work_folder(layout, earlier).join(BEFORE))
-                    .ok()
-                    .and_then(|bytes| serde_json::from_slice::<Before>(&bytes).ok())
-                    .and_then(|before| before.config_hash)
+                Before::load(layout, earlier).and_then(|before| before.config_hash)
             }
         };
         let mut hashes = applied_hashes(layout);
@@ -362,5 +399,13 @@ mod tests {
         let added = with_addon(text, "banner", "1.0.0", &Map::new()).unwrap();
         assert!(added.contains("banner"), "{added}");
         assert!(with_addon("spec: [1]\n", "demo", "1.0.0", &Map::new()).is_err());
+
+        // A rollback puts demo back as it was, and keeps hello's later change.
+        let later = with_addon(&changed, "hello", "2.0.0", &Map::new()).unwrap();
+        let back: Value =
+            serde_norway::from_str(&with_addon_as_in(&later, text, "demo").unwrap()).unwrap();
+        assert_eq!(back["spec"]["demo"]["version"], "1.0.0");
+        assert_eq!(back["spec"]["demo"]["port"], 8080);
+        assert_eq!(back["spec"]["hello"]["version"], "2.0.0");
     }
 }

@@ -16,7 +16,8 @@ use anyhow::{Context as _, bail};
 use berth_formats::Sha256Digest;
 use berth_formats::fleet::{Action, NodeRecord, Outcome, Work};
 use berth_formats::rollout::{
-    Control, Direction, Rollout, RolloutRecord, RolloutState, Strategy, TargetRecord, TargetState,
+    Control, Direction, Role, Rollout, RolloutRecord, RolloutState, Strategy, TargetRecord,
+    TargetState,
 };
 use serde_json::{Map, Value};
 
@@ -222,20 +223,13 @@ pub fn plan(
             .find(|group| labels_match(&group.match_labels, &node.info.labels))
             .map(|group| group.group_name.clone());
         targets.push(TargetRecord {
-            node: node.info.name.clone(),
-            role: node.info.role,
             group,
             placement: placement.map(|placement| placement.name.clone()),
             config_hash: config_hash(&version, &config),
             version,
             previous_version: report.and_then(|report| report.current.clone()),
             config,
-            state: TargetState::ToApply,
-            started_at: None,
-            picked_up_at: None,
-            succeeded_at: None,
-            finished_at: None,
-            message: String::new(),
+            ..unstarted(node.info.name.clone(), node.info.role)
         });
     }
     if targets.is_empty() {
@@ -255,6 +249,26 @@ pub fn plan(
         updated_at: now_text,
         targets,
     })
+}
+
+/// A node of a rollout before anything happened to it.
+fn unstarted(node: String, role: Role) -> TargetRecord {
+    TargetRecord {
+        node,
+        role,
+        group: None,
+        placement: None,
+        version: String::new(),
+        previous_version: None,
+        config: Map::new(),
+        config_hash: String::new(),
+        state: TargetState::ToApply,
+        started_at: None,
+        picked_up_at: None,
+        succeeded_at: None,
+        finished_at: None,
+        message: String::new(),
+    }
 }
 
 fn labels_match(wanted: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
@@ -596,15 +610,9 @@ pub fn rollback(record: &RolloutRecord, now: SystemTime) -> anyhow::Result<Rollo
                 .clone()
                 .unwrap_or_else(|| "-".into()),
             previous_version: Some(target.version.clone()),
-            config: Map::new(),
-            config_hash: String::new(),
-            state: TargetState::ToApply,
-            started_at: None,
-            picked_up_at: None,
-            succeeded_at: None,
-            finished_at: None,
-            message: String::new(),
-            ..target.clone()
+            group: target.group.clone(),
+            placement: target.placement.clone(),
+            ..unstarted(target.node.clone(), target.role)
         })
         .collect();
     if targets.is_empty() {
