@@ -237,18 +237,35 @@ pub fn plan(
             "no registered node matches rollout {name}'s placements; `berth nodes` lists the nodes, their roles and labels"
         );
     }
-    let now_text = rfc3339(now);
-    Ok(RolloutRecord {
+    Ok(new_record(
         rollout,
         generation,
-        direction: Direction::Forward,
+        Direction::Forward,
+        targets,
+        now,
+    ))
+}
+
+/// A generation of a rollout, started at `now` with no node moved yet.
+fn new_record(
+    rollout: Rollout,
+    generation: u32,
+    direction: Direction,
+    targets: Vec<TargetRecord>,
+    now: SystemTime,
+) -> RolloutRecord {
+    let now = rfc3339(now);
+    RolloutRecord {
+        rollout,
+        generation,
+        direction,
         control: Control::Running,
         state: RolloutState::Progressing,
         reason: String::new(),
-        applied_at: now_text.clone(),
-        updated_at: now_text,
+        applied_at: now.clone(),
+        updated_at: now,
         targets,
-    })
+    }
 }
 
 /// A node of a rollout before anything happened to it.
@@ -618,18 +635,13 @@ pub fn rollback(record: &RolloutRecord, now: SystemTime) -> anyhow::Result<Rollo
     if targets.is_empty() {
         bail!("rollout {name} changed no node; there is nothing to roll back");
     }
-    let now_text = rfc3339(now);
-    Ok(RolloutRecord {
-        rollout: record.rollout.clone(),
-        generation: record.generation + 1,
-        direction: Direction::Rollback,
-        control: Control::Running,
-        state: RolloutState::Progressing,
-        reason: String::new(),
-        applied_at: now_text.clone(),
-        updated_at: now_text,
+    Ok(new_record(
+        record.rollout.clone(),
+        record.generation + 1,
+        Direction::Rollback,
         targets,
-    })
+        now,
+    ))
 }
 
 #[cfg(test)]
