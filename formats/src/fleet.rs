@@ -22,6 +22,11 @@ pub const MAX_MESSAGE: usize = 16 * 1024;
 pub const ADDRESS_PARAM: &str = "fleet-address";
 pub const PIN_PARAM: &str = "fleet-pin";
 pub const TOKEN_PARAM: &str = "fleet-token";
+/// The token a node that joins the control plane registers with: only control-plane join
+/// commands carry it, so a node's role is what the first node issued, never its own claim.
+pub const PRIMARY_TOKEN_PARAM: &str = "fleet-primary-token";
+/// Every join parameter of the fleet's own.
+pub const FLEET_PARAMS: [&str; 4] = [ADDRESS_PARAM, PIN_PARAM, TOKEN_PARAM, PRIMARY_TOKEN_PARAM];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
@@ -30,8 +35,20 @@ pub enum Request {
     Register { token: String, node: NodeInfo },
     /// A registered node says where its add-ons stand.
     Report { addons: Vec<AddonReport> },
-    /// A registered node asks whether a rollout has work for it.
-    Poll,
+    /// A registered node asks whether a rollout has work for it. With `waitMs`, the first
+    /// node holds the answer until work appears or that long has passed (a long poll), so a
+    /// node learns of its work at once whatever its report interval.
+    #[serde(rename_all = "camelCase")]
+    Poll {
+        #[serde(default)]
+        wait_ms: u64,
+    },
+    /// The first node's own command line asks it to forget a node (by machine id, or by a
+    /// name no other node has), and its place in unfinished rollouts.
+    Remove {
+        #[serde(deserialize_with = "plain_name")]
+        node: String,
+    },
     /// A node says where the work it was given stands, and its add-ons with it.
     Progress {
         #[serde(deserialize_with = "plain_name")]
@@ -61,7 +78,21 @@ pub enum Response {
     },
     /// The answer to a poll when it has not.
     Idle,
+    /// The answer to a removal.
+    #[serde(rename_all = "camelCase")]
+    Removed {
+        name: String,
+        machine_id: String,
+    },
+    /// The node's key is not (or no longer) registered: its agent stops, since asking again
+    /// cannot help; joining the node again registers it.
+    NotRegistered {
+        reason: String,
+    },
 }
+
+/// The longest a poll is held: under the channel's read timeout on either side.
+pub const MAX_POLL_WAIT_MS: u64 = 20_000;
 
 /// What a rollout asks of one node: change one add-on, then say how it went. The same work
 /// (by `id`) is handed out until the node reports its outcome; a node runs each id once.
@@ -92,6 +123,9 @@ pub enum Action {
         config: serde_json::Map<String, serde_json::Value>,
         /// The hash of the version and configuration: the node reports it once applied.
         config_hash: String,
+        /// The rollout allows a version older than the node runs.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        allow_downgrade: bool,
     },
     /// Put the add-on back as the node ran it before work `work` (a rollback): its version and
     /// fields from the spec kept then; the rest of the node's spec stays as it is now.
@@ -111,8 +145,14 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeInfo {
+    /// The node's name: a label for people, which nodes on one host or cloned machines may
+    /// share.
     #[serde(deserialize_with = "plain_name")]
     pub name: String,
+    /// Who the node is: an id made once per Berth root (`fleet/machine-id`), so it stays
+    /// across re-joins and differs between nodes that share a host name.
+    #[serde(default, deserialize_with = "plain_name")]
+    pub machine_id: String,
     pub role: Role,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
@@ -186,7 +226,7 @@ impl Request {
                     return Err(format!("a label is longer than {MAX_TEXT} bytes"));
                 }
             }
-            Request::Poll => {}
+            Request::Poll { .. } | Request::Remove { .. } => {}
             Request::Progress {
                 message, addons, ..
             } => {
@@ -234,6 +274,7 @@ mod tests {
             token: "t".into(),
             node: NodeInfo {
                 name: "node-2".into(),
+                machine_id: "0123abcd".into(),
                 role: Role::Secondary,
                 labels: BTreeMap::from([("canary".into(), "true".into())]),
                 address: "10.0.0.2".into(),
@@ -246,6 +287,13 @@ mod tests {
 
         let climbing = text.replace("node-2", "../node-2");
         assert!(serde_json::from_str::<Request>(&climbing).is_err());
+        let climbing = text.replace("0123abcd", "../etc");
+        assert!(serde_json::from_str::<Request>(&climbing).is_err());
+        // A poll says how long it may be held; one from before long polls reads too.
+        let poll: Request = serde_json::from_str(r#"{"type":"poll"}"#).unwrap();
+        assert_eq!(poll, Request::Poll { wait_ms: 0 });
+        let poll = serde_json::to_string(&Request::Poll { wait_ms: 500 }).unwrap();
+        assert_eq!(poll, r#"{"type":"poll","waitMs":500}"#);
         let Request::Register { token, mut node } = register else {
             unreachable!()
         };

@@ -30,6 +30,12 @@
 //!       progressDeadline: 10m
 //!       maxFailures: 10%          # or a number of nodes
 //! ```
+//!
+//! What a rollout leaves out takes these defaults (`berth rollout status` shows the values in
+//! force): `type: All`; `maxConcurrency` 1 for `Progressive` (one node at a time, as a careful
+//! operator and Embedded Cluster move nodes); `minSuccessTime` 0s; `progressDeadline` 30m, so
+//! a node whose agent never answers fails instead of holding the rollout for good (`None`
+//! asks for no deadline); `maxFailures` 0, so the first failure stops the rollout.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -44,6 +50,12 @@ pub const KIND: &str = "Rollout";
 pub const MAX_ROLLOUT_BYTES: usize = 256 * 1024;
 /// The most placements or decision groups one rollout lists.
 pub const MAX_ENTRIES: usize = 256;
+/// How long a node may take when the rollout gives no `progressDeadline`.
+pub const DEFAULT_PROGRESS_DEADLINE: Duration = Duration::from_secs(30 * 60);
+/// How many nodes a `Progressive` rollout moves at once when it gives no `maxConcurrency`.
+pub const DEFAULT_MAX_CONCURRENCY: Size = Size::Count(1);
+/// The longest duration a rollout may give: longer ones are mistakes, and would overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -82,6 +94,10 @@ pub struct RolloutSpec {
     pub nodes_per_decision_group: Option<Size>,
     #[serde(default)]
     pub strategy: RolloutStrategy,
+    /// Whether the rollout may move a node to a version older than the one it runs (refused
+    /// otherwise, as `berth upgrade` refuses it without `--allow-downgrade`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_downgrade: bool,
 }
 
 /// Nodes chosen by role and labels, with the version and configuration they get.
@@ -248,6 +264,34 @@ pub struct Strategy {
     pub max_failures: Size,
 }
 
+impl std::fmt::Display for Strategy {
+    /// The values in force, as `berth rollout status` shows them.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{:?}", self.kind)?;
+        if !self.mandatory_decision_groups.is_empty() {
+            write!(
+                formatter,
+                ", mandatoryDecisionGroups {}",
+                self.mandatory_decision_groups.join(", ")
+            )?;
+        }
+        match self.max_concurrency {
+            Some(size) => write!(formatter, ", maxConcurrency {size}")?,
+            None => write!(formatter, ", maxConcurrency all")?,
+        }
+        write!(
+            formatter,
+            ", minSuccessTime {}, progressDeadline {}, maxFailures {}",
+            humantime::format_duration(self.min_success_time),
+            self.progress_deadline.map_or_else(
+                || "None".to_string(),
+                |deadline| { humantime::format_duration(deadline).to_string() }
+            ),
+            self.max_failures
+        )
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("{file}: {message}")]
 pub struct RolloutError {
@@ -314,8 +358,9 @@ impl Rollout {
         Ok(())
     }
 
-    /// The strategy with its parameters read and defaulted as OCM defaults them: no soak, no
-    /// deadline, no failure tolerated, every node of a phase at once.
+    /// The strategy with its parameters read and the defaults filled in (see the module's
+    /// documentation): no soak, a deadline of [`DEFAULT_PROGRESS_DEADLINE`], no failure
+    /// tolerated, and [`DEFAULT_MAX_CONCURRENCY`] nodes at once for `Progressive`.
     pub fn strategy(&self) -> Result<Strategy, String> {
         let written = &self.spec.strategy;
         let (key, parameters) = match written.kind {
@@ -360,10 +405,20 @@ impl Rollout {
         let duration = |field: &str, text: &Option<String>| -> Result<Option<Duration>, String> {
             match text.as_deref() {
                 None | Some("None") => Ok(None),
-                Some(text) => humantime::parse_duration(text).map(Some).map_err(|error| {
-                    format!("{field} `{text}` is not a duration such as 90s, 10m or 2h: {error}")
-                }),
+                Some(text) => match humantime::parse_duration(text) {
+                    Ok(duration) if duration <= MAX_DURATION => Ok(Some(duration)),
+                    Ok(_) => Err(format!(
+                        "{field} `{text}` is longer than a year; give at most 366d"
+                    )),
+                    Err(error) => Err(format!(
+                        "{field} `{text}` is not a duration such as 90s, 10m or 2h: {error}"
+                    )),
+                },
             }
+        };
+        let progress_deadline = match parameters.progress_deadline.as_deref() {
+            None => Some(DEFAULT_PROGRESS_DEADLINE),
+            Some(_) => duration("progressDeadline", &parameters.progress_deadline)?,
         };
         Ok(Strategy {
             kind: written.kind,
@@ -372,10 +427,17 @@ impl Rollout {
                 .iter()
                 .map(|group| group.group_name.clone())
                 .collect(),
-            max_concurrency: parameters.max_concurrency,
+            max_concurrency: match written.kind {
+                RolloutType::Progressive => Some(
+                    parameters
+                        .max_concurrency
+                        .unwrap_or(DEFAULT_MAX_CONCURRENCY),
+                ),
+                _ => None,
+            },
             min_success_time: duration("minSuccessTime", &parameters.min_success_time)?
                 .unwrap_or_default(),
-            progress_deadline: duration("progressDeadline", &parameters.progress_deadline)?,
+            progress_deadline,
             max_failures: parameters.max_failures.unwrap_or(Size::Count(0)),
         })
     }
@@ -387,8 +449,12 @@ impl Rollout {
 #[serde(rename_all = "camelCase")]
 pub struct RolloutRecord {
     pub rollout: Rollout,
+    /// Made anew by every apply: with the generation it makes work ids that are never given
+    /// twice, even after the rollout is deleted and applied again.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
     /// Bumped by every apply of the rollout's name and every rollback: the work a node is
-    /// given is `<name>.<generation>`, so a node runs each generation once.
+    /// given is `<name>.<uid>.<generation>`, so a node runs each generation once.
     pub generation: u32,
     pub direction: Direction,
     pub control: Control,
@@ -405,7 +471,17 @@ pub struct RolloutRecord {
 impl RolloutRecord {
     /// The id of the work this generation gives its nodes.
     pub fn work_id(&self) -> String {
-        format!("{}.{}", self.rollout.metadata.name, self.generation)
+        self.work_id_of(self.generation)
+    }
+
+    /// The id of the work generation `generation` of this apply gave its nodes.
+    pub fn work_id_of(&self, generation: u32) -> String {
+        let name = &self.rollout.metadata.name;
+        if self.uid.is_empty() {
+            format!("{name}.{generation}")
+        } else {
+            format!("{name}.{}.{generation}", self.uid)
+        }
     }
 }
 
@@ -444,7 +520,11 @@ pub enum RolloutState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetRecord {
+    /// The node's name: a label, which several nodes may share.
     pub node: String,
+    /// The node's machine id: who the target is.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub machine_id: String,
     pub role: Role,
     /// The decision group it belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -460,8 +540,12 @@ pub struct TargetRecord {
     /// Its configuration, layered: the rollout's, the placement's, the node's own.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub config: serde_json::Map<String, serde_json::Value>,
-    /// The hash of `version` and `config`: OCM's desired config hash.
+    /// The hash of `version` and `config`: OCM's desired config hash (for a rollback, the
+    /// hash the node had before; empty when it had none).
     pub config_hash: String,
+    /// The configuration hash the node reported when the rollout was applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_config_hash: Option<String>,
     pub state: TargetState,
     /// When the rollout started it (handed out its work).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -572,13 +656,32 @@ spec:
     }
 
     #[test]
-    fn a_default_strategy_is_all_at_once_with_no_failure_tolerated() {
+    fn a_default_strategy_is_all_at_once_with_no_failure_tolerated_and_a_deadline() {
         let text = EXAMPLE.split("  strategy:").next().unwrap();
         let strategy = Rollout::parse("r", text).unwrap().strategy().unwrap();
         assert_eq!(strategy.kind, RolloutType::All);
         assert_eq!(strategy.max_failures, Size::Count(0));
-        assert_eq!(strategy.progress_deadline, None);
+        assert_eq!(strategy.progress_deadline, Some(DEFAULT_PROGRESS_DEADLINE));
         assert_eq!(strategy.min_success_time, Duration::ZERO);
+        assert_eq!(
+            strategy.to_string(),
+            "All, maxConcurrency all, minSuccessTime 0s, progressDeadline 30m, maxFailures 0"
+        );
+        // Progressive with nothing given: one node at a time.
+        let progressive = format!("{text}  strategy: {{type: Progressive}}\n");
+        let strategy = Rollout::parse("r", &progressive)
+            .unwrap()
+            .strategy()
+            .unwrap();
+        assert_eq!(strategy.max_concurrency, Some(Size::Count(1)));
+        assert_eq!(
+            strategy.to_string(),
+            "Progressive, maxConcurrency 1, minSuccessTime 0s, progressDeadline 30m, maxFailures 0"
+        );
+        // No deadline only when asked for.
+        let none = EXAMPLE.replace("progressDeadline: 10m", "progressDeadline: None");
+        let strategy = Rollout::parse("r", &none).unwrap().strategy().unwrap();
+        assert_eq!(strategy.progress_deadline, None);
     }
 
     #[test]
@@ -611,6 +714,16 @@ spec:
                 "- name: edge",
                 "- name: edge\n      colour: red",
                 "unknown field `colour`",
+            ),
+            (
+                "progressDeadline: 10m",
+                "progressDeadline: 584942417355y",
+                "progressDeadline `584942417355y`",
+            ),
+            (
+                "minSuccessTime: 30s",
+                "minSuccessTime: 400d",
+                "longer than a year",
             ),
         ];
         for (from, to, expected) in cases {

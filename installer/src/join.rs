@@ -152,21 +152,50 @@ impl JoinStore {
         control_plane: bool,
         ttl: Duration,
     ) -> Result<(), JoinError> {
-        check_key(key)?;
-        let mut file = self.load()?;
-        let now = SystemTime::now();
-        file.params.insert(
-            key.to_string(),
-            JoinParam {
+        self.set_all(
+            &[NewParam {
+                key,
                 value,
                 secret,
                 control_plane,
-                set_at: rfc3339(now),
-                expires_at: secret.then(|| rfc3339(now + ttl.min(MAX_TTL))),
-            },
-        );
+            }],
+            ttl,
+        )
+    }
+
+    /// Publishes several parameters in one write, so that a join command printed meanwhile
+    /// carries all of them or none; a secret expires `ttl` from now.
+    pub fn set_all(&self, params: &[NewParam<'_>], ttl: Duration) -> Result<(), JoinError> {
+        for param in params {
+            check_key(param.key)?;
+        }
+        let mut file = self.load()?;
+        let now = SystemTime::now();
+        for param in params {
+            file.params.insert(
+                param.key.to_string(),
+                JoinParam {
+                    value: param.value.clone(),
+                    secret: param.secret,
+                    control_plane: param.control_plane,
+                    set_at: rfc3339(now),
+                    expires_at: param.secret.then(|| rfc3339(now + ttl.min(MAX_TTL))),
+                },
+            );
+        }
         self.save(&file)
     }
+}
+
+/// A parameter to publish with [`JoinStore::set_all`].
+#[derive(Debug, Clone)]
+pub struct NewParam<'a> {
+    pub key: &'a str,
+    pub value: String,
+    /// Kept from logs and expiring.
+    pub secret: bool,
+    /// Given only to nodes that join the control plane.
+    pub control_plane: bool,
 }
 
 fn check_key(key: &str) -> Result<(), JoinError> {

@@ -102,6 +102,10 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         succeeded(&second.berth(&["fleet", "report"])).trim(),
         "reported 1 add-on(s)"
     );
+    // The first node saves reports in batches, a fraction of a second apart.
+    wait_until("the report saved", Duration::from_secs(5), || {
+        registered(&first)["node-2"]["addons"][0]["name"] == "hello"
+    });
     let nodes = registered(&first);
     assert_eq!(nodes["first"]["role"], "primary", "{nodes:#?}");
     assert_eq!(nodes["first"]["address"], address);
@@ -119,16 +123,24 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         let line = table.lines().find(|line| line.starts_with(name)).unwrap();
         line.split_whitespace().map(str::to_string).collect()
     };
+    let second_machine =
+        fs_err::read_to_string(second.install_dir().join("fleet/machine-id")).unwrap();
     assert_eq!(
-        row("node-2")[..4],
-        ["node-2", "secondary", "10.0.0.2", "canary=true"],
+        row("node-2")[..5],
+        [
+            "node-2",
+            &second_machine[..12],
+            "secondary",
+            "10.0.0.2",
+            "canary=true"
+        ],
         "{table}"
     );
     assert!(
         row("node-2").ends_with(&["hello".into(), "1.0.0".into(), "Succeeded".into()]),
         "{table}"
     );
-    assert_eq!(row("first")[..2], ["first", "primary"], "{table}");
+    assert_eq!(row("first")[2], "primary", "{table}");
 
     // The agent reports on its own, every interval: the last contact moves on.
     let reported = registered(&first)["node-2"]["lastContact"].clone();
@@ -139,35 +151,99 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     let _ = agent.kill();
     let _ = agent.wait();
 
-    // A stranger: a wrong token, then the right one (as if it had read the join command) but
-    // the name of a node it has not the key of, then a report from a key never registered.
+    // A stranger: a wrong token; the worker token for the primary role; then the right one
+    // under a name another node has: names are labels, so it registers as a node of its own.
     let stranger = installed_node(&dist, &spec);
     let error = failed(&register(&stranger, &pin, "0123456789abcdef", "node-3"));
     assert!(
         error.contains("the join token is wrong or has expired"),
         "{error}"
     );
-    let error = failed(&register(&stranger, &pin, &token, "node-2"));
-    assert!(error.contains("registered with another key"), "{error}");
-    fs_err::create_dir_all(stranger.install_dir().join("fleet")).unwrap();
-    fs_err::copy(
-        second.install_dir().join("fleet/first-node.json"),
-        stranger.install_dir().join("fleet/first-node.json"),
-    )
-    .unwrap();
+    let mut primary_claim = stranger.command(&[
+        "fleet",
+        "register",
+        "--first-node",
+        &address,
+        "--pin",
+        &pin,
+        "--token",
+        &token,
+        "--name",
+        "node-3",
+        "--role",
+        "primary",
+    ]);
+    let error = failed(&primary_claim.output().unwrap());
+    assert!(
+        error.contains("a primary registers with fleet-primary-token"),
+        "{error}"
+    );
+    succeeded(&register(&stranger, &pin, &token, "node-2"));
+    let machine = |node: &Node| {
+        fs_err::read_to_string(node.install_dir().join("fleet/machine-id"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let (second_id, stranger_id) = (machine(&second), machine(&stranger));
+    assert_ne!(second_id, stranger_id);
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .filter(|node| node["name"] == "node-2")
+            .count(),
+        2,
+        "{listed:#?}"
+    );
+    // Two nodes are named node-2: removing one asks which; by machine id, it goes.
+    let error = failed(&first.berth(&["fleet", "remove", "node-2"]));
+    assert!(error.contains("2 nodes are named node-2"), "{error}");
+    assert!(error.contains(&stranger_id), "{error}");
+    let said = succeeded(&first.berth(&["fleet", "remove", &stranger_id]));
+    assert!(
+        said.contains(&format!("removed node-2 (machine {stranger_id})")),
+        "{said}"
+    );
+    // Removed, it is not heard any more, and its agent stops saying why.
     let error = failed(&stranger.berth(&["fleet", "report"]));
-    assert!(error.contains("is not registered"), "{error}");
+    assert!(
+        error.contains("the first node does not know this node"),
+        "{error}"
+    );
+    let agent = stranger
+        .command(&["fleet", "agent", "--interval", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(agent.status.code(), Some(1), "{}", text(&agent.stderr));
+    assert!(
+        text(&agent.stderr).contains("run the join command again"),
+        "{}",
+        text(&agent.stderr)
+    );
     // Nor may it ask for work; and a registered node may speak only of work it was given.
     let ask = |node: &Node, request: &Request| {
         let layout = berth::layout::Layout::new(node.root.path());
         let first_node = berth::fleet::node::first_node(&layout).unwrap();
         berth::fleet::node::exchange(&layout, &first_node, request).unwrap()
     };
-    let Response::Refused { reason } = ask(&stranger, &Request::Poll) else {
+    let Response::NotRegistered { reason } = ask(&stranger, &Request::Poll { wait_ms: 0 }) else {
         panic!("a stranger's poll was answered");
     };
     assert!(reason.contains("is not registered"), "{reason}");
-    assert_eq!(ask(&second, &Request::Poll), Response::Idle);
+    assert_eq!(ask(&second, &Request::Poll { wait_ms: 0 }), Response::Idle);
+    // A long poll with no work for the node is held, then answered Idle.
+    let asked = std::time::Instant::now();
+    assert_eq!(
+        ask(&second, &Request::Poll { wait_ms: 700 }),
+        Response::Idle
+    );
+    assert!(
+        asked.elapsed() >= Duration::from_millis(700),
+        "{:?}",
+        asked.elapsed()
+    );
     let forged = Request::Progress {
         work: "demo-2.1".into(),
         outcome: Outcome::Succeeded,
@@ -190,7 +266,7 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     let log = fs_err::read_to_string(first.root.path().join("var/log/berth/fleet.log")).unwrap();
     for reason in [
         "the join token is wrong or has expired",
-        "registered with another key",
+        "a primary registers with fleet-primary-token",
         "is not registered",
         "no rollout gave work demo-2.1",
     ] {
@@ -205,7 +281,14 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         ["first", "node-2"]
     );
 
-    // A node that joins with the command's parameters registers as it joins.
+    // A node that joins with the control-plane command's parameters registers as it joins,
+    // as a primary: that command alone carries the primary token.
+    let control_plane = succeeded(&first.berth(&["join-command", "--airgap", "--control-plane"]));
+    let primary_token = param(&control_plane, "fleet-primary-token");
+    assert!(
+        !command.contains("fleet-primary-token"),
+        "a worker's command carries no primary token: {command}"
+    );
     let joining = Node::new();
     let output = joining.run(
         "join",
@@ -215,6 +298,7 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
             &format!("fleet-address={address}"),
             &format!("fleet-pin={pin}"),
             &format!("fleet-token={token}"),
+            &format!("fleet-primary-token={primary_token}"),
             "node-name=node-4",
             "labels=zone=edge,canary=true",
             "private-address=10.0.0.4",
@@ -252,6 +336,151 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         (pin.clone(), token.clone())
     );
     assert_eq!(registered(&first).len(), 3);
+
+    // Fleet commands on a node that is no first node say so.
+    for command in [&["nodes"][..], &["rollout", "status"]] {
+        let error = failed(&second.berth(command));
+        assert!(
+            error.contains("this node is not a fleet's first node"),
+            "{error}"
+        );
+    }
+
+    // A rollout of an add-on or version the dist does not offer is refused at once.
+    let files = tempfile::tempdir().unwrap();
+    let rollout = |name: &str, body: &str| {
+        let path = files.path().join(format!("{name}.yaml"));
+        fs_err::write(
+            &path,
+            format!("apiVersion: berth/v1alpha1\nkind: Rollout\nmetadata: {{name: {name}}}\nspec:\n{body}"),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let misspelled = rollout("typo", "  addon: helo\n  version: 1.0.0\n");
+    let error = failed(&first.berth(&["rollout", "apply", &misspelled]));
+    assert!(
+        error.contains("offers no add-on helo; it offers: hello"),
+        "{error}"
+    );
+    let missing = rollout("typo", "  addon: hello\n  version: 9.9.9\n");
+    let error = failed(&first.berth(&["rollout", "apply", &missing]));
+    assert!(
+        error.contains("offers no version 9.9.9 of hello; it offers: 1.0.0"),
+        "{error}"
+    );
+
+    // node-2's agent was stopped before any work: its node fails at the deadline, and the
+    // rollout stops there (maxFailures 0 by default).
+    let stalled = rollout(
+        "stalled",
+        "  addon: hello\n  version: 1.0.0\n  placements: [{name: two, roles: [secondary], matchLabels: {canary: 'true'}}]\n  strategy: {type: Progressive, progressive: {progressDeadline: 3s}}\n",
+    );
+    succeeded(&first.berth(&["rollout", "apply", &stalled]));
+    let status = |name: &str| -> serde_json::Value {
+        let records: Vec<serde_json::Value> = serde_json::from_slice(&succeeded_bytes(
+            &first.berth(&["rollout", "status", name, "--json"]),
+        ))
+        .unwrap();
+        records[0].clone()
+    };
+    wait_until(
+        "the stalled rollout to stop",
+        Duration::from_secs(30),
+        || status("stalled")["state"] == "Stopped",
+    );
+    let record = status("stalled");
+    assert_eq!(record["targets"][0]["node"], "node-2");
+    assert_eq!(record["targets"][0]["state"], "Failed");
+    let message = record["targets"][0]["message"].as_str().unwrap();
+    assert!(message.contains("progressDeadline (3s)"), "{message}");
+    assert!(message.contains("never took the work"), "{message}");
+    let table = succeeded(&first.berth(&["rollout", "status", "stalled"]));
+    assert!(
+        table.contains("strategy: Progressive, maxConcurrency 1, minSuccessTime 0s, progressDeadline 3s, maxFailures 0"),
+        "{table}"
+    );
+
+    // node-4 says its run succeeded, but its report shows hello at another version: Failed,
+    // naming it. Applied again after a delete, its work has a new id.
+    let lying = rollout(
+        "lying",
+        "  addon: hello\n  version: 1.0.0\n  placements: [{name: edge, roles: [primary], matchLabels: {zone: edge}}]\n",
+    );
+    let mut work_ids = Vec::new();
+    for _ in 0..2 {
+        let _ = first.berth(&["rollout", "delete", "lying"]);
+        succeeded(&first.berth(&["rollout", "apply", &lying]));
+        let Response::Work { work } = ask(&joining, &Request::Poll { wait_ms: 10_000 }) else {
+            panic!("node-4 was given no work");
+        };
+        let mut addons = Vec::new();
+        for outcome in [Outcome::Running, Outcome::Succeeded] {
+            let progress = Request::Progress {
+                work: work.id.clone(),
+                outcome,
+                message: String::new(),
+                addons: addons.clone(),
+            };
+            assert_eq!(ask(&joining, &progress), Response::Accepted);
+            addons = vec![berth_formats::fleet::AddonReport {
+                name: "hello".into(),
+                desired: Some("1.0.0".into()),
+                current: Some("0.9.0".into()),
+                last: None,
+                progressing: "Succeeded".into(),
+                available: None,
+                degraded: None,
+                config_hash: None,
+                node_config: Default::default(),
+            }];
+        }
+        let record = status("lying");
+        assert_eq!(record["state"], "Completed", "{record:#}");
+        assert_eq!(record["targets"][0]["state"], "Failed", "{record:#}");
+        let message = record["targets"][0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("said its run succeeded, but hello is at 0.9.0, not 1.0.0"),
+            "{message}"
+        );
+        work_ids.push(work.id);
+    }
+    assert_ne!(work_ids[0], work_ids[1]);
+
+    // Nodes on one host, joined without a node name, share its host name and all register;
+    // one removed joins again under the same machine id.
+    let host_name = berth::fleet::node::host_name().unwrap();
+    let worker_params = [
+        format!("fleet-address={address}"),
+        format!("fleet-pin={pin}"),
+        format!("fleet-token={token}"),
+    ];
+    let worker_params: Vec<&str> = worker_params.iter().map(String::as_str).collect();
+    let same_host: Vec<Node> = (0..3).map(|_| Node::new()).collect();
+    for node in &same_host {
+        succeeded(&node.run("join", &spec, &dist.url(), &worker_params));
+    }
+    let named = |nodes: &[serde_json::Value]| {
+        nodes
+            .iter()
+            .filter(|node| node["name"] == host_name.as_str())
+            .count()
+    };
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    assert_eq!(named(&listed), 3, "{listed:#?}");
+    let gone = machine(&same_host[0]);
+    succeeded(&first.berth(&["fleet", "remove", &gone[..8]]));
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    assert_eq!(named(&listed), 2);
+    succeeded(&same_host[0].run("join", &spec, &dist.url(), &worker_params));
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    assert_eq!(named(&listed), 3);
+    assert!(listed.iter().any(|node| node["machineId"] == gone.as_str()));
+    succeeded(&same_host[0].berth(&["fleet", "report"]));
+
     let _ = server.kill();
     let _ = server.wait();
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use berth::fleet::channel::Pin;
+use berth::fleet::log::escape;
 use berth::fleet::{first_node, node};
 use berth::layout::Layout;
 use berth_formats::fleet::{NodeInfo, Role};
@@ -44,9 +45,11 @@ pub enum FleetCommand {
         /// The join command's `fleet-token`.
         #[arg(long)]
         token: String,
-        /// This node's name in the fleet.
+        /// This node's name in the fleet: a label, which other nodes may share.
         #[arg(long)]
         name: String,
+        /// The role the token was issued for: `primary` registers with the control-plane
+        /// join command's `fleet-primary-token`, `secondary` with its `fleet-token`.
         #[arg(long, value_enum, default_value = "secondary")]
         role: RoleArg,
         /// A label, `key=value` (repeatable).
@@ -63,13 +66,23 @@ pub enum FleetCommand {
         #[command(flatten)]
         root: RootArgs,
     },
-    /// Every interval, until stopped: report this node's add-ons to the first node, ask it for
-    /// rollout work, and run the work given. A round that fails is said and tried again at the
-    /// next interval.
+    /// Until stopped: report this node's add-ons to the first node every interval, and in
+    /// between hold a poll open with it, so rollout work starts the moment it is handed out.
+    /// A failure is said and tried again at the next interval; the agent stops (exit 1) when
+    /// the first node does not know this node.
     Agent {
         /// Seconds between reports.
         #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
         interval: u64,
+        #[command(flatten)]
+        root: RootArgs,
+    },
+    /// On the first node: forget a node (gone, or to join again afresh) and its place in
+    /// unfinished rollouts.
+    Remove {
+        /// The node's machine id (or its first characters, at least 6), or a name no other
+        /// node has.
+        node: String,
         #[command(flatten)]
         root: RootArgs,
     },
@@ -131,6 +144,7 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
             let layout = Layout::new(&root.root);
             let info = NodeInfo {
                 name,
+                machine_id: node::machine_id(&layout)?,
                 role: match role {
                     RoleArg::Primary => Role::Primary,
                     RoleArg::Secondary => Role::Secondary,
@@ -154,19 +168,16 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
         }
         FleetCommand::Agent { interval, root } => {
             let layout = Layout::new(&root.root);
-            loop {
-                match berth::fleet::agent::round(&layout) {
-                    Ok(Some((work, outcome))) => {
-                        eprintln!("berth fleet agent: {work}: {outcome:?}");
-                    }
-                    Ok(None) => {}
-                    Err(error) => eprintln!(
-                        "berth fleet agent: {}",
-                        berth_formats::report::chain(error.as_ref())
-                    ),
-                }
-                std::thread::sleep(Duration::from_secs(interval));
-            }
+            berth::fleet::agent::run(&layout, Duration::from_secs(interval), |line| {
+                eprintln!("berth fleet agent: {line}")
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        FleetCommand::Remove { node, root } => {
+            let layout = Layout::new(&root.root);
+            let (name, machine_id) = first_node::remove(&layout, &node)?;
+            show!("removed {name} (machine {machine_id}); its join command registers it again");
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
@@ -174,6 +185,7 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
 /// Lists every node that registered with this one.
 pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
+    let serving = first_node::check_first_node(&layout)?;
     let records = first_node::nodes(&layout)?;
     let rollouts = berth::fleet::rollouts::Rollouts::new(&layout).load_all()?;
     // What the newest rollout of each add-on wants of a node: OCM's desired version and
@@ -188,6 +200,9 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
                 Some((record, target))
             })
     };
+    if serving == first_node::Serving::Stopped {
+        eprintln!("{}", NOT_SERVING);
+    }
     if args.json {
         let mut value = serde_json::to_value(&records)?;
         for node in value.as_array_mut().into_iter().flatten() {
@@ -208,7 +223,7 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
         show!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let rows: Vec<[String; 6]> = records
+    let rows: Vec<[String; 7]> = records
         .iter()
         .map(|record| {
             let labels: Vec<String> = record
@@ -244,13 +259,15 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
                 || record.last_contact.clone(),
                 |age| format!("{}s ago", age.as_secs()),
             );
+            // What nodes sent is shown escaped: no terminal escape of theirs reaches the screen.
             [
-                record.info.name.clone(),
+                escape(&record.info.name),
+                record.info.machine_id.chars().take(12).collect(),
                 format!("{:?}", record.info.role).to_lowercase(),
-                record.info.address.clone(),
-                labels.join(","),
+                escape(&record.info.address),
+                escape(&labels.join(",")),
                 seen,
-                addons.join("; "),
+                escape(&addons.join("; ")),
             ]
         })
         .collect();
@@ -259,16 +276,20 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
         table::render(
             [
                 "NAME",
+                "MACHINE",
                 "ROLE",
                 "ADDRESS",
                 "LABELS",
                 "LAST CONTACT",
                 "ADD-ONS"
             ],
-            [Align::Left; 6],
+            [Align::Left; 7],
             &rows
         )
         .trim_end_matches('\n')
     );
     Ok(ExitCode::SUCCESS)
 }
+
+/// Said on standard error where the first node's server is stopped.
+pub const NOT_SERVING: &str = "warning: `berth fleet serve` is not running on this node: no rollout moves and no node is heard until it is started again";

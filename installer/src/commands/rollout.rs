@@ -8,23 +8,29 @@ use std::time::SystemTime;
 
 use anyhow::Context as _;
 use berth::fleet::first_node;
+use berth::fleet::log::escape;
 use berth::fleet::rollouts::{self, Rollouts};
 use berth::layout::Layout;
-use berth_formats::rollout::{Control, Rollout, RolloutRecord, TargetState};
+use berth_formats::rollout::{Control, Direction, Rollout, RolloutRecord, TargetState};
 use berth_formats::table::{self, Align};
 
 use crate::RootArgs;
 
 #[derive(clap::Subcommand)]
 pub enum RolloutCommand {
-    /// Start a rollout (a `kind: Rollout` file) over the registered nodes.
+    /// Start a rollout (a `kind: Rollout` file) over the registered nodes. Refused when this
+    /// node's dist does not offer the add-on or version, or when it would move a node to an
+    /// older version without `allowDowngrade: true`.
     Apply {
+        /// The rollout file.
         file: PathBuf,
         #[command(flatten)]
         root: RootArgs,
     },
-    /// Where each rollout, or the one named, stands: per node, its state and times.
+    /// Where each rollout, or the one named, stands: the strategy in force, and per node its
+    /// state and times.
     Status {
+        /// A rollout's name (all of them unless given).
         name: Option<String>,
         /// Print the records as JSON.
         #[arg(long)]
@@ -38,6 +44,7 @@ pub enum RolloutCommand {
         #[command(flatten)]
         root: RootArgs,
     },
+    /// Let a paused rollout start nodes again.
     Resume {
         name: String,
         #[command(flatten)]
@@ -68,11 +75,15 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
     match command {
         RolloutCommand::Apply { file, root } => {
             let layout = Layout::new(&root.root);
+            let serving = first_node::check_first_node(&layout)?;
             let text = read_bounded(&file)?;
             let rollout = Rollout::parse(&file.display().to_string(), &text)?;
+            let (versions, dist) = offered_versions(&layout)?;
+            rollouts::check_offered(&rollout, &versions, &dist)?;
             let nodes = first_node::nodes(&layout)?;
+            let uid = berth::fleet::random_hex(4)?;
             let record = Rollouts::new(&layout).update(|records| {
-                let record = rollouts::plan(rollout, records, &nodes, now)?;
+                let record = rollouts::plan(rollout, records, &nodes, uid, now)?;
                 records.retain(|old| old.rollout.metadata.name != record.rollout.metadata.name);
                 records.push(record.clone());
                 Ok(record)
@@ -85,10 +96,16 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
                 record.targets.len(),
                 record.rollout.metadata.name
             );
+            if serving == first_node::Serving::Stopped {
+                eprintln!("{}", crate::commands::fleet::NOT_SERVING);
+            }
             Ok(ExitCode::SUCCESS)
         }
         RolloutCommand::Status { name, json, root } => {
             let layout = Layout::new(&root.root);
+            if first_node::check_first_node(&layout)? == first_node::Serving::Stopped {
+                eprintln!("{}", crate::commands::fleet::NOT_SERVING);
+            }
             let mut records = Rollouts::new(&layout).load_all()?;
             if let Some(name) = &name {
                 let record = rollouts::find(&mut records, name)?.clone();
@@ -110,6 +127,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
         RolloutCommand::Abort { name, root } => set(&root, &name, Control::Aborted, now),
         RolloutCommand::Rollback { name, root } => {
             let layout = Layout::new(&root.root);
+            first_node::check_first_node(&layout)?;
             let record = Rollouts::new(&layout).update(|records| {
                 let record = rollouts::find(records, &name)?;
                 let back = rollouts::rollback(record, now)?;
@@ -131,6 +149,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
         }
         RolloutCommand::Delete { name, root } => {
             let layout = Layout::new(&root.root);
+            first_node::check_first_node(&layout)?;
             let rollouts = Rollouts::new(&layout);
             let records = rollouts.load_all()?;
             if let Some(record) = records
@@ -154,6 +173,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
 
 fn set(root: &RootArgs, name: &str, control: Control, now: SystemTime) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&root.root);
+    first_node::check_first_node(&layout)?;
     let state = Rollouts::new(&layout).update(|records| {
         let record = rollouts::find(records, name)?;
         rollouts::control(record, control, now)?;
@@ -161,6 +181,22 @@ fn set(root: &RootArgs, name: &str, control: Control, now: SystemTime) -> anyhow
     })?;
     show!("rollout {name}: {state:?}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// What this node's dist offers (the dist of the installer it ran last), and where it is.
+fn offered_versions(
+    layout: &Layout,
+) -> anyhow::Result<(berth_formats::versions::VersionsFile, String)> {
+    let last = berth::last_installer::LastInstaller::load(layout)?.context(
+        "this node has run no installer, so there is no dist to check the rollout against; install it first",
+    )?;
+    let dist = berth::dist::Dist::parse(&last.dist)?;
+    let location = dist.location(berth_formats::versions::VERSIONS_FILE);
+    let bytes = dist
+        .read(berth_formats::versions::VERSIONS_FILE)
+        .with_context(|| format!("failed to read what the dist offers ({location})"))?;
+    let versions = berth_formats::versions::VersionsFile::parse(&location, &bytes)?;
+    Ok((versions, last.dist.clone()))
 }
 
 /// Reads a rollout file, refusing one larger than a rollout can be.
@@ -183,12 +219,22 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
             .filter(|target| target.state == state)
             .count()
     };
+    let version = match record.direction {
+        Direction::Forward => record.rollout.spec.version.clone(),
+        Direction::Rollback => format!(
+            "back to what each node ran before {}",
+            record.work_id_of(record.generation - 1)
+        ),
+    };
+    let strategy = record
+        .rollout
+        .strategy()
+        .map_or_else(|error| error, |strategy| strategy.to_string());
     let mut text = format!(
-        "{} ({:?}): {} {} — {:?}; {} succeeded, {} soaking, {} running, {} failed, {} to apply\n",
+        "{} ({:?}): {} {version} — {:?}; {} succeeded, {} soaking, {} running, {} failed, {} to apply\nstrategy: {strategy}\n",
         record.work_id(),
         record.direction,
         record.rollout.spec.addon,
-        record.rollout.spec.version,
         record.state,
         count(TargetState::Succeeded),
         count(TargetState::Soaking),
@@ -210,7 +256,7 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
         .iter()
         .map(|target| {
             [
-                target.node.clone(),
+                escape(&target.node),
                 format!("{:?}", target.role).to_lowercase(),
                 target.group.clone().unwrap_or_else(|| "-".into()),
                 format!(
@@ -220,7 +266,7 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
                 ),
                 format!("{:?}", target.state),
                 ago(&target.finished_at.clone().or(target.started_at.clone())),
-                summary(&target.message),
+                escape(&summary(&target.message)),
             ]
         })
         .collect();
@@ -240,10 +286,16 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
 /// A failure message in a line: its first, and its last when there are more (for a hook, the
 /// error, then the last thing the hook printed).
 fn summary(message: &str) -> String {
-    let mut lines = message.lines().filter(|line| !line.trim().is_empty());
-    let first = lines.next().unwrap_or("").trim();
-    match lines.next_back() {
-        Some(last) => format!("{first}: {}", last.trim()),
-        None => first.to_string(),
+    let lines: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    // A short message whole (its reason is often in the middle of an error chain); a long
+    // one's first line and last two (for a hook, the error, then what it printed last).
+    if lines.len() <= 4 {
+        lines.join(": ")
+    } else {
+        format!("{}: …: {}", lines[0], lines[lines.len() - 2..].join(": "))
     }
 }

@@ -8,26 +8,82 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use berth_formats::fleet::{Action, MAX_MESSAGE, Outcome, Request, Response, Work};
+use berth_formats::fleet::{
+    Action, MAX_MESSAGE, MAX_POLL_WAIT_MS, Outcome, Request, Response, Work,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::fleet::node::{exchange, first_node, local_addons, refusal};
+use crate::fleet::node::{NotRegistered, exchange, first_node, local_addons, refusal};
 use crate::last_installer::LastInstaller;
 use crate::layout::Layout;
 use crate::node_lock::NodeLock;
 use crate::state::{Reason, StateStore, now};
 
-/// Reports this node's add-ons, then asks for work and runs it: one round of `berth fleet
-/// agent`. Returns the outcome of work it ran or re-sent, if any.
-pub fn round(layout: &Layout) -> anyhow::Result<Option<(String, Outcome)>> {
-    crate::fleet::node::report(layout)?;
+/// `berth fleet agent`: reports this node's add-ons every `interval`, and between reports
+/// holds a poll open with the first node, so work starts the moment a rollout hands it out
+/// whatever the interval. Runs until the first node says it does not know this node (an
+/// error: asking again cannot help); any other failure is said through `say` and tried again
+/// at the next interval.
+pub fn run(layout: &Layout, interval: Duration, say: impl Fn(&str)) -> anyhow::Result<()> {
+    first_node(layout)?;
+    let mut next_report = Instant::now();
+    loop {
+        let mut failed = false;
+        if Instant::now() >= next_report {
+            next_report = Instant::now() + interval;
+            if let Err(error) = crate::fleet::node::report(layout) {
+                stop_if_unregistered(error, &say)?;
+                failed = true;
+            }
+        }
+        if !failed {
+            let wait = next_report
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(MAX_POLL_WAIT_MS));
+            let asked = Instant::now();
+            match round(layout, wait) {
+                Ok(Some((work, outcome))) => say(&format!("{work}: {outcome:?}")),
+                Ok(None) => {
+                    // A first node that answers at once (it holds too many polls) is asked
+                    // again only when the wait is over.
+                    std::thread::sleep((asked + wait).saturating_duration_since(Instant::now()));
+                }
+                Err(error) => {
+                    stop_if_unregistered(error, &say)?;
+                    failed = true;
+                }
+            }
+        }
+        if failed {
+            std::thread::sleep(next_report.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+/// `Err` when `error` says the first node does not know this node; else says it.
+fn stop_if_unregistered(error: anyhow::Error, say: &impl Fn(&str)) -> anyhow::Result<()> {
+    if error.downcast_ref::<NotRegistered>().is_some() {
+        return Err(error);
+    }
+    say(&berth_formats::report::chain(error.as_ref()));
+    Ok(())
+}
+
+/// Asks the first node for work, holding the poll up to `wait`, and runs the work given.
+/// Returns the outcome of work it ran or re-sent, if any.
+pub fn round(layout: &Layout, wait: Duration) -> anyhow::Result<Option<(String, Outcome)>> {
     let first_node = first_node(layout)?;
-    let work = match exchange(layout, &first_node, &Request::Poll)? {
+    let poll = Request::Poll {
+        wait_ms: u64::try_from(wait.as_millis()).unwrap_or(MAX_POLL_WAIT_MS),
+    };
+    let work = match exchange(layout, &first_node, &poll)? {
         Response::Idle => return Ok(None),
         Response::Work { work } => work,
+        Response::NotRegistered { reason } => return Err(NotRegistered(reason).into()),
         other => bail!(
             "the first node at {} answered a poll with: {}",
             first_node.address,
@@ -80,6 +136,7 @@ fn send(
     };
     match exchange(layout, &first_node, &request)? {
         Response::Accepted => Ok(Some((work.id.clone(), outcome))),
+        Response::NotRegistered { reason } => Err(NotRegistered(reason).into()),
         other => bail!(
             "the first node at {} refused the progress of {}: {}",
             first_node.address,
@@ -164,7 +221,10 @@ fn execute(layout: &Layout, work: &Work, folder: &Path) -> anyhow::Result<bool> 
     write(&folder.join(STARTED), now().as_bytes())?;
     let (spec, downgrade) = match &work.action {
         Action::Apply {
-            version, config, ..
+            version,
+            config,
+            allow_downgrade,
+            ..
         } => {
             let text = fs_err::read_to_string(&before_spec)?;
             let path = folder.join("spec.yaml");
@@ -172,7 +232,7 @@ fn execute(layout: &Layout, work: &Work, folder: &Path) -> anyhow::Result<bool> 
                 &path,
                 with_addon(&text, &work.addon, version, config)?.as_bytes(),
             )?;
-            (path, false)
+            (path, *allow_downgrade)
         }
         Action::Restore { work: earlier } => {
             berth_formats::name::check_plain("work id", earlier)?;

@@ -1,33 +1,51 @@
 //! The first node's side of the fleet: it listens for the other nodes, registers those that
-//! bring the join token, and takes the reports of those it knows, one thread per connection,
-//! the registry behind one lock. Every refusal is logged with the peer's key and address.
+//! bring a join token, takes their reports and progress, and answers their polls with work,
+//! one thread per connection. Every refusal is logged with the peer's key and address.
 //!
-//! `prepare` makes the first node's key and the join token, and publishes the three join
-//! parameters (`fleet-address`, `fleet-pin`, `fleet-token`, the token a secret that expires)
-//! so that `berth join-command` carries them to the next node.
+//! Nothing slow happens under a lock: the registry lock covers an in-memory change (the file
+//! is saved at most five times a second, registrations at once); polls read the rollouts from
+//! memory and may be held (a long poll) until the coordinator hands the node work. The
+//! coordinator decides on every progress a node sends, on every change of the rollout files
+//! (`berth rollout` on the command line), and when a deadline or soak falls due.
+//!
+//! `prepare` makes the first node's key and the join tokens, and publishes the fleet's join
+//! parameters in one write so that `berth join-command` carries them to the next node.
 
-use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
 
 use berth_formats::fleet::{
-    ADDRESS_PARAM, NodeInfo, NodeRecord, PIN_PARAM, Request, Response, Role, TOKEN_PARAM,
+    ADDRESS_PARAM, FLEET_PARAMS, MAX_POLL_WAIT_MS, NodeInfo, NodeRecord, PIN_PARAM,
+    PRIMARY_TOKEN_PARAM, Request, Response, Role, TOKEN_PARAM,
 };
+use berth_formats::rollout::RolloutRecord;
 
 use crate::fleet::channel::{self, ChannelError, Identity, Pin};
+use crate::fleet::log::FleetLog;
 use crate::fleet::registry::Registry;
 use crate::fleet::rollouts::{self, Rollouts};
-use crate::join::JoinStore;
+use crate::join::{JoinStore, NewParam};
 use crate::layout::Layout;
 use crate::state::now;
 
 /// Where the first node's own record was seen from: its add-ons are read from its own state.
 pub const ITSELF: &str = "itself";
 
-/// Makes (or keeps) the first node's key and join token, and publishes them as join
+/// The most connections served at once (each a thread).
+pub const MAX_CONNECTIONS: usize = 1024;
+/// The most polls held at once: past it, a poll is answered at once and the node learns of
+/// its work at its next one.
+pub const MAX_HELD_POLLS: usize = MAX_CONNECTIONS / 2;
+/// How often the registry is saved, at most, while nodes report: one write for every report
+/// of that time, and `berth nodes` a fraction of a second behind.
+const SAVE_EVERY: Duration = Duration::from_millis(200);
+/// How often the coordinator looks for rollout files the command line changed.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// Makes (or keeps) the first node's key and join tokens, and publishes them as join
 /// parameters with `address`, where the other nodes reach this one.
 pub fn prepare(
     layout: &Layout,
@@ -40,6 +58,7 @@ pub fn prepare(
     let mut registry = Registry::load(&layout.fleet_registry())?;
     let own = NodeInfo {
         name: name.to_string(),
+        machine_id: crate::fleet::node::machine_id(layout)?,
         role: Role::Primary,
         labels: Default::default(),
         address: address.to_string(),
@@ -50,18 +69,40 @@ pub fn prepare(
     registry.save()?;
     let store = JoinStore::new(layout.join_file());
     let joined = store.load()?;
-    let current = joined.params.get(TOKEN_PARAM).filter(|param| {
-        param
-            .expires_at
-            .as_deref()
-            .is_some_and(|expires| expires > now().as_str())
-    });
-    store.set(ADDRESS_PARAM, address.to_string(), false, false, token_ttl)?;
-    store.set(PIN_PARAM, identity.pin().0, false, false, token_ttl)?;
-    // A token still valid is kept: join commands already handed out go on working.
-    if current.is_none() {
-        store.set(TOKEN_PARAM, new_token()?, true, false, token_ttl)?;
+    let valid = |key: &str| {
+        joined.params.get(key).is_some_and(|param| {
+            param
+                .expires_at
+                .as_deref()
+                .is_some_and(|expires| expires > now().as_str())
+        })
+    };
+    let mut params = vec![
+        NewParam {
+            key: ADDRESS_PARAM,
+            value: address.to_string(),
+            secret: false,
+            control_plane: false,
+        },
+        NewParam {
+            key: PIN_PARAM,
+            value: identity.pin().0,
+            secret: false,
+            control_plane: false,
+        },
+    ];
+    // Tokens still valid are kept: join commands already handed out go on working.
+    for (key, control_plane) in [(TOKEN_PARAM, false), (PRIMARY_TOKEN_PARAM, true)] {
+        if !valid(key) {
+            params.push(NewParam {
+                key,
+                value: crate::fleet::random_hex(16)?,
+                secret: true,
+                control_plane,
+            });
+        }
     }
+    store.set_all(&params, token_ttl)?;
     // The first node is a node of the fleet too: its `berth fleet agent` reports to itself.
     crate::fleet::node::keep_first_node(
         layout,
@@ -73,43 +114,75 @@ pub fn prepare(
     Ok(identity.pin())
 }
 
-/// 128 random bits, hex.
-fn new_token() -> anyhow::Result<String> {
-    let mut bytes = [0u8; 16];
-    use std::io::Read as _;
-    fs_err::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(hex::encode(bytes))
+/// Whether this node was made a first node (`berth fleet serve` ran here), and whether it
+/// serves now. Commands that only a first node can answer say so where it is not one.
+pub fn check_first_node(layout: &Layout) -> anyhow::Result<Serving> {
+    let registry = Registry::load(&layout.fleet_registry())?;
+    if !registry.nodes().any(|record| record.seen_from == ITSELF) {
+        anyhow::bail!(
+            "this node is not a fleet's first node: `berth fleet serve` never ran here (root {})\nhint: run this on the first node, or start `berth fleet serve` here to make it one",
+            layout.root().display()
+        );
+    }
+    Ok(
+        if crate::node_lock::NodeLock::is_held(&serve_lock(layout)) {
+            Serving::Yes
+        } else {
+            Serving::Stopped
+        },
+    )
+}
+
+/// Whether the first node's `berth fleet serve` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serving {
+    Yes,
+    /// It ran here once and is not running now: nothing moves until it is started again.
+    Stopped,
+}
+
+/// Held by `berth fleet serve` while it runs.
+fn serve_lock(layout: &Layout) -> PathBuf {
+    layout.fleet_dir().join("serve.lock")
 }
 
 /// Serves the other nodes on `listener` until the process ends.
 pub fn serve(layout: &Layout, listener: TcpListener) -> anyhow::Result<()> {
+    // Held while serving (a plain flock: the kernel lets go when the process dies), so
+    // commands can tell whether the server runs.
+    let path = serve_lock(layout);
+    fs_err::create_dir_all(layout.fleet_dir())?;
+    let file = fs_err::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?
+        .into_parts()
+        .0;
+    let _serving = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "berth fleet serve already runs on this node ({} is held)",
+                path.display()
+            )
+        })?;
     let identity = Identity::load_or_create(&layout.fleet_dir())?;
     let config = channel::server_config(&identity)?;
+    let rollouts = Rollouts::new(layout);
+    let records = rollouts.load_all()?;
     let shared = Arc::new(Shared {
         registry: Mutex::new(Registry::load(&layout.fleet_registry())?),
-        rollouts: Rollouts::new(layout),
+        rollouts,
+        records: Mutex::new(Arc::new(records)),
+        changed: Condvar::new(),
+        held_polls: AtomicUsize::new(0),
         own: identity.pin(),
         join_file: layout.join_file(),
-        log: layout.log_dir().join("fleet.log"),
+        log: FleetLog::new(layout.log_dir().join("fleet.log")),
     });
-    // The coordinator: decides each rollout again every second, from what is on disk.
     {
         let shared = shared.clone();
-        std::thread::spawn(move || {
-            loop {
-                let pause = match shared.tick() {
-                    Ok(pause) => pause,
-                    Err(error) => {
-                        shared.log(&format!(
-                            "rollouts: {}",
-                            berth_formats::report::chain(error.as_ref())
-                        ));
-                        Duration::from_secs(1)
-                    }
-                };
-                std::thread::sleep(pause);
-            }
-        });
+        std::thread::spawn(move || shared.coordinate());
     }
     let open = Arc::new(AtomicUsize::new(0));
     for tcp in listener.incoming() {
@@ -118,7 +191,7 @@ pub fn serve(layout: &Layout, listener: TcpListener) -> anyhow::Result<()> {
         // connection is closed at once (a node retries).
         if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             open.fetch_sub(1, Ordering::SeqCst);
-            shared.log(&format!(
+            shared.log.write(&format!(
                 "closed a connection from {}: {MAX_CONNECTIONS} are open",
                 tcp.peer_addr()
                     .map_or_else(|_| "?".into(), |address| address.to_string())
@@ -128,7 +201,7 @@ pub fn serve(layout: &Layout, listener: TcpListener) -> anyhow::Result<()> {
         let (config, shared, open) = (config.clone(), shared.clone(), open.clone());
         std::thread::spawn(move || {
             if let Err(error) = handle(config, tcp, &shared) {
-                shared.log(&format!(
+                shared.log.write(&format!(
                     "connection ended: {}",
                     berth_formats::report::chain(&error)
                 ));
@@ -139,90 +212,153 @@ pub fn serve(layout: &Layout, listener: TcpListener) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The most connections served at once (each a thread).
-pub const MAX_CONNECTIONS: usize = 1024;
-
 struct Shared {
     registry: Mutex<Registry>,
     rollouts: Rollouts,
+    /// The rollouts as last read or written: polls read them here, never from disk.
+    records: Mutex<Arc<Vec<RolloutRecord>>>,
+    /// Signalled whenever `records` changes: held polls look again.
+    changed: Condvar,
+    held_polls: AtomicUsize,
     /// The first node's own key: its agent's messages are its own.
     own: Pin,
     join_file: PathBuf,
-    log: PathBuf,
+    log: FleetLog,
 }
 
 impl Shared {
-    /// One decision for every rollout; how long until the next.
+    /// The coordinator: decides again whenever a deadline or soak falls due or the rollout
+    /// files change, and saves the registry when reports changed it.
+    fn coordinate(&self) {
+        let mut last_save = Instant::now();
+        loop {
+            let pause = match self.tick() {
+                Ok(pause) => pause,
+                Err(error) => {
+                    self.log.write(&format!(
+                        "rollouts: {}",
+                        berth_formats::report::chain(error.as_ref())
+                    ));
+                    Duration::from_secs(1)
+                }
+            };
+            let seen = self.rollouts.modified();
+            let until = Instant::now() + pause;
+            while Instant::now() < until && self.rollouts.modified() == seen {
+                if last_save.elapsed() >= SAVE_EVERY {
+                    self.save_registry();
+                    last_save = Instant::now();
+                }
+                std::thread::sleep(WATCH_EVERY.min(until - Instant::now().min(until)));
+            }
+        }
+    }
+
+    fn save_registry(&self) {
+        if let Err(error) = self.registry().save_if_changed() {
+            self.log.write(&berth_formats::report::chain(&error));
+        }
+    }
+
+    /// One decision for every rollout; how long until the next is due.
     fn tick(&self) -> anyhow::Result<Duration> {
         let nodes: Vec<NodeRecord> = self.registry().nodes().cloned().collect();
         let now = SystemTime::now();
         self.rollouts.update(|records| {
             for record in records.iter_mut() {
-                let was = (record.state, failed_nodes(record));
-                if rollouts::tick(record, &nodes, now) {
-                    let is = (record.state, failed_nodes(record));
-                    if was != is {
-                        self.log(&format!(
-                            "rollout {}: {:?}, failed: [{}]",
-                            record.work_id(),
-                            record.state,
-                            is.1.join(", ")
-                        ));
-                    }
-                }
+                self.decide(record, &nodes, now);
             }
+            self.publish(records);
             Ok(rollouts::next_tick(records, now))
         })
     }
 
-    /// The work a rollout gives `node` now, with the join parameters a joined node's upgrade
-    /// needs (the fleet's own left out: the node registered already).
-    fn work_for(&self, node: &str, primary: bool) -> anyhow::Result<Response> {
-        let records = self.rollouts.load_all()?;
-        if !records.iter().any(|record| {
-            record.targets.iter().any(|target| {
-                target.node == node && target.state == berth_formats::rollout::TargetState::Running
-            })
-        }) {
-            return Ok(Response::Idle);
+    /// One decision for `record`, logged when its state or failures change.
+    fn decide(&self, record: &mut RolloutRecord, nodes: &[NodeRecord], now: SystemTime) {
+        let was = (record.state, failed_nodes(record));
+        if rollouts::tick(record, nodes, now) {
+            let is = (record.state, failed_nodes(record));
+            if was != is {
+                self.log.write(&format!(
+                    "rollout {}: {:?}, failed: [{}]",
+                    record.work_id(),
+                    record.state,
+                    is.1.join(", ")
+                ));
+            }
         }
-        let file = JoinStore::new(self.join_file.clone()).load()?;
-        let params: Vec<(String, String)> = crate::join::join_params(&file, primary)?
-            .into_iter()
-            .filter(|(key, _)| ![ADDRESS_PARAM, PIN_PARAM, TOKEN_PARAM].contains(&key.as_str()))
-            .collect();
-        Ok(rollouts::work_for(&records, node, &params)
-            .map_or(Response::Idle, |work| Response::Work { work }))
     }
 
-    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+    /// Makes `records` what polls see, and wakes the polls held.
+    fn publish(&self, records: &[RolloutRecord]) {
+        *self.records() = Arc::new(records.to_vec());
+        self.changed.notify_all();
+    }
+
+    fn records(&self) -> MutexGuard<'_, Arc<Vec<RolloutRecord>>> {
+        self.records
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn registry(&self) -> MutexGuard<'_, Registry> {
         self.registry
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// One line in the fleet log (and on standard error): refusals are what an admin looks for.
-    fn log(&self, line: &str) {
-        let line = format!("{} {line}\n", now());
-        eprint!("berth fleet: {line}");
-        if let Some(parent) = self.log.parent() {
-            let _ = fs_err::create_dir_all(parent);
+    /// A poll: the node's work when a rollout started it, held up to `wait` for some.
+    fn poll(&self, machine: &str, primary: bool, wait: Duration) -> anyhow::Result<Response> {
+        let deadline = Instant::now() + wait.min(Duration::from_millis(MAX_POLL_WAIT_MS));
+        let held =
+            !wait.is_zero() && self.held_polls.fetch_add(1, Ordering::SeqCst) < MAX_HELD_POLLS;
+        let result = (|| {
+            let mut records = self.records();
+            loop {
+                if rollouts::has_work(&records, machine) {
+                    let records = records.clone();
+                    return self.work_for(&records, machine, primary);
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if !held || left.is_zero() {
+                    return Ok(Response::Idle);
+                }
+                records = self
+                    .changed
+                    .wait_timeout(records, left)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
+            }
+        })();
+        if !wait.is_zero() {
+            self.held_polls.fetch_sub(1, Ordering::SeqCst);
         }
-        if let Ok(mut file) = fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-        {
-            let _ = file.write_all(line.as_bytes());
-        }
+        result
     }
 
-    /// Whether `token` is the published, unexpired join token.
-    fn token_is_good(&self, token: &str) -> bool {
+    /// The work a rollout gives the node now, with the join parameters a joined node's
+    /// upgrade needs (the fleet's own left out: the node registered already).
+    fn work_for(
+        &self,
+        records: &[RolloutRecord],
+        machine: &str,
+        primary: bool,
+    ) -> anyhow::Result<Response> {
+        let file = JoinStore::new(self.join_file.clone()).load()?;
+        let params: Vec<(String, String)> = crate::join::join_params(&file, primary)?
+            .into_iter()
+            .filter(|(key, _)| !FLEET_PARAMS.contains(&key.as_str()))
+            .collect();
+        Ok(rollouts::work_for(records, machine, &params)
+            .map_or(Response::Idle, |work| Response::Work { work }))
+    }
+
+    /// Whether `token` is the published, unexpired join token `key`.
+    fn token_is(&self, key: &str, token: &str) -> bool {
         let Ok(file) = JoinStore::new(self.join_file.clone()).load() else {
             return false;
         };
-        file.params.get(TOKEN_PARAM).is_some_and(|param| {
+        file.params.get(key).is_some_and(|param| {
             param
                 .expires_at
                 .as_deref()
@@ -233,78 +369,130 @@ impl Shared {
 
     fn answer(&self, peer: &Pin, address: &str, request: Request) -> Response {
         let refused = |reason: String| {
-            self.log(&format!("refused {address} (key {peer}): {reason}"));
+            self.log
+                .write(&format!("refused {address} (key {peer}): {reason}"));
             Response::Refused { reason }
         };
         if let Err(reason) = request.check() {
             return refused(reason);
         }
         let address = if *peer == self.own { ITSELF } else { address };
-        let mut registry = self.registry();
         let now = now();
-        let outcome = match request {
-            Request::Register { token, node } => {
-                if !self.token_is_good(&token) {
-                    return refused("the join token is wrong or has expired".into());
-                }
-                let name = node.name.clone();
-                registry
-                    .register(peer, node, address, &now)
-                    .map(|()| Response::Registered { name })
+        if let Request::Register { token, node } = request {
+            // The role is the one the token was issued for: a control-plane join command
+            // alone carries the primary token.
+            let key = match node.role {
+                Role::Primary => PRIMARY_TOKEN_PARAM,
+                Role::Secondary => TOKEN_PARAM,
+            };
+            if !self.token_is(key, &token) {
+                return refused(format!(
+                    "the join token is wrong or has expired (a {} registers with {key}, which {} join commands carry)",
+                    format!("{:?}", node.role).to_lowercase(),
+                    if node.role == Role::Primary {
+                        "control-plane"
+                    } else {
+                        "all"
+                    }
+                ));
             }
-            Request::Report { addons } => registry
-                .report(peer, addons, address, &now)
-                .map(|_| Response::Accepted),
-            Request::Poll => match registry.touch(peer, address, &now) {
-                Ok(name) => {
-                    let primary = registry
-                        .by_pin(peer)
-                        .is_some_and(|record| record.info.role == Role::Primary);
-                    Ok(self.work_for(&name, primary).unwrap_or_else(|error| {
-                        self.log(&format!(
-                            "rollouts: {}",
-                            berth_formats::report::chain(error.as_ref())
+            let name = node.name.clone();
+            let mut registry = self.registry();
+            return match registry.register(peer, node, address, &now) {
+                Ok(replaced) => {
+                    if let Some(old) = replaced {
+                        self.log.write(&format!(
+                            "{name}: registered again with the key {peer} in place of {old}"
                         ));
-                        Response::Idle
-                    }))
+                    }
+                    match registry.save() {
+                        Ok(()) => Response::Registered { name },
+                        Err(error) => refused(berth_formats::report::chain(&error)),
+                    }
                 }
-                Err(reason) => Err(reason),
-            },
+                Err(reason) => refused(reason),
+            };
+        }
+        if let Request::Remove { node } = &request {
+            if *peer != self.own {
+                return refused("only the first node itself removes nodes".into());
+            }
+            let mut registry = self.registry();
+            return match forget(&mut registry, &self.rollouts, node, |records| {
+                self.publish(records)
+            }) {
+                Ok((name, machine_id)) => {
+                    self.log.write(&format!("{name} ({machine_id}): removed"));
+                    Response::Removed { name, machine_id }
+                }
+                Err(error) => refused(berth_formats::report::chain(error.as_ref())),
+            };
+        }
+        // Every other message comes from a registered key.
+        let (machine, name, primary) = {
+            let mut registry = self.registry();
+            let record = match &request {
+                Request::Report { addons } | Request::Progress { addons, .. } => {
+                    registry.report(peer, addons.clone(), address, &now)
+                }
+                _ => registry.touch(peer, address, &now),
+            };
+            match record {
+                Ok(record) => (
+                    record.info.machine_id.clone(),
+                    record.info.name.clone(),
+                    record.info.role == Role::Primary,
+                ),
+                Err(reason) => {
+                    self.log
+                        .write(&format!("refused {address} (key {peer}): {reason}"));
+                    return Response::NotRegistered { reason };
+                }
+            }
+        };
+        match request {
+            Request::Register { .. } | Request::Remove { .. } | Request::Report { .. } => {
+                Response::Accepted
+            }
+            Request::Poll { wait_ms } => self
+                .poll(&machine, primary, Duration::from_millis(wait_ms))
+                .unwrap_or_else(|error| {
+                    self.log.write(&format!(
+                        "rollouts: {}",
+                        berth_formats::report::chain(error.as_ref())
+                    ));
+                    Response::Idle
+                }),
             Request::Progress {
                 work,
                 outcome,
                 message,
                 addons,
-            } => registry
-                .report(peer, addons, address, &now)
-                .map(|record| record.info.name.clone())
-                .and_then(|name| {
-                    let said = self.rollouts.update(|records| {
-                        Ok(rollouts::progress(
-                            records,
-                            &name,
-                            &work,
-                            outcome,
-                            &message,
-                            SystemTime::now(),
-                        ))
-                    });
-                    match said {
-                        Ok(Ok(())) => {
-                            self.log(&format!("{name}: {work} {outcome:?}"));
-                            Ok(Response::Accepted)
-                        }
-                        Ok(Err(reason)) => Err(reason),
-                        Err(error) => Err(berth_formats::report::chain(error.as_ref())),
+            } => {
+                let nodes: Vec<NodeRecord> = self.registry().nodes().cloned().collect();
+                let said = self.rollouts.update(|records| {
+                    let now = SystemTime::now();
+                    let taken = rollouts::progress(
+                        records, &machine, &work, outcome, &message, &addons, now,
+                    );
+                    // Decided at once: the next node starts now, not at the next tick.
+                    if let Some(record) = records.iter_mut().find(|record| record.work_id() == work)
+                    {
+                        self.decide(record, &nodes, now);
                     }
-                }),
-        };
-        match outcome {
-            Ok(response) => match registry.save() {
-                Ok(()) => response,
-                Err(error) => refused(berth_formats::report::chain(&error)),
-            },
-            Err(reason) => refused(reason),
+                    self.publish(records);
+                    Ok(taken)
+                });
+                match said {
+                    Ok(Ok(judged)) => {
+                        self.log
+                            .write(&format!("{name} ({machine}): {work} {judged}"));
+                        Response::Accepted
+                    }
+                    Ok(Err(reason)) => refused(reason),
+                    Err(error) => refused(berth_formats::report::chain(error.as_ref())),
+                }
+            }
         }
     }
 }
@@ -327,7 +515,7 @@ fn handle(
             }
             Err(error) => {
                 // Logged here, where the peer's key is known; the connection ends.
-                shared.log(&format!(
+                shared.log.write(&format!(
                     "refused {address} (key {peer}): {}",
                     berth_formats::report::chain(&error)
                 ));
@@ -350,7 +538,7 @@ fn constant_time_equal(left: &[u8], right: &[u8]) -> bool {
             == 0
 }
 
-fn failed_nodes(record: &berth_formats::rollout::RolloutRecord) -> Vec<String> {
+fn failed_nodes(record: &RolloutRecord) -> Vec<String> {
     record
         .targets
         .iter()
@@ -375,6 +563,48 @@ pub fn nodes(layout: &Layout) -> anyhow::Result<Vec<NodeRecord>> {
         }
     }
     Ok(records)
+}
+
+/// Forgets a node (by machine id, or by a name no other node has) and its place in every
+/// rollout that has not finished. The serving first node does it itself (its registry is in
+/// its memory); where it does not run, the files are changed here.
+pub fn remove(layout: &Layout, node: &str) -> anyhow::Result<(String, String)> {
+    if check_first_node(layout)? == Serving::Yes {
+        let first_node = crate::fleet::node::first_node(layout)?;
+        let request = Request::Remove {
+            node: node.to_string(),
+        };
+        return match crate::fleet::node::exchange(layout, &first_node, &request)? {
+            Response::Removed { name, machine_id } => Ok((name, machine_id)),
+            other => anyhow::bail!("{}", crate::fleet::node::refusal(&other)),
+        };
+    }
+    let mut registry = Registry::load(&layout.fleet_registry())?;
+    forget(&mut registry, &Rollouts::new(layout), node, |_| {})
+}
+
+/// Removes `node` from the registry and from every unfinished rollout; its name and machine id.
+fn forget(
+    registry: &mut Registry,
+    rollouts: &Rollouts,
+    node: &str,
+    publish: impl FnOnce(&[RolloutRecord]),
+) -> anyhow::Result<(String, String)> {
+    let own = registry
+        .nodes()
+        .find(|record| record.seen_from == ITSELF)
+        .map(|record| record.info.machine_id.clone());
+    let record = registry.remove(node).map_err(anyhow::Error::msg)?;
+    if Some(&record.info.machine_id) == own.as_ref() {
+        anyhow::bail!("{node} is the first node itself; it cannot be removed from its own fleet");
+    }
+    rollouts.update(|records| {
+        rollouts::forget(records, &record.info.machine_id);
+        publish(records);
+        Ok(())
+    })?;
+    registry.save()?;
+    Ok((record.info.name, record.info.machine_id))
 }
 
 /// How long ago an RFC 3339 time was, for `berth nodes`.

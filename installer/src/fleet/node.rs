@@ -1,5 +1,6 @@
 //! A node's side of the fleet: it registers with the first node its join command names,
 //! trusting that node's key alone, keeps where the first node is, and reports its add-ons.
+//! It is known by a machine id made once per Berth root, its name only a label.
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -36,6 +37,15 @@ pub fn register(
         },
     )?;
     let Response::Registered { name } = response else {
+        if let Response::Refused { reason } = &response
+            && reason.contains("registered as machine")
+        {
+            bail!(
+                "the first node at {} refused the registration: {reason}\nhint: this node's fleet key belongs to another machine id; remove {} and join again",
+                first_node.address,
+                layout.fleet_dir().display()
+            );
+        }
         bail!(
             "the first node at {} refused the registration: {}",
             first_node.address,
@@ -46,10 +56,38 @@ pub fn register(
     Ok(name)
 }
 
+/// This node's machine id: made once (128 random bits) and kept in the fleet folder, so it
+/// stays across re-joins and differs between nodes that share a host, or a cloned image's
+/// `/etc/machine-id`.
+pub fn machine_id(layout: &Layout) -> anyhow::Result<String> {
+    let path = layout.fleet_dir().join("machine-id");
+    match fs_err::read_to_string(&path) {
+        Ok(text) => {
+            let id = text.trim().to_string();
+            berth_formats::name::check_plain("machine id", &id)
+                .with_context(|| format!("{} is damaged; remove it", path.display()))?;
+            Ok(id)
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let id = crate::fleet::random_hex(16)?;
+            fs_err::create_dir_all(layout.fleet_dir())?;
+            crate::files::write_atomically_with_mode(&path, format!("{id}\n").as_bytes(), 0o644)
+                .with_context(|| format!("failed to write {}", path.display()))?;
+            Ok(id)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// The first node this node registered with.
 pub fn first_node(layout: &Layout) -> anyhow::Result<FirstNode> {
     let path = layout.fleet_dir().join("first-node.json");
-    let text = fs_err::read(&path).context("this node has not registered with a first node")?;
+    let text = fs_err::read(&path).with_context(|| {
+        format!(
+            "this node has not registered with a first node ({} is missing)\nhint: join it with a join command printed after `berth fleet serve` started on the first node",
+            path.display()
+        )
+    })?;
     serde_json::from_slice(&text)
         .with_context(|| format!("{} is damaged; register again", path.display()))
 }
@@ -70,6 +108,7 @@ pub fn report(layout: &Layout) -> anyhow::Result<usize> {
     let response = exchange(layout, &first_node, &Request::Report { addons })?;
     match response {
         Response::Accepted => Ok(count),
+        Response::NotRegistered { reason } => Err(NotRegistered(reason).into()),
         other => bail!(
             "the first node at {} refused the report: {}",
             first_node.address,
@@ -78,9 +117,16 @@ pub fn report(layout: &Layout) -> anyhow::Result<usize> {
     }
 }
 
+/// The first node does not know this node's key: asking again cannot help.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the first node does not know this node: {0}\nhint: it was removed (`berth fleet remove`) or never registered; run the join command again"
+)]
+pub struct NotRegistered(pub String);
+
 pub(crate) fn refusal(response: &Response) -> String {
     match response {
-        Response::Refused { reason } => reason.clone(),
+        Response::Refused { reason } | Response::NotRegistered { reason } => reason.clone(),
         other => format!("it answered {other:?}"),
     }
 }
@@ -168,7 +214,7 @@ pub fn register_after_join(
     layout: &Layout,
     params: &[(String, String)],
 ) -> anyhow::Result<Option<String>> {
-    use berth_formats::fleet::{ADDRESS_PARAM, PIN_PARAM, Role, TOKEN_PARAM};
+    use berth_formats::fleet::{ADDRESS_PARAM, PIN_PARAM, PRIMARY_TOKEN_PARAM, Role, TOKEN_PARAM};
     let param = |key: &str| {
         params
             .iter()
@@ -192,13 +238,16 @@ pub fn register_after_join(
         .filter(|pair| !pair.is_empty())
         .map(str::to_string)
         .collect();
+    // A control-plane join command alone carries the primary token: the role is what the
+    // first node issued.
+    let (role, token) = match param(PRIMARY_TOKEN_PARAM) {
+        Some(primary) if param("control-plane").is_some() => (Role::Primary, primary),
+        _ => (Role::Secondary, token),
+    };
     let node = NodeInfo {
         name,
-        role: if param("control-plane").is_some() {
-            Role::Primary
-        } else {
-            Role::Secondary
-        },
+        machine_id: machine_id(layout)?,
+        role,
         labels: labels(&pairs)?,
         address: param("private-address").unwrap_or("").to_string(),
     };

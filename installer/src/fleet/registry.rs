@@ -1,7 +1,13 @@
-//! The first node's registry: every node that registered, known by its key. A name belongs to
-//! the key that registered it first: a registration of a taken name with another key (forged,
-//! or replayed by someone who holds the join token but not the node's key) is refused, as is
-//! any report from a key that never registered.
+//! The first node's registry: every node that registered, known by its machine id (its name
+//! only a label, which nodes on one host or cloned machines may share) and its key. A
+//! registration brings the join token (checked by the caller); a node that registers again
+//! under its machine id with a new key (its fleet folder was lost) takes the record over, its
+//! token proven. A key registered under one machine id cannot register another, and any
+//! other message from a key that never registered is refused.
+//!
+//! The file is written compactly and not on every message: registrations are saved at once,
+//! reports mark the registry changed and the first node saves it a fraction of a second later,
+//! once for all the reports of that time.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,11 +16,18 @@ use berth_formats::fleet::{AddonReport, NodeInfo, NodeRecord};
 
 use crate::fleet::channel::Pin;
 
-/// The registry file, one record per node name.
+/// The most nodes one first node registers: a token holder cannot grow the file without end.
+pub const MAX_NODES: usize = 10_000;
+
+/// The registry file, one record per machine id.
 #[derive(Debug, Default)]
 pub struct Registry {
     path: PathBuf,
     nodes: BTreeMap<String, NodeRecord>,
+    /// Machine id by key.
+    pins: BTreeMap<String, String>,
+    /// Changed since the last save.
+    dirty: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +45,7 @@ pub enum RegistryError {
 
 impl Registry {
     pub fn load(path: &Path) -> Result<Self, RegistryError> {
-        let nodes = match fs_err::read(path) {
+        let nodes: BTreeMap<String, NodeRecord> = match fs_err::read(path) {
             Ok(bytes) => {
                 serde_json::from_slice(&bytes).map_err(|error| RegistryError::Damaged {
                     path: path.to_path_buf(),
@@ -48,13 +61,29 @@ impl Registry {
                 });
             }
         };
+        // Records written before machine ids were known by their names.
+        let nodes: BTreeMap<String, NodeRecord> = nodes
+            .into_iter()
+            .map(|(key, mut record)| {
+                if record.info.machine_id.is_empty() {
+                    record.info.machine_id = key;
+                }
+                (record.info.machine_id.clone(), record)
+            })
+            .collect();
+        let pins = nodes
+            .values()
+            .map(|record| (record.pin.clone(), record.info.machine_id.clone()))
+            .collect();
         Ok(Registry {
             path: path.to_path_buf(),
             nodes,
+            pins,
+            dirty: false,
         })
     }
 
-    pub fn save(&self) -> Result<(), RegistryError> {
+    pub fn save(&mut self) -> Result<(), RegistryError> {
         let file_error = |what| {
             let path = self.path.clone();
             move |source| RegistryError::File { what, path, source }
@@ -62,8 +91,15 @@ impl Registry {
         if let Some(parent) = self.path.parent() {
             fs_err::create_dir_all(parent).map_err(file_error("create the folder of"))?;
         }
-        let text = serde_json::to_vec_pretty(&self.nodes).expect("records serialize");
-        crate::files::write_atomically(&self.path, &text).map_err(file_error("write"))
+        let text = serde_json::to_vec(&self.nodes).expect("records serialize");
+        crate::files::write_atomically(&self.path, &text).map_err(file_error("write"))?;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Saves the registry when a message changed it since the last save.
+    pub fn save_if_changed(&mut self) -> Result<(), RegistryError> {
+        if self.dirty { self.save() } else { Ok(()) }
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &NodeRecord> {
@@ -72,45 +108,56 @@ impl Registry {
 
     /// The node the key belongs to.
     pub fn by_pin(&self, pin: &Pin) -> Option<&NodeRecord> {
-        self.nodes.values().find(|record| record.pin == pin.0)
+        self.pins.get(&pin.0).and_then(|id| self.nodes.get(id))
+    }
+
+    fn by_pin_mut(&mut self, pin: &Pin) -> Result<&mut NodeRecord, String> {
+        self.pins
+            .get(&pin.0)
+            .and_then(|id| self.nodes.get_mut(id))
+            .ok_or_else(|| format!("the key {pin} is not registered; join the node again"))
     }
 
     /// Records a registration whose join token was found good; `Err` says why it is refused.
+    /// Returns the key the record had before, when the node came back with a new one.
     pub fn register(
         &mut self,
         pin: &Pin,
-        node: NodeInfo,
+        mut node: NodeInfo,
         seen_from: &str,
         now: &str,
-    ) -> Result<(), String> {
-        if let Some(record) = self.nodes.get(&node.name)
-            && record.pin != pin.0
+    ) -> Result<Option<String>, String> {
+        if node.machine_id.is_empty() {
+            node.machine_id = node.name.clone();
+        }
+        let id = node.machine_id.clone();
+        if let Some(other) = self.pins.get(&pin.0)
+            && *other != id
         {
             return Err(format!(
-                "the name {} is registered with another key ({}); a node keeps the key it \
-                 registered with",
-                node.name, record.pin
+                "this key is registered as machine {other}; a node keeps one machine id"
             ));
         }
-        if let Some(other) = self.by_pin(pin)
-            && other.info.name != node.name
-        {
+        if !self.nodes.contains_key(&id) && self.nodes.len() >= MAX_NODES {
             return Err(format!(
-                "this key is registered as {}; a node registers under one name",
-                other.info.name
+                "{MAX_NODES} nodes are registered already; `berth fleet remove` forgets nodes that are gone"
             ));
         }
-        let registered_at = self
-            .nodes
-            .get(&node.name)
-            .map_or_else(|| now.to_string(), |record| record.registered_at.clone());
-        let addons = self
-            .nodes
-            .remove(&node.name)
-            .map(|record| record.addons)
-            .unwrap_or_default();
+        let old = self.nodes.remove(&id);
+        let replaced = old
+            .as_ref()
+            .filter(|record| record.pin != pin.0)
+            .map(|record| record.pin.clone());
+        if let Some(old_pin) = &replaced {
+            self.pins.remove(old_pin);
+        }
+        let (registered_at, addons) = old.map_or_else(
+            || (now.to_string(), Vec::new()),
+            |record| (record.registered_at, record.addons),
+        );
+        self.pins.insert(pin.0.clone(), id.clone());
         self.nodes.insert(
-            node.name.clone(),
+            id,
             NodeRecord {
                 info: node,
                 pin: pin.0.clone(),
@@ -120,22 +167,20 @@ impl Registry {
                 addons,
             },
         );
-        Ok(())
+        self.dirty = true;
+        Ok(replaced)
     }
 
-    /// Notes a registered node's contact; its name, or `Err` when the key never registered.
-    pub fn touch(&mut self, pin: &Pin, seen_from: &str, now: &str) -> Result<String, String> {
-        let Some(record) = self.nodes.values_mut().find(|record| record.pin == pin.0) else {
-            return Err(format!(
-                "the key {pin} is not registered; join the node first"
-            ));
-        };
+    /// Notes a registered node's contact; the node, or `Err` when the key is not registered.
+    pub fn touch(&mut self, pin: &Pin, seen_from: &str, now: &str) -> Result<&NodeRecord, String> {
+        let record = self.by_pin_mut(pin)?;
         record.seen_from = seen_from.to_string();
         record.last_contact = now.to_string();
-        Ok(record.info.name.clone())
+        self.dirty = true;
+        Ok(self.by_pin(pin).expect("found above"))
     }
 
-    /// Records a registered node's report; `Err` when the key never registered.
+    /// Records a registered node's report; `Err` when the key is not registered.
     pub fn report(
         &mut self,
         pin: &Pin,
@@ -143,14 +188,55 @@ impl Registry {
         seen_from: &str,
         now: &str,
     ) -> Result<&NodeRecord, String> {
-        let Some(record) = self.nodes.values_mut().find(|record| record.pin == pin.0) else {
-            return Err(format!(
-                "the key {pin} is not registered; join the node first"
-            ));
-        };
+        let record = self.by_pin_mut(pin)?;
         record.addons = addons;
         record.seen_from = seen_from.to_string();
         record.last_contact = now.to_string();
+        self.dirty = true;
+        Ok(self.by_pin(pin).expect("found above"))
+    }
+
+    /// Forgets a node, named by its machine id (or a start of it that no other id shares) or
+    /// by a name no other node has.
+    pub fn remove(&mut self, node: &str) -> Result<NodeRecord, String> {
+        let prefixed: Vec<&String> = self
+            .nodes
+            .keys()
+            .filter(|id| node.len() >= 6 && id.starts_with(node))
+            .collect();
+        let id = if self.nodes.contains_key(node) {
+            node.to_string()
+        } else if let [id] = prefixed.as_slice() {
+            id.to_string()
+        } else {
+            let named: Vec<&NodeRecord> = self
+                .nodes
+                .values()
+                .filter(|record| record.info.name == node)
+                .collect();
+            match named.as_slice() {
+                [one] => one.info.machine_id.clone(),
+                [] => {
+                    return Err(format!(
+                        "no node has the name or machine id {node}; `berth nodes` lists them"
+                    ));
+                }
+                several => {
+                    return Err(format!(
+                        "{} nodes are named {node}; give one's machine id: {}",
+                        several.len(),
+                        several
+                            .iter()
+                            .map(|record| record.info.machine_id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+        };
+        let record = self.nodes.remove(&id).expect("found above");
+        self.pins.remove(&record.pin);
+        self.dirty = true;
         Ok(record)
     }
 }
@@ -160,9 +246,10 @@ mod tests {
     use super::*;
     use berth_formats::fleet::Role;
 
-    fn info(name: &str) -> NodeInfo {
+    fn info(name: &str, machine: &str) -> NodeInfo {
         NodeInfo {
             name: name.into(),
+            machine_id: machine.into(),
             role: Role::Secondary,
             labels: BTreeMap::new(),
             address: String::new(),
@@ -170,26 +257,32 @@ mod tests {
     }
 
     #[test]
-    fn a_name_stays_with_the_key_that_registered_it() {
+    fn a_node_is_its_machine_id_and_names_may_repeat() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nodes.json");
         let mut registry = Registry::load(&path).unwrap();
-        let (node, stranger) = (Pin("sha256:aa".into()), Pin("sha256:bb".into()));
+        let (node, twin, stranger) = (
+            Pin("sha256:aa".into()),
+            Pin("sha256:bb".into()),
+            Pin("sha256:cc".into()),
+        );
         registry
-            .register(&node, info("node-2"), "10.0.0.2:1", "t1")
+            .register(&node, info("vm", "m1"), "10.0.0.2:1", "t1")
             .unwrap();
         // The same node again (a re-run of its join): fine, its first registration kept.
+        assert_eq!(
+            registry.register(&node, info("vm", "m1"), "10.0.0.2:2", "t2"),
+            Ok(None)
+        );
+        // Another machine with the same host name.
         registry
-            .register(&node, info("node-2"), "10.0.0.2:2", "t2")
+            .register(&twin, info("vm", "m2"), "10.0.0.3:1", "t2")
             .unwrap();
+        // A key cannot change machines.
         let error = registry
-            .register(&stranger, info("node-2"), "10.0.0.9:1", "t3")
+            .register(&node, info("vm", "m3"), "10.0.0.2:3", "t3")
             .unwrap_err();
-        assert!(error.contains("registered with another key"), "{error}");
-        let error = registry
-            .register(&node, info("node-3"), "10.0.0.2:3", "t3")
-            .unwrap_err();
-        assert!(error.contains("registered as node-2"), "{error}");
+        assert!(error.contains("registered as machine m1"), "{error}");
         let error = registry
             .report(&stranger, Vec::new(), "x", "t4")
             .unwrap_err();
@@ -199,12 +292,42 @@ mod tests {
             .unwrap();
         registry.save().unwrap();
 
-        let again = Registry::load(&path).unwrap();
+        let mut again = Registry::load(&path).unwrap();
         let record = again.by_pin(&node).unwrap();
         assert_eq!(
             (record.registered_at.as_str(), record.last_contact.as_str()),
             ("t1", "t5")
         );
-        assert_eq!(again.nodes().count(), 1);
+        assert_eq!(again.nodes().count(), 2);
+        // `vm` names two nodes: removing by name asks which.
+        let error = again.remove("vm").unwrap_err();
+        assert!(error.contains("2 nodes are named vm"), "{error}");
+        assert!(error.contains("m1, m2"), "{error}");
+        assert_eq!(again.remove("m2").unwrap().pin, "sha256:bb");
+        assert!(again.by_pin(&twin).is_none());
+        // m1 comes back with a new key (its fleet folder was lost): it takes its record over.
+        assert_eq!(
+            again.register(&stranger, info("vm", "m1"), "10.0.0.2:5", "t6"),
+            Ok(Some("sha256:aa".into()))
+        );
+        assert!(again.by_pin(&node).is_none());
+        assert_eq!(again.by_pin(&stranger).unwrap().registered_at, "t1");
+        // Now `vm` is one node: removed by its name.
+        assert_eq!(again.remove("vm").unwrap().info.machine_id, "m1");
+        assert_eq!(again.nodes().count(), 0);
+    }
+
+    #[test]
+    fn records_from_before_machine_ids_are_known_by_their_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nodes.json");
+        fs_err::write(
+            &path,
+            r#"{"node-2": {"name": "node-2", "role": "secondary", "pin": "sha256:aa", "seenFrom": "", "registeredAt": "t", "lastContact": "t"}}"#,
+        )
+        .unwrap();
+        let registry = Registry::load(&path).unwrap();
+        let record = registry.by_pin(&Pin("sha256:aa".into())).unwrap();
+        assert_eq!(record.info.machine_id, "node-2");
     }
 }

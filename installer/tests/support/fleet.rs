@@ -1,7 +1,7 @@
 //! Six hosts of a fleet for the rollout tests and benchmark: each a network namespace with
 //! its own containerd and Berth root. node-1 installs the spec and serves the fleet; node-2 …
 //! node-6 join it with its join command (node-2 and node-4 labelled canary); every node runs
-//! `berth fleet agent` each second.
+//! `berth fleet agent`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -203,8 +203,15 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// Six hosts on `spec` from `dist`, all reporting before this returns.
+    /// Six hosts on `spec` from `dist`, all reporting before this returns; their agents
+    /// report each second.
     pub fn start(dist: &TestDist, spec: &Path) -> Fleet {
+        Self::start_with(dist, spec, Some(1))
+    }
+
+    /// As [`Fleet::start`], the agents reporting every `interval` seconds (the agent's
+    /// default unless given).
+    pub fn start_with(dist: &TestDist, spec: &Path, interval: Option<u64>) -> Fleet {
         let mut network = Network::new();
         let machines: Vec<Machine> = (1..=6)
             .map(|number| Machine::start(network.host(), &format!("node-{number}")))
@@ -256,9 +263,14 @@ impl Fleet {
                 });
             }
         });
+        let interval = interval.map(|seconds| seconds.to_string());
+        let mut agent = vec!["fleet", "agent"];
+        if let Some(interval) = &interval {
+            agent.extend(["--interval", interval.as_str()]);
+        }
         let agents: Vec<Server> = machines
             .iter()
-            .map(|machine| machine.spawn(&["fleet", "agent", "--interval", "1"], "agent.log"))
+            .map(|machine| machine.spawn(&agent, "agent.log"))
             .collect();
         wait_until(
             "six nodes reporting demo 1.0.0",

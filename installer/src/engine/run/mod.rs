@@ -28,6 +28,7 @@ use berth_formats::release::checksum_file;
 use crate::layout::Layout;
 use crate::node_lock::NodeLock;
 use crate::phase::{Phase, Step, hook_functions, installs_runtime};
+use crate::plan::Decision;
 use crate::session::{HookError, Session};
 use crate::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
 use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
@@ -143,6 +144,8 @@ impl<'a> Run<'a> {
                         planned.reason
                     ),
                 );
+            } else if planned.decision == Decision::AlreadyApplied {
+                given_up_attempt(&mut state);
             }
             if state != planned.record && !preflight_only {
                 store.save(&state)?;
@@ -519,5 +522,24 @@ pub const HOOKS_LOG: &str = "hooks.log";
 fn report_duration(reporter: &dyn Reporter, hook: &str, elapsed: Duration) {
     if elapsed > Duration::from_secs(1) {
         reporter.step(&format!("{hook} took {:.1}s", elapsed.as_secs_f64()));
+    }
+}
+
+/// An add-on that stays as it is while its last attempt, at another version, failed: that
+/// attempt was given up (a rollback or a spec put back), so the add-on no longer says Failed.
+fn given_up_attempt(state: &mut AddonState) {
+    let (Some(current), Some(attempt)) = (&state.current, &state.attempt) else {
+        return;
+    };
+    let failed = state
+        .progressing
+        .as_ref()
+        .is_some_and(|condition| condition.reason == Reason::Failed);
+    if failed && attempt.target.version != current.target.version {
+        let message = format!(
+            "{} in place; the failed attempt at {} was given up",
+            current.target.version, attempt.target.version
+        );
+        state.set_progressing(false, Reason::Succeeded, message);
     }
 }

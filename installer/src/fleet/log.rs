@@ -1,0 +1,97 @@
+//! The first node's fleet log: one line per refusal, registration and rollout change, also on
+//! standard error. What a peer sent is quoted escaped (no newline or terminal escape of its
+//! own) and cut short, and the file is rotated, so no peer can forge lines or fill the disk.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use crate::state::now;
+
+/// The longest line written; longer ones are cut, saying so.
+pub const MAX_LINE: usize = 2048;
+/// The size past which `fleet.log` is moved to `fleet.log.1` (the one before is dropped).
+pub const MAX_LOG_BYTES: u64 = 8 << 20;
+
+pub struct FleetLog {
+    path: PathBuf,
+    /// One writer at a time, so rotation and appends do not interleave.
+    lock: Mutex<()>,
+}
+
+impl FleetLog {
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// Writes one line: escaped, cut at [`MAX_LINE`] bytes, stamped with the time.
+    pub fn write(&self, text: &str) {
+        let line = format!("{} {}\n", now(), escape(text));
+        let _guard = self
+            .lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        eprint!("berth fleet: {line}");
+        if let Some(parent) = self.path.parent() {
+            let _ = fs_err::create_dir_all(parent);
+        }
+        if fs_err::metadata(&self.path).is_ok_and(|metadata| metadata.len() > MAX_LOG_BYTES) {
+            let mut rotated = self.path.clone().into_os_string();
+            rotated.push(".1");
+            let _ = fs_err::rename(&self.path, rotated);
+        }
+        if let Ok(mut file) = fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+        {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// `text` on one line, control characters escaped, at most [`MAX_LINE`] bytes.
+pub fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len().min(MAX_LINE));
+    for character in text.chars() {
+        if escaped.len() >= MAX_LINE {
+            escaped.push_str(&format!("… ({} bytes in all)", text.len()));
+            break;
+        }
+        if character.is_control() {
+            escaped.extend(character.escape_default());
+        } else {
+            escaped.push(character);
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_text_stays_on_one_short_line_and_the_file_rotates() {
+        assert_eq!(
+            escape("a\nforged 2026 line\u{1b}[2J"),
+            "a\\nforged 2026 line\\u{1b}[2J"
+        );
+        let long = escape(&"x".repeat(1 << 20));
+        assert!(long.len() < MAX_LINE + 64, "{}", long.len());
+        assert!(long.ends_with("(1048576 bytes in all)"), "{long}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let log = FleetLog::new(dir.path().join("fleet.log"));
+        let line = "y".repeat(MAX_LINE);
+        for _ in 0..(MAX_LOG_BYTES as usize / MAX_LINE + 2) {
+            log.write(&line);
+        }
+        let size = |name: &str| fs_err::metadata(dir.path().join(name)).unwrap().len();
+        assert!(size("fleet.log.1") > MAX_LOG_BYTES, "rotated");
+        assert!(size("fleet.log") < MAX_LOG_BYTES);
+    }
+}

@@ -1,0 +1,241 @@
+//! The first node's rollouts: one record per rollout name under `fleet/rollouts/`, every change
+//! made under one lock, so `berth rollout` on the command line and the serving first node
+//! (which decides on every report and hands out work) never lose each other's writes. A
+//! record holds everything a decision needs: the coordinator can be killed at any point and
+//! decide again from what it wrote.
+//!
+//! Which node starts when is [`strategy`](crate::fleet::strategy)'s to decide; [`plan`]
+//! makes a record, [`decide`] carries it forward: it turns the strategy's decisions into the
+//! record, hands out work, and judges what the nodes say of it.
+
+mod decide;
+mod plan;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use berth_formats::rollout::{Control, RolloutRecord, RolloutState, TargetState};
+
+pub use decide::{has_work, mismatch, next_tick, progress, tick, work_for};
+pub use plan::{check_offered, config_hash, plan, rollback};
+
+use crate::layout::Layout;
+
+/// Every rollout the first node keeps.
+pub struct Rollouts {
+    dir: PathBuf,
+}
+
+/// The most rollouts kept at once.
+pub const MAX_ROLLOUTS: usize = 256;
+
+impl Rollouts {
+    pub fn new(layout: &Layout) -> Self {
+        Self {
+            dir: layout.fleet_dir().join("rollouts"),
+        }
+    }
+
+    /// Runs `change` on every record with the lock held, and writes back those it changed.
+    pub fn update<T>(
+        &self,
+        change: impl FnOnce(&mut Vec<RolloutRecord>) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let _lock = self.lock()?;
+        let before = self.load_all()?;
+        let mut records = before.clone();
+        let result = change(&mut records)?;
+        for record in &records {
+            let unchanged = before.iter().any(|old| {
+                old.rollout.metadata.name == record.rollout.metadata.name && old == record
+            });
+            if !unchanged {
+                self.save(record)?;
+            }
+        }
+        Ok(result)
+    }
+
+    /// Every record, by name.
+    pub fn load_all(&self) -> anyhow::Result<Vec<RolloutRecord>> {
+        let entries = match fs_err::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(error.into()),
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|extension| extension == "json")
+            })
+            .collect();
+        paths.sort();
+        if paths.len() > MAX_ROLLOUTS {
+            bail!(
+                "{} holds {} rollouts, more than {MAX_ROLLOUTS}; remove finished ones with `berth rollout delete`",
+                self.dir.display(),
+                paths.len()
+            );
+        }
+        paths
+            .iter()
+            .map(|path| {
+                let bytes = fs_err::read(path)?;
+                serde_json::from_slice(&bytes).with_context(|| {
+                    format!(
+                        "{} is damaged; remove it (`berth rollout delete`) and apply the rollout again",
+                        path.display()
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Removes a rollout's record; `false` when there was none.
+    pub fn delete(&self, name: &str) -> anyhow::Result<bool> {
+        berth_formats::name::check_plain("rollout name", name)?;
+        let _lock = self.lock()?;
+        match fs_err::remove_file(self.path(name)) {
+            Ok(()) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// When the rollout files last changed (a record written or removed), to notice changes
+    /// the command line made.
+    pub fn modified(&self) -> Option<SystemTime> {
+        fs_err::metadata(&self.dir)
+            .and_then(|metadata| metadata.modified())
+            .ok()
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.json"))
+    }
+
+    fn save(&self, record: &RolloutRecord) -> anyhow::Result<()> {
+        let path = self.path(&record.rollout.metadata.name);
+        let mut bytes = serde_json::to_vec_pretty(record).expect("records serialize");
+        bytes.push(b'\n');
+        crate::files::write_atomically(&path, &bytes)
+            .with_context(|| format!("failed to write {}", path.display()))
+    }
+
+    /// An exclusive `flock`, waited for: the holders are short.
+    fn lock(&self) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
+        fs_err::create_dir_all(&self.dir)?;
+        let path = self.dir.join(".lock");
+        let file = fs_err::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?
+            .into_parts()
+            .0;
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, errno)| anyhow::anyhow!("failed to lock {}: {errno}", path.display()))
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(time).to_string()
+}
+
+pub(crate) fn seconds_of(text: &Option<String>) -> Option<u64> {
+    text.as_deref()
+        .and_then(|text| humantime::parse_rfc3339_weak(text).ok())
+        .map(seconds)
+}
+
+/// Whether nodes of the record may still start or are still running.
+pub fn unfinished(record: &RolloutRecord) -> bool {
+    match record.state {
+        RolloutState::Completed | RolloutState::Aborted => false,
+        RolloutState::Stopped => active(record),
+        RolloutState::Progressing | RolloutState::Paused => true,
+    }
+}
+
+/// Whether a node of the record runs or soaks.
+fn active(record: &RolloutRecord) -> bool {
+    record
+        .targets
+        .iter()
+        .any(|target| matches!(target.state, TargetState::Running | TargetState::Soaking))
+}
+
+/// Finds a record by name, or says which there are.
+pub fn find<'a>(
+    records: &'a mut [RolloutRecord],
+    name: &str,
+) -> anyhow::Result<&'a mut RolloutRecord> {
+    let names: Vec<String> = records
+        .iter()
+        .map(|record| record.rollout.metadata.name.clone())
+        .collect();
+    records
+        .iter_mut()
+        .find(|record| record.rollout.metadata.name == name)
+        .with_context(|| {
+            format!(
+                "no rollout named {name}; there are: {}",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )
+        })
+}
+
+/// Pause (no node starts), resume, or abort (no node starts, for good). Nodes already
+/// running finish either way: a run cut half-way helps no one.
+pub fn control(
+    record: &mut RolloutRecord,
+    control: Control,
+    now: SystemTime,
+) -> anyhow::Result<()> {
+    if record.control == Control::Aborted {
+        bail!(
+            "rollout {} was aborted; apply it again to start anew",
+            record.rollout.metadata.name
+        );
+    }
+    record.control = control;
+    record.state = match control {
+        Control::Aborted => RolloutState::Aborted,
+        Control::Paused if record.state == RolloutState::Progressing => RolloutState::Paused,
+        Control::Running if record.state == RolloutState::Paused => RolloutState::Progressing,
+        _ => record.state,
+    };
+    // Work handed out that no node took yet is taken back.
+    if control == Control::Aborted {
+        for target in &mut record.targets {
+            if target.state == TargetState::Running && target.picked_up_at.is_none() {
+                target.state = TargetState::ToApply;
+                target.started_at = None;
+            }
+        }
+    }
+    record.updated_at = rfc3339(now);
+    Ok(())
+}
+
+/// Takes the node with machine id `machine` out of every rollout that has not finished.
+pub fn forget(records: &mut [RolloutRecord], machine: &str) {
+    for record in records.iter_mut().filter(|record| unfinished(record)) {
+        record.targets.retain(|target| target.machine_id != machine);
+    }
+}
