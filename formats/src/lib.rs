@@ -16,6 +16,7 @@ pub mod archive;
 pub mod bundle;
 pub mod digest;
 pub mod fields;
+pub mod files;
 pub mod fleet;
 pub mod health;
 pub mod lock;

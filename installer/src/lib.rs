@@ -17,7 +17,7 @@
 
 pub mod dist;
 pub mod engine;
-pub mod files;
+pub use berth_formats::files;
 pub mod fleet;
 pub mod health;
 pub mod helpers;

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use berth::fleet::channel::Pin;
+use berth_fleet::channel::Pin;
 use berth_formats::fleet::{Outcome, Request, Response};
 use support::*;
 
@@ -224,9 +224,9 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     );
     // Nor may it ask for work; and a registered node may speak only of work it was given.
     let ask = |node: &Node, request: &Request| {
-        let layout = berth::layout::Layout::new(node.root.path());
-        let first_node = berth::fleet::node::first_node(&layout).unwrap();
-        berth::fleet::node::exchange(&layout, &first_node, request).unwrap()
+        let layout = berth::fleet::paths(&berth::layout::Layout::new(node.root.path()));
+        let first_node = berth_fleet::node::first_node(&layout).unwrap();
+        berth_fleet::node::exchange(&layout, &first_node, request).unwrap()
     };
     let Response::NotRegistered { reason } = ask(&stranger, &Request::Poll { wait_ms: 0 }) else {
         panic!("a stranger's poll was answered");
@@ -449,7 +449,7 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
 
     // Nodes on one host, joined without a node name, share its host name and all register;
     // one removed joins again under the same machine id.
-    let host_name = berth::fleet::node::host_name().unwrap();
+    let host_name = berth_fleet::node::host_name().unwrap();
     let worker_params = [
         format!("fleet-address={address}"),
         format!("fleet-pin={pin}"),

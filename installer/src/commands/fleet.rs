@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use berth::fleet::channel::Pin;
-use berth::fleet::log::escape;
-use berth::fleet::{first_node, node};
+use berth::fleet::{JoinFile, Node, paths};
 use berth::layout::Layout;
+use berth_fleet::channel::Pin;
+use berth_fleet::log::escape;
+use berth_fleet::{first_node, node};
 use berth_formats::fleet::{NodeInfo, Role};
 use berth_formats::table::{self, Align};
 
@@ -121,14 +122,20 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
             let listener = TcpListener::bind(&listen)
                 .with_context(|| format!("failed to listen on {listen}"))?;
             let bound = listener.local_addr()?.to_string();
+            let fleet = paths(&layout);
             let pin = first_node::prepare(
-                &layout,
+                &fleet,
+                &JoinFile::new(&layout),
                 &name,
                 advertise.as_deref().unwrap_or(&bound),
                 token_ttl,
             )?;
             eprintln!("berth fleet: serving on {bound}, key {pin}");
-            first_node::serve(&layout, listener)?;
+            first_node::serve(
+                &fleet,
+                std::sync::Arc::new(JoinFile::new(&layout)),
+                listener,
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         FleetCommand::Register {
@@ -144,7 +151,7 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
             let layout = Layout::new(&root.root);
             let info = NodeInfo {
                 name,
-                machine_id: node::machine_id(&layout)?,
+                machine_id: node::machine_id(&paths(&layout))?,
                 role: match role {
                     RoleArg::Primary => Role::Primary,
                     RoleArg::Secondary => Role::Secondary,
@@ -157,25 +164,30 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
                 address: first_node,
                 pin: Pin(pin),
             };
-            let name = node::register(&layout, target, &token, info)?;
+            let name = node::register(&paths(&layout), target, &token, info)?;
             show!("registered as {name}");
             Ok(ExitCode::SUCCESS)
         }
         FleetCommand::Report { root } => {
-            let count = node::report(&Layout::new(&root.root))?;
+            let layout = Layout::new(&root.root);
+            let count = node::report(&paths(&layout), &Node::new(&layout))?;
             show!("reported {count} add-on(s)");
             Ok(ExitCode::SUCCESS)
         }
         FleetCommand::Agent { interval, root } => {
             let layout = Layout::new(&root.root);
-            berth::fleet::agent::run(&layout, Duration::from_secs(interval), |line| {
-                eprintln!("berth fleet agent: {line}")
-            })?;
+            let node = Node::new(&layout);
+            berth_fleet::agent::run(
+                &paths(&layout),
+                &node,
+                Duration::from_secs(interval),
+                |line| eprintln!("berth fleet agent: {line}"),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         FleetCommand::Remove { node, root } => {
             let layout = Layout::new(&root.root);
-            let (name, machine_id) = first_node::remove(&layout, &node)?;
+            let (name, machine_id) = first_node::remove(&paths(&layout), &node)?;
             show!("removed {name} (machine {machine_id}); its join command registers it again");
             Ok(ExitCode::SUCCESS)
         }
@@ -185,9 +197,10 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
 /// Lists every node that registered with this one.
 pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
-    let serving = first_node::check_first_node(&layout)?;
-    let records = first_node::nodes(&layout)?;
-    let rollouts = berth::fleet::rollouts::Rollouts::new(&layout).load_all()?;
+    let fleet = paths(&layout);
+    let serving = first_node::check_first_node(&fleet)?;
+    let records = first_node::nodes(&fleet, &Node::new(&layout))?;
+    let rollouts = berth_fleet::rollouts::Rollouts::new(&fleet).load_all()?;
     // What the newest rollout of each add-on wants of a node: OCM's desired version and
     // config hash, beside the node's own current version and last-applied hash.
     let desired = |node: &str, addon: &str| {

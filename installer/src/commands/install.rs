@@ -130,10 +130,12 @@ pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let (layout, params) = (settings.layout.clone(), settings.params.clone());
     let code = execute(&args.install, &source, settings, false)?;
     if code == ExitCode::SUCCESS && !args.install.dry_run {
-        let registered = berth::fleet::node::register_after_join(&layout, &params).context(
-            "the node joined, but did not register with the first node\n\
+        let registered =
+            berth_fleet::node::register_after_join(&berth::fleet::paths(&layout), &params)
+                .context(
+                    "the node joined, but did not register with the first node\n\
              hint: run the same join command again to retry the registration",
-        )?;
+                )?;
         if let Some(name) = registered {
             eprintln!("berth: registered with the first node as {name}");
         }

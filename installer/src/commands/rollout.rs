@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::Context as _;
-use berth::fleet::first_node;
-use berth::fleet::log::escape;
-use berth::fleet::rollouts::{self, Rollouts};
+use berth::fleet::{Node, paths};
 use berth::layout::Layout;
+use berth_fleet::first_node;
+use berth_fleet::log::escape;
+use berth_fleet::rollouts::{self, Rollouts};
 use berth_formats::rollout::{Control, Direction, Rollout, RolloutRecord, TargetState};
 use berth_formats::table::{self, Align};
 
@@ -75,14 +76,15 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
     match command {
         RolloutCommand::Apply { file, root } => {
             let layout = Layout::new(&root.root);
-            let serving = first_node::check_first_node(&layout)?;
+            let fleet = paths(&layout);
+            let serving = first_node::check_first_node(&fleet)?;
             let text = read_bounded(&file)?;
             let rollout = Rollout::parse(&file.display().to_string(), &text)?;
             let (versions, dist) = offered_versions(&layout)?;
             rollouts::check_offered(&rollout, &versions, &dist)?;
-            let nodes = first_node::nodes(&layout)?;
-            let uid = berth::fleet::random_hex(4)?;
-            let record = Rollouts::new(&layout).update(|records| {
+            let nodes = first_node::nodes(&fleet, &Node::new(&layout))?;
+            let uid = berth_fleet::random_hex(4)?;
+            let record = Rollouts::new(&fleet).update(|records| {
                 let record = rollouts::plan(rollout, records, &nodes, uid, now)?;
                 records.retain(|old| old.rollout.metadata.name != record.rollout.metadata.name);
                 records.push(record.clone());
@@ -103,10 +105,10 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
         }
         RolloutCommand::Status { name, json, root } => {
             let layout = Layout::new(&root.root);
-            if first_node::check_first_node(&layout)? == first_node::Serving::Stopped {
+            if first_node::check_first_node(&paths(&layout))? == first_node::Serving::Stopped {
                 eprintln!("{}", crate::commands::fleet::NOT_SERVING);
             }
-            let mut records = Rollouts::new(&layout).load_all()?;
+            let mut records = Rollouts::new(&paths(&layout)).load_all()?;
             if let Some(name) = &name {
                 let record = rollouts::find(&mut records, name)?.clone();
                 records = vec![record];
@@ -127,8 +129,8 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
         RolloutCommand::Abort { name, root } => set(&root, &name, Control::Aborted, now),
         RolloutCommand::Rollback { name, root } => {
             let layout = Layout::new(&root.root);
-            first_node::check_first_node(&layout)?;
-            let record = Rollouts::new(&layout).update(|records| {
+            first_node::check_first_node(&paths(&layout))?;
+            let record = Rollouts::new(&paths(&layout)).update(|records| {
                 let record = rollouts::find(records, &name)?;
                 let back = rollouts::rollback(record, now)?;
                 *record = back.clone();
@@ -149,8 +151,8 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
         }
         RolloutCommand::Delete { name, root } => {
             let layout = Layout::new(&root.root);
-            first_node::check_first_node(&layout)?;
-            let rollouts = Rollouts::new(&layout);
+            first_node::check_first_node(&paths(&layout))?;
+            let rollouts = Rollouts::new(&paths(&layout));
             let records = rollouts.load_all()?;
             if let Some(record) = records
                 .iter()
@@ -173,8 +175,8 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
 
 fn set(root: &RootArgs, name: &str, control: Control, now: SystemTime) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&root.root);
-    first_node::check_first_node(&layout)?;
-    let state = Rollouts::new(&layout).update(|records| {
+    first_node::check_first_node(&paths(&layout))?;
+    let state = Rollouts::new(&paths(&layout)).update(|records| {
         let record = rollouts::find(records, name)?;
         rollouts::control(record, control, now)?;
         Ok(record.state)

@@ -1,4 +1,4 @@
-//! How the installer writes its own files: so that a crash leaves either the old file or the
+//! How Berth writes its own files: so that a crash leaves either the old file or the
 //! new one, and, where they may hold a secret, readable by root alone.
 
 use std::io::Write as _;

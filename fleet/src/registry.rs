@@ -5,16 +5,16 @@
 //! token proven. A key registered under one machine id cannot register another, and any
 //! other message from a key that never registered is refused.
 //!
-//! The file is written compactly and not on every message: registrations are saved at once,
-//! reports mark the registry changed and the first node saves it a fraction of a second later,
-//! once for all the reports of that time.
+//! The file is written compactly and not on every message: every change is counted, and the
+//! first node writes the whole registry a fraction of a second later, once for all the changes
+//! of that time (a registration is answered only once it is on disk).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use berth_formats::fleet::{AddonReport, NodeInfo, NodeRecord};
 
-use crate::fleet::channel::Pin;
+use crate::channel::Pin;
 
 /// The most nodes one first node registers: a token holder cannot grow the file without end.
 pub const MAX_NODES: usize = 10_000;
@@ -26,8 +26,9 @@ pub struct Registry {
     nodes: BTreeMap<String, NodeRecord>,
     /// Machine id by key.
     pins: BTreeMap<String, String>,
-    /// Changed since the last save.
-    dirty: bool,
+    /// How many changes it has seen, and how many of them are saved.
+    changes: u64,
+    saved: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -79,27 +80,55 @@ impl Registry {
             path: path.to_path_buf(),
             nodes,
             pins,
-            dirty: false,
+            changes: 0,
+            saved: 0,
         })
     }
 
+    /// Writes the registry now.
     pub fn save(&mut self) -> Result<(), RegistryError> {
-        let file_error = |what| {
-            let path = self.path.clone();
-            move |source| RegistryError::File { what, path, source }
-        };
-        if let Some(parent) = self.path.parent() {
-            fs_err::create_dir_all(parent).map_err(file_error("create the folder of"))?;
-        }
-        let text = serde_json::to_vec(&self.nodes).expect("records serialize");
-        crate::files::write_atomically(&self.path, &text).map_err(file_error("write"))?;
-        self.dirty = false;
+        let (changes, bytes) = self.snapshot();
+        Self::write(&self.path, &bytes)?;
+        self.saved = changes;
         Ok(())
     }
 
-    /// Saves the registry when a message changed it since the last save.
-    pub fn save_if_changed(&mut self) -> Result<(), RegistryError> {
-        if self.dirty { self.save() } else { Ok(()) }
+    /// The changes seen so far and the file's bytes as of now, to be written without the
+    /// registry held ([`Registry::write`]), then marked saved ([`Registry::saved_up_to`]).
+    pub fn snapshot(&self) -> (u64, Vec<u8>) {
+        let bytes = serde_json::to_vec(&self.nodes).expect("records serialize");
+        (self.changes, bytes)
+    }
+
+    /// Writes a snapshot's bytes to the registry file at `path`.
+    pub fn write(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
+        let file_error = |what| {
+            let path = path.to_path_buf();
+            move |source| RegistryError::File { what, path, source }
+        };
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent).map_err(file_error("create the folder of"))?;
+        }
+        berth_formats::files::write_atomically(path, bytes).map_err(file_error("write"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Notes that the first `changes` changes are on disk.
+    pub fn saved_up_to(&mut self, changes: u64) {
+        self.saved = self.saved.max(changes);
+    }
+
+    /// How many changes it has seen.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Whether every change up to `changes` is on disk.
+    pub fn is_saved(&self, changes: u64) -> bool {
+        self.saved >= changes
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &NodeRecord> {
@@ -167,7 +196,7 @@ impl Registry {
                 addons,
             },
         );
-        self.dirty = true;
+        self.changes += 1;
         Ok(replaced)
     }
 
@@ -176,7 +205,7 @@ impl Registry {
         let record = self.by_pin_mut(pin)?;
         record.seen_from = seen_from.to_string();
         record.last_contact = now.to_string();
-        self.dirty = true;
+        self.changes += 1;
         Ok(self.by_pin(pin).expect("found above"))
     }
 
@@ -192,7 +221,7 @@ impl Registry {
         record.addons = addons;
         record.seen_from = seen_from.to_string();
         record.last_contact = now.to_string();
-        self.dirty = true;
+        self.changes += 1;
         Ok(self.by_pin(pin).expect("found above"))
     }
 
@@ -236,7 +265,7 @@ impl Registry {
         };
         let record = self.nodes.remove(&id).expect("found above");
         self.pins.remove(&record.pin);
-        self.dirty = true;
+        self.changes += 1;
         Ok(record)
     }
 }

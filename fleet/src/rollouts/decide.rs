@@ -15,7 +15,7 @@ use berth_formats::rollout::{
 };
 
 use super::{rfc3339, seconds, seconds_of, unfinished};
-use crate::fleet::strategy::{self, Progress, Target};
+use crate::strategy::{self, Progress, Target};
 
 /// The strategy a record runs with.
 fn strategy_of(record: &RolloutRecord) -> Strategy {

@@ -9,9 +9,8 @@ use anyhow::{Context as _, bail};
 use berth_formats::fleet::{AddonReport, NodeInfo, Request, Response};
 use serde::{Deserialize, Serialize};
 
-use crate::fleet::channel::{self, Identity, Pin};
-use crate::layout::Layout;
-use crate::state::{AddonState, StateStore};
+use crate::channel::{self, Identity, Pin};
+use crate::{FleetPaths, Host};
 
 /// The first node, as the join command gave it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,13 +22,13 @@ pub struct FirstNode {
 /// Registers this node with the first node at `address`, whose key must be `pin`, with the
 /// join token; keeps where the first node is for the reports that follow.
 pub fn register(
-    layout: &Layout,
+    paths: &FleetPaths,
     first_node: FirstNode,
     token: &str,
     node: NodeInfo,
 ) -> anyhow::Result<String> {
     let response = exchange(
-        layout,
+        paths,
         &first_node,
         &Request::Register {
             token: token.to_string(),
@@ -43,7 +42,7 @@ pub fn register(
             bail!(
                 "the first node at {} refused the registration: {reason}\nhint: this node's fleet key belongs to another machine id; remove {} and join again",
                 first_node.address,
-                layout.fleet_dir().display()
+                paths.dir.display()
             );
         }
         bail!(
@@ -52,15 +51,15 @@ pub fn register(
             refusal(&response)
         );
     };
-    keep_first_node(layout, &first_node)?;
+    keep_first_node(paths, &first_node)?;
     Ok(name)
 }
 
 /// This node's machine id: made once (128 random bits) and kept in the fleet folder, so it
 /// stays across re-joins and differs between nodes that share a host, or a cloned image's
 /// `/etc/machine-id`.
-pub fn machine_id(layout: &Layout) -> anyhow::Result<String> {
-    let path = layout.fleet_dir().join("machine-id");
+pub fn machine_id(paths: &FleetPaths) -> anyhow::Result<String> {
+    let path = paths.dir.join("machine-id");
     match fs_err::read_to_string(&path) {
         Ok(text) => {
             let id = text.trim().to_string();
@@ -69,10 +68,14 @@ pub fn machine_id(layout: &Layout) -> anyhow::Result<String> {
             Ok(id)
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let id = crate::fleet::random_hex(16)?;
-            fs_err::create_dir_all(layout.fleet_dir())?;
-            crate::files::write_atomically_with_mode(&path, format!("{id}\n").as_bytes(), 0o644)
-                .with_context(|| format!("failed to write {}", path.display()))?;
+            let id = crate::random_hex(16)?;
+            fs_err::create_dir_all(&paths.dir)?;
+            berth_formats::files::write_atomically_with_mode(
+                &path,
+                format!("{id}\n").as_bytes(),
+                0o644,
+            )
+            .with_context(|| format!("failed to write {}", path.display()))?;
             Ok(id)
         }
         Err(error) => Err(error.into()),
@@ -80,8 +83,8 @@ pub fn machine_id(layout: &Layout) -> anyhow::Result<String> {
 }
 
 /// The first node this node registered with.
-pub fn first_node(layout: &Layout) -> anyhow::Result<FirstNode> {
-    let path = layout.fleet_dir().join("first-node.json");
+pub fn first_node(paths: &FleetPaths) -> anyhow::Result<FirstNode> {
+    let path = paths.dir.join("first-node.json");
     let text = fs_err::read(&path).with_context(|| {
         format!(
             "this node has not registered with a first node ({} is missing)\nhint: join it with a join command printed after `berth fleet serve` started on the first node",
@@ -93,19 +96,19 @@ pub fn first_node(layout: &Layout) -> anyhow::Result<FirstNode> {
 }
 
 /// Keeps where the first node is and the key it must show.
-pub fn keep_first_node(layout: &Layout, first_node: &FirstNode) -> anyhow::Result<()> {
-    let path = layout.fleet_dir().join("first-node.json");
+pub fn keep_first_node(paths: &FleetPaths, first_node: &FirstNode) -> anyhow::Result<()> {
+    let path = paths.dir.join("first-node.json");
     let text = serde_json::to_vec_pretty(first_node).expect("serializes");
-    crate::files::write_atomically(&path, &text)
+    berth_formats::files::write_atomically(&path, &text)
         .with_context(|| format!("failed to write {}", path.display()))
 }
 
 /// Sends this node's add-ons to the first node it registered with.
-pub fn report(layout: &Layout) -> anyhow::Result<usize> {
-    let first_node = first_node(layout)?;
-    let addons = local_addons(layout)?;
+pub fn report(paths: &FleetPaths, host: &dyn Host) -> anyhow::Result<usize> {
+    let first_node = first_node(paths)?;
+    let addons = local_addons(paths, host)?;
     let count = addons.len();
-    let response = exchange(layout, &first_node, &Request::Report { addons })?;
+    let response = exchange(paths, &first_node, &Request::Report { addons })?;
     match response {
         Response::Accepted => Ok(count),
         Response::NotRegistered { reason } => Err(NotRegistered(reason).into()),
@@ -133,11 +136,11 @@ pub(crate) fn refusal(response: &Response) -> String {
 
 /// One request to the first node, one answer; the connection is pinned to its key.
 pub fn exchange(
-    layout: &Layout,
+    paths: &FleetPaths,
     first_node: &FirstNode,
     request: &Request,
 ) -> anyhow::Result<Response> {
-    let identity = Identity::load_or_create(&layout.fleet_dir())?;
+    let identity = Identity::load_or_create(&paths.dir)?;
     let address: SocketAddr = first_node
         .address
         .to_socket_addrs()
@@ -160,50 +163,48 @@ pub fn exchange(
     Ok(connection.receive()?)
 }
 
-/// This node's add-ons as the first node sees them, their components probed now.
-pub fn local_addons(layout: &Layout) -> anyhow::Result<Vec<AddonReport>> {
-    let (states, _damaged) = StateStore::new(layout.state_dir()).load_all()?;
-    let health = crate::health::check_all(layout, &states, &crate::health::RuntimeOnce::new());
-    let applied = crate::fleet::agent::applied_hashes(layout);
-    // A node.yaml that cannot be read stops the node's runs with a clear error; the report
-    // goes on without its fields.
-    let own = crate::engine::node_overrides(&layout.node_config()).unwrap_or_default();
-    Ok(states
-        .iter()
-        .map(|state| {
-            let mut report = addon_report(state, health.get(&state.name));
-            report.config_hash = applied.get(&state.name).cloned();
-            if let Some((_, fields)) = own.iter().find(|(name, _)| *name == state.name) {
-                report.node_config = fields.clone();
-            }
-            report
-        })
-        .collect())
+/// Where the node keeps the rollout configuration hash it last applied, by add-on.
+const APPLIED: &str = "applied.json";
+
+/// The rollout configuration hash this node last applied, by add-on (OCM's last-applied
+/// config hash, which its reports carry).
+pub fn applied_hashes(paths: &FleetPaths) -> BTreeMap<String, String> {
+    fs_err::read(paths.dir.join(APPLIED))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
 }
 
-/// An add-on as the first node sees it: versions, the Progressing reason, and the health
-/// conditions when its components were probed.
-fn addon_report(state: &AddonState, health: Option<&crate::health::HealthRecord>) -> AddonReport {
-    AddonReport {
-        name: state.name.clone(),
-        desired: state.desired.clone(),
-        current: state
-            .current
-            .as_ref()
-            .map(|applied| applied.target.version.clone()),
-        last: state
-            .last
-            .as_ref()
-            .map(|applied| applied.target.version.clone()),
-        progressing: state.progressing.as_ref().map_or_else(
-            || "Unknown".to_string(),
-            |condition| condition.reason.to_string(),
-        ),
-        available: health.map(|health| health.available()),
-        degraded: health.map(|health| health.degraded()),
-        config_hash: None,
-        node_config: Default::default(),
+/// Records the rollout configuration hash now applied to `addon` (none: it runs as its spec
+/// alone has it).
+pub fn set_applied_hash(
+    paths: &FleetPaths,
+    addon: &str,
+    hash: Option<String>,
+) -> anyhow::Result<()> {
+    let mut hashes = applied_hashes(paths);
+    match hash {
+        Some(hash) => hashes.insert(addon.to_string(), hash),
+        None => hashes.remove(addon),
+    };
+    let path = paths.dir.join(APPLIED);
+    berth_formats::files::write_atomically_with_mode(
+        &path,
+        &serde_json::to_vec_pretty(&hashes)?,
+        0o600,
+    )
+    .with_context(|| format!("failed to write {}", path.display()))
+}
+
+/// This node's add-ons as the first node sees them, their components probed now, each with
+/// the rollout configuration hash this node last applied to it.
+pub fn local_addons(paths: &FleetPaths, host: &dyn Host) -> anyhow::Result<Vec<AddonReport>> {
+    let applied = applied_hashes(paths);
+    let mut addons = host.addons()?;
+    for report in &mut addons {
+        report.config_hash = applied.get(&report.name).cloned();
     }
+    Ok(addons)
 }
 
 /// After a join, the registration its command asks for: when the parameters carry the
@@ -211,7 +212,7 @@ fn addon_report(state: &AddonState, health: Option<&crate::health::HealthRecord>
 /// `node-name` (its host name unless given), as a primary when it joined the control plane,
 /// with kURL's `labels=key=value,…` and `private-address`. `None` when they do not.
 pub fn register_after_join(
-    layout: &Layout,
+    paths: &FleetPaths,
     params: &[(String, String)],
 ) -> anyhow::Result<Option<String>> {
     use berth_formats::fleet::{ADDRESS_PARAM, PIN_PARAM, PRIMARY_TOKEN_PARAM, Role, TOKEN_PARAM};
@@ -246,7 +247,7 @@ pub fn register_after_join(
     };
     let node = NodeInfo {
         name,
-        machine_id: machine_id(layout)?,
+        machine_id: machine_id(paths)?,
         role,
         labels: labels(&pairs)?,
         address: param("private-address").unwrap_or("").to_string(),
@@ -255,7 +256,7 @@ pub fn register_after_join(
         address: address.to_string(),
         pin: Pin(pin.to_string()),
     };
-    register(layout, first_node, token, node).map(Some)
+    register(paths, first_node, token, node).map(Some)
 }
 
 /// The node's host name, as its fleet name when none is given.

@@ -3,7 +3,8 @@
 //! one thread per connection. Every refusal is logged with the peer's key and address.
 //!
 //! Nothing slow happens under a lock: the registry lock covers an in-memory change (the file
-//! is saved at most five times a second, registrations at once); polls read the rollouts from
+//! is written at most five times a second, outside the lock; a registration is answered once
+//! it is on disk); polls read the rollouts from
 //! memory and may be held (a long poll) until the coordinator hands the node work. The
 //! coordinator decides on every progress a node sends, on every change of the rollout files
 //! (`berth rollout` on the command line), and when a deadline or soak falls due.
@@ -12,24 +13,27 @@
 //! parameters in one write so that `berth join-command` carries them to the next node.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use berth_formats::fleet::{
-    ADDRESS_PARAM, FLEET_PARAMS, MAX_POLL_WAIT_MS, NodeInfo, NodeRecord, PIN_PARAM,
-    PRIMARY_TOKEN_PARAM, Request, Response, Role, TOKEN_PARAM,
+    FLEET_PARAMS, MAX_POLL_WAIT_MS, NodeRecord, PRIMARY_TOKEN_PARAM, Request, Response, Role,
+    TOKEN_PARAM,
 };
 use berth_formats::rollout::RolloutRecord;
 
-use crate::fleet::channel::{self, ChannelError, Identity, Pin};
-use crate::fleet::log::FleetLog;
-use crate::fleet::registry::Registry;
-use crate::fleet::rollouts::{self, Rollouts};
-use crate::join::{JoinStore, NewParam};
-use crate::layout::Layout;
-use crate::state::now;
+mod admin;
+
+pub use admin::{Serving, age, check_first_node, nodes, prepare, remove};
+use admin::{forget, serve_lock};
+
+use crate::channel::{self, ChannelError, Identity, Pin};
+use crate::log::FleetLog;
+use crate::now;
+use crate::registry::Registry;
+use crate::rollouts::{self, Rollouts};
+use crate::{FleetPaths, JoinParams};
 
 /// Where the first node's own record was seen from: its add-ons are read from its own state.
 pub const ITSELF: &str = "itself";
@@ -39,119 +43,22 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// The most polls held at once: past it, a poll is answered at once and the node learns of
 /// its work at its next one.
 pub const MAX_HELD_POLLS: usize = MAX_CONNECTIONS / 2;
-/// How often the registry is saved, at most, while nodes report: one write for every report
-/// of that time, and `berth nodes` a fraction of a second behind.
+/// How often the registry is saved, at most: one write for all the messages of that time,
+/// `berth nodes` a fraction of a second behind, a registration answered that much later.
 const SAVE_EVERY: Duration = Duration::from_millis(200);
 /// How often the coordinator looks for rollout files the command line changed.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
 
-/// Makes (or keeps) the first node's key and join tokens, and publishes them as join
-/// parameters with `address`, where the other nodes reach this one.
-pub fn prepare(
-    layout: &Layout,
-    name: &str,
-    address: &str,
-    token_ttl: Duration,
-) -> anyhow::Result<Pin> {
-    let identity = Identity::load_or_create(&layout.fleet_dir())?;
-    // The first node is in its own registry, as the primary it is.
-    let mut registry = Registry::load(&layout.fleet_registry())?;
-    let own = NodeInfo {
-        name: name.to_string(),
-        machine_id: crate::fleet::node::machine_id(layout)?,
-        role: Role::Primary,
-        labels: Default::default(),
-        address: address.to_string(),
-    };
-    registry
-        .register(&identity.pin(), own, ITSELF, &now())
-        .map_err(anyhow::Error::msg)?;
-    registry.save()?;
-    let store = JoinStore::new(layout.join_file());
-    let joined = store.load()?;
-    let valid = |key: &str| {
-        joined.params.get(key).is_some_and(|param| {
-            param
-                .expires_at
-                .as_deref()
-                .is_some_and(|expires| expires > now().as_str())
-        })
-    };
-    let mut params = vec![
-        NewParam {
-            key: ADDRESS_PARAM,
-            value: address.to_string(),
-            secret: false,
-            control_plane: false,
-        },
-        NewParam {
-            key: PIN_PARAM,
-            value: identity.pin().0,
-            secret: false,
-            control_plane: false,
-        },
-    ];
-    // Tokens still valid are kept: join commands already handed out go on working.
-    for (key, control_plane) in [(TOKEN_PARAM, false), (PRIMARY_TOKEN_PARAM, true)] {
-        if !valid(key) {
-            params.push(NewParam {
-                key,
-                value: crate::fleet::random_hex(16)?,
-                secret: true,
-                control_plane,
-            });
-        }
-    }
-    store.set_all(&params, token_ttl)?;
-    // The first node is a node of the fleet too: its `berth fleet agent` reports to itself.
-    crate::fleet::node::keep_first_node(
-        layout,
-        &crate::fleet::node::FirstNode {
-            address: address.to_string(),
-            pin: identity.pin(),
-        },
-    )?;
-    Ok(identity.pin())
-}
-
-/// Whether this node was made a first node (`berth fleet serve` ran here), and whether it
-/// serves now. Commands that only a first node can answer say so where it is not one.
-pub fn check_first_node(layout: &Layout) -> anyhow::Result<Serving> {
-    let registry = Registry::load(&layout.fleet_registry())?;
-    if !registry.nodes().any(|record| record.seen_from == ITSELF) {
-        anyhow::bail!(
-            "this node is not a fleet's first node: `berth fleet serve` never ran here (root {})\nhint: run this on the first node, or start `berth fleet serve` here to make it one",
-            layout.root().display()
-        );
-    }
-    Ok(
-        if crate::node_lock::NodeLock::is_held(&serve_lock(layout)) {
-            Serving::Yes
-        } else {
-            Serving::Stopped
-        },
-    )
-}
-
-/// Whether the first node's `berth fleet serve` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Serving {
-    Yes,
-    /// It ran here once and is not running now: nothing moves until it is started again.
-    Stopped,
-}
-
-/// Held by `berth fleet serve` while it runs.
-fn serve_lock(layout: &Layout) -> PathBuf {
-    layout.fleet_dir().join("serve.lock")
-}
-
 /// Serves the other nodes on `listener` until the process ends.
-pub fn serve(layout: &Layout, listener: TcpListener) -> anyhow::Result<()> {
+pub fn serve(
+    paths: &FleetPaths,
+    join: Arc<dyn JoinParams>,
+    listener: TcpListener,
+) -> anyhow::Result<()> {
     // Held while serving (a plain flock: the kernel lets go when the process dies), so
     // commands can tell whether the server runs.
-    let path = serve_lock(layout);
-    fs_err::create_dir_all(layout.fleet_dir())?;
+    let path = serve_lock(paths);
+    fs_err::create_dir_all(&paths.dir)?;
     let file = fs_err::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -166,23 +73,28 @@ pub fn serve(layout: &Layout, listener: TcpListener) -> anyhow::Result<()> {
                 path.display()
             )
         })?;
-    let identity = Identity::load_or_create(&layout.fleet_dir())?;
+    let identity = Identity::load_or_create(&paths.dir)?;
     let config = channel::server_config(&identity)?;
-    let rollouts = Rollouts::new(layout);
+    let rollouts = Rollouts::new(paths);
     let records = rollouts.load_all()?;
     let shared = Arc::new(Shared {
-        registry: Mutex::new(Registry::load(&layout.fleet_registry())?),
+        registry: Mutex::new(Registry::load(&paths.registry())?),
         rollouts,
         records: Mutex::new(Arc::new(records)),
         changed: Condvar::new(),
+        saved: Condvar::new(),
         held_polls: AtomicUsize::new(0),
         own: identity.pin(),
-        join_file: layout.join_file(),
-        log: FleetLog::new(layout.log_dir().join("fleet.log")),
+        join,
+        log: FleetLog::new(paths.log()),
     });
     {
         let shared = shared.clone();
         std::thread::spawn(move || shared.coordinate());
+    }
+    {
+        let shared = shared.clone();
+        std::thread::spawn(move || shared.save_changes());
     }
     let open = Arc::new(AtomicUsize::new(0));
     for tcp in listener.incoming() {
@@ -219,18 +131,20 @@ struct Shared {
     records: Mutex<Arc<Vec<RolloutRecord>>>,
     /// Signalled whenever `records` changes: held polls look again.
     changed: Condvar,
+    /// Signalled whenever the registry was saved: registrations wait for it.
+    saved: Condvar,
     held_polls: AtomicUsize,
     /// The first node's own key: its agent's messages are its own.
     own: Pin,
-    join_file: PathBuf,
+    /// The node's join parameters: the tokens, and what a joined node's upgrade needs.
+    join: Arc<dyn JoinParams>,
     log: FleetLog,
 }
 
 impl Shared {
     /// The coordinator: decides again whenever a deadline or soak falls due or the rollout
-    /// files change, and saves the registry when reports changed it.
+    /// files change.
     fn coordinate(&self) {
-        let mut last_save = Instant::now();
         loop {
             let pause = match self.tick() {
                 Ok(pause) => pause,
@@ -245,19 +159,51 @@ impl Shared {
             let seen = self.rollouts.modified();
             let until = Instant::now() + pause;
             while Instant::now() < until && self.rollouts.modified() == seen {
-                if last_save.elapsed() >= SAVE_EVERY {
-                    self.save_registry();
-                    last_save = Instant::now();
-                }
-                std::thread::sleep(WATCH_EVERY.min(until - Instant::now().min(until)));
+                std::thread::sleep(
+                    WATCH_EVERY.min(until.saturating_duration_since(Instant::now())),
+                );
             }
         }
     }
 
-    fn save_registry(&self) {
-        if let Err(error) = self.registry().save_if_changed() {
-            self.log.write(&berth_formats::report::chain(&error));
+    /// The saver: writes the registry whenever it changed, at most every [`SAVE_EVERY`], the
+    /// file written with the registry free for messages; wakes the registrations that wait
+    /// for their record to be on disk.
+    fn save_changes(&self) {
+        loop {
+            std::thread::sleep(SAVE_EVERY);
+            let (changes, bytes, path) = {
+                let registry = self.registry();
+                if registry.is_saved(registry.changes()) {
+                    continue;
+                }
+                let (changes, bytes) = registry.snapshot();
+                (changes, bytes, registry.path().to_path_buf())
+            };
+            match Registry::write(&path, &bytes) {
+                Ok(()) => self.registry().saved_up_to(changes),
+                Err(error) => self.log.write(&berth_formats::report::chain(&error)),
+            }
+            self.saved.notify_all();
         }
+    }
+
+    /// Waits until the registry's first `changes` changes are on disk.
+    fn wait_saved(&self, changes: u64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut registry = self.registry();
+        while !registry.is_saved(changes) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            registry = self
+                .saved
+                .wait_timeout(registry, left)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
+        true
     }
 
     /// One decision for every rollout; how long until the next is due.
@@ -344,8 +290,9 @@ impl Shared {
         machine: &str,
         primary: bool,
     ) -> anyhow::Result<Response> {
-        let file = JoinStore::new(self.join_file.clone()).load()?;
-        let params: Vec<(String, String)> = crate::join::join_params(&file, primary)?
+        let params: Vec<(String, String)> = self
+            .join
+            .for_node(primary)?
             .into_iter()
             .filter(|(key, _)| !FLEET_PARAMS.contains(&key.as_str()))
             .collect();
@@ -355,16 +302,11 @@ impl Shared {
 
     /// Whether `token` is the published, unexpired join token `key`.
     fn token_is(&self, key: &str, token: &str) -> bool {
-        let Ok(file) = JoinStore::new(self.join_file.clone()).load() else {
-            return false;
-        };
-        file.params.get(key).is_some_and(|param| {
-            param
-                .expires_at
-                .as_deref()
-                .is_some_and(|expires| expires > now().as_str())
-                && constant_time_equal(param.value.as_bytes(), token.as_bytes())
-        })
+        self.join
+            .current(key)
+            .ok()
+            .flatten()
+            .is_some_and(|value| constant_time_equal(value.as_bytes(), token.as_bytes()))
     }
 
     fn answer(&self, peer: &Pin, address: &str, request: Request) -> Response {
@@ -397,17 +339,26 @@ impl Shared {
                 ));
             }
             let name = node.name.clone();
-            let mut registry = self.registry();
-            return match registry.register(peer, node, address, &now) {
-                Ok(replaced) => {
+            let registered = {
+                let mut registry = self.registry();
+                registry
+                    .register(peer, node, address, &now)
+                    .map(|replaced| (replaced, registry.changes()))
+            };
+            return match registered {
+                Ok((replaced, changes)) => {
                     if let Some(old) = replaced {
                         self.log.write(&format!(
                             "{name}: registered again with the key {peer} in place of {old}"
                         ));
                     }
-                    match registry.save() {
-                        Ok(()) => Response::Registered { name },
-                        Err(error) => refused(berth_formats::report::chain(&error)),
+                    // Answered once it is on disk: a node told it is registered stays so.
+                    if self.wait_saved(changes) {
+                        Response::Registered { name }
+                    } else {
+                        refused(
+                            "the first node could not save its registry; see its fleet.log".into(),
+                        )
                     }
                 }
                 Err(reason) => refused(reason),
@@ -545,70 +496,4 @@ fn failed_nodes(record: &RolloutRecord) -> Vec<String> {
         .filter(|target| target.state == berth_formats::rollout::TargetState::Failed)
         .map(|target| target.node.clone())
         .collect()
-}
-
-/// Every registered node as the first node knows it, its own record with its add-ons as
-/// they are now.
-pub fn nodes(layout: &Layout) -> anyhow::Result<Vec<NodeRecord>> {
-    let registry = Registry::load(&layout.fleet_registry())?;
-    let mut own = None;
-    let mut records: Vec<NodeRecord> = registry.nodes().cloned().collect();
-    for record in &mut records {
-        if record.seen_from == ITSELF {
-            if own.is_none() {
-                own = Some(crate::fleet::node::local_addons(layout)?);
-            }
-            record.addons = own.clone().unwrap_or_default();
-            record.last_contact = now();
-        }
-    }
-    Ok(records)
-}
-
-/// Forgets a node (by machine id, or by a name no other node has) and its place in every
-/// rollout that has not finished. The serving first node does it itself (its registry is in
-/// its memory); where it does not run, the files are changed here.
-pub fn remove(layout: &Layout, node: &str) -> anyhow::Result<(String, String)> {
-    if check_first_node(layout)? == Serving::Yes {
-        let first_node = crate::fleet::node::first_node(layout)?;
-        let request = Request::Remove {
-            node: node.to_string(),
-        };
-        return match crate::fleet::node::exchange(layout, &first_node, &request)? {
-            Response::Removed { name, machine_id } => Ok((name, machine_id)),
-            other => anyhow::bail!("{}", crate::fleet::node::refusal(&other)),
-        };
-    }
-    let mut registry = Registry::load(&layout.fleet_registry())?;
-    forget(&mut registry, &Rollouts::new(layout), node, |_| {})
-}
-
-/// Removes `node` from the registry and from every unfinished rollout; its name and machine id.
-fn forget(
-    registry: &mut Registry,
-    rollouts: &Rollouts,
-    node: &str,
-    publish: impl FnOnce(&[RolloutRecord]),
-) -> anyhow::Result<(String, String)> {
-    let own = registry
-        .nodes()
-        .find(|record| record.seen_from == ITSELF)
-        .map(|record| record.info.machine_id.clone());
-    let record = registry.remove(node).map_err(anyhow::Error::msg)?;
-    if Some(&record.info.machine_id) == own.as_ref() {
-        anyhow::bail!("{node} is the first node itself; it cannot be removed from its own fleet");
-    }
-    rollouts.update(|records| {
-        rollouts::forget(records, &record.info.machine_id);
-        publish(records);
-        Ok(())
-    })?;
-    registry.save()?;
-    Ok((record.info.name, record.info.machine_id))
-}
-
-/// How long ago an RFC 3339 time was, for `berth nodes`.
-pub fn age(time: &str) -> Option<Duration> {
-    let then = humantime::parse_rfc3339_weak(time).ok()?;
-    SystemTime::now().duration_since(then).ok()
 }

@@ -4,7 +4,7 @@
 //! record holds everything a decision needs: the coordinator can be killed at any point and
 //! decide again from what it wrote.
 //!
-//! Which node starts when is [`strategy`](crate::fleet::strategy)'s to decide; [`plan`]
+//! Which node starts when is [`strategy`](crate::strategy)'s to decide; [`plan`]
 //! makes a record, [`decide`] carries it forward: it turns the strategy's decisions into the
 //! record, hands out work, and judges what the nodes say of it.
 
@@ -22,7 +22,7 @@ use berth_formats::rollout::{Control, RolloutRecord, RolloutState, TargetState};
 pub use decide::{has_work, mismatch, next_tick, progress, tick, work_for};
 pub use plan::{check_offered, config_hash, plan, rollback};
 
-use crate::layout::Layout;
+use crate::FleetPaths;
 
 /// Every rollout the first node keeps.
 pub struct Rollouts {
@@ -33,9 +33,9 @@ pub struct Rollouts {
 pub const MAX_ROLLOUTS: usize = 256;
 
 impl Rollouts {
-    pub fn new(layout: &Layout) -> Self {
+    pub fn new(paths: &FleetPaths) -> Self {
         Self {
-            dir: layout.fleet_dir().join("rollouts"),
+            dir: paths.dir.join("rollouts"),
         }
     }
 
@@ -123,7 +123,7 @@ impl Rollouts {
         let path = self.path(&record.rollout.metadata.name);
         let mut bytes = serde_json::to_vec_pretty(record).expect("records serialize");
         bytes.push(b'\n');
-        crate::files::write_atomically(&path, &bytes)
+        berth_formats::files::write_atomically(&path, &bytes)
             .with_context(|| format!("failed to write {}", path.display()))
     }
 

@@ -4,10 +4,7 @@
 //! ran before an earlier work. Each work id runs once: its folder under `fleet/work/` keeps the spec it started from,
 //! the run's output and its outcome, so a restarted agent (or first node) never runs it again.
 
-use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -17,25 +14,29 @@ use berth_formats::fleet::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::fleet::node::{NotRegistered, exchange, first_node, local_addons, refusal};
-use crate::last_installer::LastInstaller;
-use crate::layout::Layout;
-use crate::node_lock::NodeLock;
-use crate::state::{Reason, StateStore, now};
+use crate::node::{
+    NotRegistered, applied_hashes, exchange, first_node, local_addons, refusal, set_applied_hash,
+};
+use crate::{FleetPaths, Host, Upgrade, now};
 
 /// `berth fleet agent`: reports this node's add-ons every `interval`, and between reports
 /// holds a poll open with the first node, so work starts the moment a rollout hands it out
 /// whatever the interval. Runs until the first node says it does not know this node (an
 /// error: asking again cannot help); any other failure is said through `say` and tried again
 /// at the next interval.
-pub fn run(layout: &Layout, interval: Duration, say: impl Fn(&str)) -> anyhow::Result<()> {
-    first_node(layout)?;
+pub fn run(
+    paths: &FleetPaths,
+    host: &dyn Host,
+    interval: Duration,
+    say: impl Fn(&str),
+) -> anyhow::Result<()> {
+    first_node(paths)?;
     let mut next_report = Instant::now();
     loop {
         let mut failed = false;
         if Instant::now() >= next_report {
             next_report = Instant::now() + interval;
-            if let Err(error) = crate::fleet::node::report(layout) {
+            if let Err(error) = crate::node::report(paths, host) {
                 stop_if_unregistered(error, &say)?;
                 failed = true;
             }
@@ -45,7 +46,7 @@ pub fn run(layout: &Layout, interval: Duration, say: impl Fn(&str)) -> anyhow::R
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(MAX_POLL_WAIT_MS));
             let asked = Instant::now();
-            match round(layout, wait) {
+            match round(paths, host, wait) {
                 Ok(Some((work, outcome))) => say(&format!("{work}: {outcome:?}")),
                 Ok(None) => {
                     // A first node that answers at once (it holds too many polls) is asked
@@ -75,12 +76,16 @@ fn stop_if_unregistered(error: anyhow::Error, say: &impl Fn(&str)) -> anyhow::Re
 
 /// Asks the first node for work, holding the poll up to `wait`, and runs the work given.
 /// Returns the outcome of work it ran or re-sent, if any.
-pub fn round(layout: &Layout, wait: Duration) -> anyhow::Result<Option<(String, Outcome)>> {
-    let first_node = first_node(layout)?;
+pub fn round(
+    paths: &FleetPaths,
+    host: &dyn Host,
+    wait: Duration,
+) -> anyhow::Result<Option<(String, Outcome)>> {
+    let first_node = first_node(paths)?;
     let poll = Request::Poll {
         wait_ms: u64::try_from(wait.as_millis()).unwrap_or(MAX_POLL_WAIT_MS),
     };
-    let work = match exchange(layout, &first_node, &poll)? {
+    let work = match exchange(paths, &first_node, &poll)? {
         Response::Idle => return Ok(None),
         Response::Work { work } => work,
         Response::NotRegistered { reason } => return Err(NotRegistered(reason).into()),
@@ -90,51 +95,52 @@ pub fn round(layout: &Layout, wait: Duration) -> anyhow::Result<Option<(String, 
             refusal(&other)
         ),
     };
-    let folder = work_folder(layout, &work.id);
+    let folder = work_folder(paths, &work.id);
     let (outcome, message) = match Recorded::load(&folder) {
         // Done before: the first node did not hear of it (it restarted, or the link was cut).
         Some(recorded) => (recorded.outcome, recorded.message),
         None => {
             if folder.join(STARTED).exists() {
                 // An earlier agent started it and stopped: its run may still go on.
-                if NodeLock::is_held(&layout.lock_file()) {
+                if host.busy() {
                     return Ok(None);
                 }
-                if already_done(layout, &work, &folder) {
-                    finish(layout, &work, &folder, Outcome::Succeeded, String::new())?;
-                    return send(layout, &work, Outcome::Succeeded, String::new());
+                if already_done(paths, host, &work, &folder) {
+                    finish(paths, &work, &folder, Outcome::Succeeded, String::new())?;
+                    return send(paths, host, &work, Outcome::Succeeded, String::new());
                 }
             }
-            send(layout, &work, Outcome::Running, String::new())?;
-            let (outcome, message) = match execute(layout, &work, &folder) {
+            send(paths, host, &work, Outcome::Running, String::new())?;
+            let (outcome, message) = match execute(paths, host, &work, &folder) {
                 Ok(true) => (Outcome::Succeeded, String::new()),
-                Ok(false) => (Outcome::Failed, failure(layout, &work, &folder)),
+                Ok(false) => (Outcome::Failed, failure(host, &work, &folder)),
                 Err(error) => (
                     Outcome::Failed,
                     berth_formats::report::chain(error.as_ref()),
                 ),
             };
-            finish(layout, &work, &folder, outcome, message.clone())?;
+            finish(paths, &work, &folder, outcome, message.clone())?;
             (outcome, message)
         }
     };
-    send(layout, &work, outcome, message)
+    send(paths, host, &work, outcome, message)
 }
 
 fn send(
-    layout: &Layout,
+    paths: &FleetPaths,
+    host: &dyn Host,
     work: &Work,
     outcome: Outcome,
     message: String,
 ) -> anyhow::Result<Option<(String, Outcome)>> {
-    let first_node = first_node(layout)?;
+    let first_node = first_node(paths)?;
     let request = Request::Progress {
         work: work.id.clone(),
         outcome,
         message,
-        addons: local_addons(layout)?,
+        addons: local_addons(paths, host)?,
     };
-    match exchange(layout, &first_node, &request)? {
+    match exchange(paths, &first_node, &request)? {
         Response::Accepted => Ok(Some((work.id.clone(), outcome))),
         Response::NotRegistered { reason } => Err(NotRegistered(reason).into()),
         other => bail!(
@@ -151,10 +157,9 @@ const RUN_LOG: &str = "run.log";
 const BEFORE_SPEC: &str = "before.yaml";
 const BEFORE: &str = "before.json";
 const OUTCOME: &str = "outcome.json";
-const APPLIED: &str = "applied.json";
 
-fn work_folder(layout: &Layout, id: &str) -> PathBuf {
-    layout.fleet_dir().join("work").join(id)
+fn work_folder(paths: &FleetPaths, id: &str) -> PathBuf {
+    paths.dir.join("work").join(id)
 }
 
 /// The add-on as it stood before a work: what a rollback of it goes back to.
@@ -167,8 +172,8 @@ struct Before {
 
 impl Before {
     /// What the node ran before work `id`, as kept when it started.
-    fn load(layout: &Layout, id: &str) -> Option<Self> {
-        let bytes = fs_err::read(work_folder(layout, id).join(BEFORE)).ok()?;
+    fn load(paths: &FleetPaths, id: &str) -> Option<Self> {
+        let bytes = fs_err::read(work_folder(paths, id).join(BEFORE)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 }
@@ -188,31 +193,29 @@ impl Recorded {
     }
 }
 
-/// The rollout configuration hash this node last applied, by add-on.
-pub fn applied_hashes(layout: &Layout) -> BTreeMap<String, String> {
-    fs_err::read(layout.fleet_dir().join(APPLIED))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
-}
-
 /// Runs `berth upgrade` for the work; `Ok(false)` when the run failed (its output is in the
 /// work's run log).
-fn execute(layout: &Layout, work: &Work, folder: &Path) -> anyhow::Result<bool> {
-    let last = LastInstaller::load(layout)?
+fn execute(
+    paths: &FleetPaths,
+    host: &dyn Host,
+    work: &Work,
+    folder: &Path,
+) -> anyhow::Result<bool> {
+    let last = host
+        .last_run()?
         .context("this node has run no installer; install or join it before a rollout moves it")?;
-    crate::files::private_dir(folder)
+    berth_formats::files::private_dir(folder)
         .with_context(|| format!("failed to create {}", folder.display()))?;
     // What the node ran before the work, kept once: a second start must not take the
     // work's own spec for it.
     let before_spec = folder.join(BEFORE_SPEC);
     if !before_spec.exists() {
-        let state = StateStore::new(layout.state_dir()).load(&work.addon).ok();
         let before = Before {
-            version: state
-                .and_then(|state| state.current)
-                .map(|applied| applied.target.version),
-            config_hash: applied_hashes(layout).get(&work.addon).cloned(),
+            version: host
+                .addon(&work.addon)
+                .and_then(|facts| facts.current)
+                .map(|(version, _)| version),
+            config_hash: applied_hashes(paths).get(&work.addon).cloned(),
         };
         write(&folder.join(BEFORE), &serde_json::to_vec_pretty(&before)?)?;
         let spec = fs_err::read(&last.spec)?;
@@ -236,7 +239,7 @@ fn execute(layout: &Layout, work: &Work, folder: &Path) -> anyhow::Result<bool> 
         }
         Action::Restore { work: earlier } => {
             berth_formats::name::check_plain("work id", earlier)?;
-            let earlier_spec = work_folder(layout, earlier).join(BEFORE_SPEC);
+            let earlier_spec = work_folder(paths, earlier).join(BEFORE_SPEC);
             if !earlier_spec.exists() {
                 bail!("this node has no record of work {earlier}, so nothing to go back to");
             }
@@ -256,39 +259,19 @@ fn execute(layout: &Layout, work: &Work, folder: &Path) -> anyhow::Result<bool> 
         .open(folder.join(RUN_LOG))?
         .into_parts()
         .0;
-    let mut command = Command::new(std::env::current_exe()?);
-    command
-        .arg("upgrade")
-        .arg("--root")
-        .arg(layout.root())
-        .arg("--spec")
-        .arg(&spec)
-        .arg("--dist")
-        .arg(&last.dist)
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    if downgrade {
-        command.arg("--allow-downgrade");
-    }
-    // A node that joined runs its add-ons' join hooks, with the first node's parameters: on
-    // standard input, since they hold secrets and a command line is everyone's to read.
+    // A node that joined runs its add-ons' join hooks, with the first node's parameters.
     let params = if last.joined {
         work.params.clone()
     } else {
         Vec::new()
     };
-    if !params.is_empty() {
-        command.arg("--params-from-stdin").stdin(Stdio::piped());
-    } else {
-        command.stdin(Stdio::null());
-    }
-    let mut child = command.spawn().context("failed to start berth upgrade")?;
-    if let Some(mut stdin) = child.stdin.take() {
-        for (key, value) in &params {
-            stdin.write_all(format!("{key}={value}\0").as_bytes())?;
-        }
-    }
-    Ok(child.wait()?.success())
+    host.upgrade(Upgrade {
+        spec: &spec,
+        dist: &last.dist,
+        allow_downgrade: downgrade,
+        params: &params,
+        log,
+    })
 }
 
 /// The spec `text` with `addon` at `version`, `config` over its fields.
@@ -343,34 +326,34 @@ fn edit_spec(
 
 /// Whether a run of the work that an earlier agent started went through: the add-on is at the
 /// version the work asked for, applied since the work started.
-fn already_done(layout: &Layout, work: &Work, folder: &Path) -> bool {
+fn already_done(paths: &FleetPaths, host: &dyn Host, work: &Work, folder: &Path) -> bool {
     let wanted = match &work.action {
         Action::Apply { version, .. } => Some(version.clone()),
         Action::Restore { work: earlier } => {
-            Before::load(layout, earlier).and_then(|before| before.version)
+            Before::load(paths, earlier).and_then(|before| before.version)
         }
     };
     let started = fs_err::read_to_string(folder.join(STARTED)).unwrap_or_default();
-    let Ok(state) = StateStore::new(layout.state_dir()).load(&work.addon) else {
+    let Some(facts) = host.addon(&work.addon) else {
         return false;
     };
-    let succeeded = state
+    let succeeded = facts
         .progressing
         .as_ref()
-        .is_some_and(|condition| condition.reason == Reason::Succeeded);
+        .is_some_and(|condition| condition.reason == "Succeeded");
     let since = |applied_at: &str| {
         let time = |text: &str| humantime::parse_rfc3339_weak(text.trim()).ok();
         matches!((time(applied_at), time(&started)), (Some(applied), Some(started)) if applied >= started)
     };
     succeeded
-        && state.current.is_some_and(|current| {
-            Some(&current.target.version) == wanted.as_ref() && since(&current.applied_at)
+        && facts.current.is_some_and(|(version, applied_at)| {
+            Some(&version) == wanted.as_ref() && since(&applied_at)
         })
 }
 
 /// Records the outcome, and on success the configuration hash now applied.
 fn finish(
-    layout: &Layout,
+    paths: &FleetPaths,
     work: &Work,
     folder: &Path,
     outcome: Outcome,
@@ -380,20 +363,12 @@ fn finish(
         let hash = match &work.action {
             Action::Apply { config_hash, .. } => Some(config_hash.clone()),
             Action::Restore { work: earlier } => {
-                Before::load(layout, earlier).and_then(|before| before.config_hash)
+                Before::load(paths, earlier).and_then(|before| before.config_hash)
             }
         };
-        let mut hashes = applied_hashes(layout);
-        match hash {
-            Some(hash) => hashes.insert(work.addon.clone(), hash),
-            None => hashes.remove(&work.addon),
-        };
-        write(
-            &layout.fleet_dir().join(APPLIED),
-            &serde_json::to_vec_pretty(&hashes)?,
-        )?;
+        set_applied_hash(paths, &work.addon, hash)?;
     }
-    crate::files::private_dir(folder)?;
+    berth_formats::files::private_dir(folder)?;
     let recorded = Recorded {
         outcome,
         message,
@@ -406,21 +381,19 @@ fn finish(
 }
 
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::files::write_atomically_with_mode(path, bytes, 0o600)
+    berth_formats::files::write_atomically_with_mode(path, bytes, 0o600)
         .with_context(|| format!("failed to write {}", path.display()))
 }
 
 /// Why a run failed: the add-on's own record of it (the error, its causes and the end of the
 /// hook's output) when the run got as far as the add-on, else the end of the run's output.
-fn failure(layout: &Layout, work: &Work, folder: &Path) -> String {
+fn failure(host: &dyn Host, work: &Work, folder: &Path) -> String {
     let started = fs_err::read_to_string(folder.join(STARTED)).unwrap_or_default();
-    let recorded = StateStore::new(layout.state_dir())
-        .load(&work.addon)
-        .ok()
-        .and_then(|state| state.progressing)
+    let recorded = host
+        .addon(&work.addon)
+        .and_then(|facts| facts.progressing)
         .filter(|condition| {
-            condition.reason == Reason::Failed
-                && condition.last_transition_time.as_str() >= started.trim()
+            condition.reason == "Failed" && condition.since.as_str() >= started.trim()
         });
     let message = match recorded {
         Some(condition) => condition.message,

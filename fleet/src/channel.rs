@@ -120,10 +120,18 @@ impl Identity {
         }
         let identity = Self::generate()?;
         fs_err::create_dir_all(dir).map_err(file_error("create", dir))?;
-        crate::files::write_atomically_with_mode(&key_path, identity.key.secret_pkcs8_der(), 0o600)
-            .map_err(file_error("write", &key_path))?;
-        crate::files::write_atomically_with_mode(&certificate_path, &identity.certificate, 0o644)
-            .map_err(file_error("write", &certificate_path))?;
+        berth_formats::files::write_atomically_with_mode(
+            &key_path,
+            identity.key.secret_pkcs8_der(),
+            0o600,
+        )
+        .map_err(file_error("write", &key_path))?;
+        berth_formats::files::write_atomically_with_mode(
+            &certificate_path,
+            &identity.certificate,
+            0o644,
+        )
+        .map_err(file_error("write", &certificate_path))?;
         Ok(identity)
     }
 

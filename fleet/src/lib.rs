@@ -1,0 +1,135 @@
+//! The fleet: the first node moves an add-on across every node by a rollout. [`strategy`]
+//! decides which nodes start next; [`channel`] is how the first node and the others talk,
+//! each known by its pinned key; [`first_node`] serves the others and keeps the [`registry`]
+//! of them and the [`rollouts`], deciding on every report and handing out work; [`node`] is
+//! a node's side, registering and reporting its add-ons, and [`agent`] runs the work it is
+//! given.
+//!
+//! What only the installer knows of its node (its add-ons and their health, the installer it
+//! ran last, its join parameters, how to run an upgrade) reaches the fleet through [`Host`]
+//! and [`JoinParams`], which the installer implements: the installer depends on the fleet,
+//! never the other way.
+
+pub mod agent;
+pub mod channel;
+pub mod first_node;
+pub mod log;
+pub mod node;
+pub mod registry;
+pub mod rollouts;
+pub mod strategy;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use berth_formats::fleet::AddonReport;
+
+/// Where the fleet keeps its files on a node.
+#[derive(Debug, Clone)]
+pub struct FleetPaths {
+    /// `var/lib/berth/fleet`: keys, machine id, registry, rollouts, work.
+    pub dir: PathBuf,
+    /// `var/log/berth`: the first node's `fleet.log`.
+    pub log_dir: PathBuf,
+}
+
+impl FleetPaths {
+    pub fn registry(&self) -> PathBuf {
+        self.dir.join("nodes.json")
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.log_dir.join("fleet.log")
+    }
+}
+
+/// The installer a node ran last: what a rollout's work changes and runs again.
+#[derive(Debug, Clone)]
+pub struct LastRun {
+    /// The spec it ran, kept on the node.
+    pub spec: PathBuf,
+    /// The dist it installed from (a folder or a URL).
+    pub dist: String,
+    /// Whether the node joined (its add-ons run their join hooks).
+    pub joined: bool,
+}
+
+/// One add-on's record on a node, as much as a rollout's agent needs of it.
+#[derive(Debug, Clone, Default)]
+pub struct AddonFacts {
+    /// The version in place, and when it was applied (RFC 3339).
+    pub current: Option<(String, String)>,
+    /// The Progressing condition: its reason (`Succeeded`, `Failed`…), message and time.
+    pub progressing: Option<Condition>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Condition {
+    pub reason: String,
+    pub message: String,
+    pub since: String,
+}
+
+/// An upgrade the agent asks the node to run.
+#[derive(Debug)]
+pub struct Upgrade<'a> {
+    pub spec: &'a Path,
+    pub dist: &'a str,
+    pub allow_downgrade: bool,
+    /// The first node's join parameters, for a node that joined: secrets, so never on a
+    /// command line.
+    pub params: &'a [(String, String)],
+    /// Where the run's output goes.
+    pub log: File,
+}
+
+/// What the fleet needs of the node it runs on.
+pub trait Host {
+    /// The node's add-ons, their components probed now, each with the node's own fields
+    /// (`/etc/berth/node.yaml`); the fleet adds the configuration hash it applied.
+    fn addons(&self) -> anyhow::Result<Vec<AddonReport>>;
+    /// The installer the node ran last, if any.
+    fn last_run(&self) -> anyhow::Result<Option<LastRun>>;
+    /// One add-on's record, if the node has one.
+    fn addon(&self, name: &str) -> Option<AddonFacts>;
+    /// Whether a run holds the node now.
+    fn busy(&self) -> bool;
+    /// Runs the upgrade; `Ok(false)` when it ran and failed (its output is in the log).
+    fn upgrade(&self, upgrade: Upgrade<'_>) -> anyhow::Result<bool>;
+}
+
+/// A join parameter to publish.
+#[derive(Debug, Clone)]
+pub struct NewParam {
+    pub key: &'static str,
+    pub value: String,
+    /// Kept from logs, and expiring.
+    pub secret: bool,
+    /// Given only to nodes that join the control plane.
+    pub control_plane: bool,
+}
+
+/// The node's join parameters, which `berth join-command` prints: the first node publishes
+/// its own there, and hands the others to the nodes whose upgrades run join hooks.
+pub trait JoinParams: Send + Sync {
+    /// Publishes `params` in one write; a secret expires `ttl` from now.
+    fn publish(&self, params: &[NewParam], ttl: Duration) -> anyhow::Result<()>;
+    /// The value of parameter `key`, if it is published and unexpired.
+    fn current(&self, key: &str) -> anyhow::Result<Option<String>>;
+    /// The parameters a node joining as a primary (or not) is given.
+    fn for_node(&self, primary: bool) -> anyhow::Result<Vec<(String, String)>>;
+}
+
+/// `bytes` random bytes, as hex: tokens, machine ids, rollout ids.
+pub fn random_hex(bytes: usize) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut buffer = vec![0u8; bytes];
+    fs_err::File::open("/dev/urandom")?.read_exact(&mut buffer)?;
+    Ok(hex::encode(buffer))
+}
+
+/// Now, as RFC 3339 to the second.
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}

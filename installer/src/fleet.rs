@@ -1,0 +1,192 @@
+//! The installer's side of the fleet (`berth_fleet`): where the fleet's files are under this
+//! node's root, and what only the installer knows of the node — its add-ons and their
+//! health, the installer it ran last, its join parameters, and how to run an upgrade.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+use berth_fleet::{
+    AddonFacts, Condition, FleetPaths, Host, JoinParams, LastRun, NewParam, Upgrade,
+};
+use berth_formats::fleet::AddonReport;
+
+use crate::join::JoinStore;
+use crate::last_installer::LastInstaller;
+use crate::layout::Layout;
+use crate::node_lock::NodeLock;
+use crate::state::{AddonState, StateStore};
+
+/// Where the fleet keeps its files under `layout`'s root.
+pub fn paths(layout: &Layout) -> FleetPaths {
+    FleetPaths {
+        dir: layout.fleet_dir(),
+        log_dir: layout.log_dir(),
+    }
+}
+
+/// This node, as the fleet sees it.
+pub struct Node {
+    layout: Layout,
+}
+
+impl Node {
+    pub fn new(layout: &Layout) -> Self {
+        Self {
+            layout: layout.clone(),
+        }
+    }
+}
+
+impl Host for Node {
+    fn addons(&self) -> anyhow::Result<Vec<AddonReport>> {
+        let layout = &self.layout;
+        let (states, _damaged) = StateStore::new(layout.state_dir()).load_all()?;
+        let health = crate::health::check_all(layout, &states, &crate::health::RuntimeOnce::new());
+        // A node.yaml that cannot be read stops the node's runs with a clear error; the
+        // report goes on without its fields.
+        let own = crate::engine::node_overrides(&layout.node_config()).unwrap_or_default();
+        Ok(states
+            .iter()
+            .map(|state| {
+                let mut report = addon_report(state, health.get(&state.name));
+                if let Some((_, fields)) = own.iter().find(|(name, _)| *name == state.name) {
+                    report.node_config = fields.clone();
+                }
+                report
+            })
+            .collect())
+    }
+
+    fn last_run(&self) -> anyhow::Result<Option<LastRun>> {
+        Ok(LastInstaller::load(&self.layout)?.map(|last| LastRun {
+            spec: last.spec,
+            dist: last.dist,
+            joined: last.joined,
+        }))
+    }
+
+    fn addon(&self, name: &str) -> Option<AddonFacts> {
+        let state = StateStore::new(self.layout.state_dir()).load(name).ok()?;
+        Some(AddonFacts {
+            current: state
+                .current
+                .map(|applied| (applied.target.version, applied.applied_at)),
+            progressing: state.progressing.map(|condition| Condition {
+                reason: condition.reason.to_string(),
+                message: condition.message,
+                since: condition.last_transition_time,
+            }),
+        })
+    }
+
+    fn busy(&self) -> bool {
+        NodeLock::is_held(&self.layout.lock_file())
+    }
+
+    /// `berth upgrade` in a process of its own, so a first node's coordinator killed never
+    /// kills a run.
+    fn upgrade(&self, upgrade: Upgrade<'_>) -> anyhow::Result<bool> {
+        let mut command = Command::new(std::env::current_exe()?);
+        command
+            .arg("upgrade")
+            .arg("--root")
+            .arg(self.layout.root())
+            .arg("--spec")
+            .arg(upgrade.spec)
+            .arg("--dist")
+            .arg(upgrade.dist)
+            .stdout(upgrade.log.try_clone()?)
+            .stderr(upgrade.log);
+        if upgrade.allow_downgrade {
+            command.arg("--allow-downgrade");
+        }
+        // Join parameters hold secrets, and a command line is everyone's to read: they go on
+        // standard input.
+        if upgrade.params.is_empty() {
+            command.stdin(Stdio::null());
+        } else {
+            command.arg("--params-from-stdin").stdin(Stdio::piped());
+        }
+        let mut child = command.spawn().context("failed to start berth upgrade")?;
+        if let Some(mut stdin) = child.stdin.take() {
+            for (key, value) in upgrade.params {
+                stdin.write_all(format!("{key}={value}\0").as_bytes())?;
+            }
+        }
+        Ok(child.wait()?.success())
+    }
+}
+
+/// An add-on as the first node sees it: versions, the Progressing reason, and the health
+/// conditions when its components were probed.
+fn addon_report(state: &AddonState, health: Option<&crate::health::HealthRecord>) -> AddonReport {
+    AddonReport {
+        name: state.name.clone(),
+        desired: state.desired.clone(),
+        current: state
+            .current
+            .as_ref()
+            .map(|applied| applied.target.version.clone()),
+        last: state
+            .last
+            .as_ref()
+            .map(|applied| applied.target.version.clone()),
+        progressing: state.progressing.as_ref().map_or_else(
+            || "Unknown".to_string(),
+            |condition| condition.reason.to_string(),
+        ),
+        available: health.map(|health| health.available()),
+        degraded: health.map(|health| health.degraded()),
+        config_hash: None,
+        node_config: Default::default(),
+    }
+}
+
+/// The node's join parameters file, as the fleet uses it.
+pub struct JoinFile {
+    store: JoinStore,
+}
+
+impl JoinFile {
+    pub fn new(layout: &Layout) -> Self {
+        Self {
+            store: JoinStore::new(layout.join_file()),
+        }
+    }
+}
+
+impl JoinParams for JoinFile {
+    fn publish(&self, params: &[NewParam], ttl: Duration) -> anyhow::Result<()> {
+        let params: Vec<crate::join::NewParam<'_>> = params
+            .iter()
+            .map(|param| crate::join::NewParam {
+                key: param.key,
+                value: param.value.clone(),
+                secret: param.secret,
+                control_plane: param.control_plane,
+            })
+            .collect();
+        Ok(self.store.set_all(&params, ttl)?)
+    }
+
+    fn current(&self, key: &str) -> anyhow::Result<Option<String>> {
+        let file = self.store.load()?;
+        let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        Ok(file
+            .params
+            .get(key)
+            .filter(|param| {
+                param
+                    .expires_at
+                    .as_deref()
+                    .is_none_or(|expires| expires > now.as_str())
+            })
+            .map(|param| param.value.clone()))
+    }
+
+    fn for_node(&self, primary: bool) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(crate::join::join_params(&self.store.load()?, primary)?)
+    }
+}
