@@ -11,6 +11,7 @@ use anyhow::{Context as _, bail};
 use berth_formats::fleet::{
     Action, MAX_MESSAGE, MAX_POLL_WAIT_MS, Outcome, Request, Response, Work,
 };
+use berth_formats::spec::spec_key;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -281,12 +282,16 @@ fn with_addon(
     version: &str,
     config: &Map<String, Value>,
 ) -> anyhow::Result<String> {
+    let key = spec_key(addon);
     edit_spec(text, |spec| {
+        // A rollout moves an add-on the node runs; it never adds one the node did not agree to.
         let fields = spec
-            .entry(addon.to_string())
-            .or_insert_with(|| Value::Object(Map::new()))
+            .get_mut(key)
+            .with_context(|| {
+                format!("this node's spec has no {addon} (spec.{key}); a rollout moves the add-ons a node runs and adds none")
+            })?
             .as_object_mut()
-            .with_context(|| format!("spec.{addon} in the node's spec is not a mapping"))?;
+            .with_context(|| format!("spec.{key} in the node's spec is not a mapping"))?;
         fields.extend(config.clone());
         fields.insert("version".into(), version.into());
         Ok(())
@@ -296,15 +301,16 @@ fn with_addon(
 /// The spec `text` with `addon`'s section as it is in `earlier`: only the add-on goes back,
 /// whatever else changed on the node since stays.
 fn with_addon_as_in(text: &str, earlier: &str, addon: &str) -> anyhow::Result<String> {
+    let key = spec_key(addon);
     let mut section = None;
     edit_spec(earlier, |spec| {
-        section = spec.get(addon).cloned();
+        section = spec.get(key).cloned();
         Ok(())
     })?;
     edit_spec(text, |spec| {
         match section {
-            Some(section) => spec.insert(addon.to_string(), section),
-            None => spec.remove(addon),
+            Some(section) => spec.insert(key.to_string(), section),
+            None => spec.remove(key),
         };
         Ok(())
     })
@@ -429,8 +435,17 @@ mod tests {
         assert_eq!(value["spec"]["demo"]["port"], 8081);
         assert_eq!(value["spec"]["hello"]["version"], "1.0.0");
         assert_eq!(value["kind"], "Installer");
-        let added = with_addon(text, "banner", "1.0.0", &Map::new()).unwrap();
-        assert!(added.contains("banner"), "{added}");
+        // A rollout never adds an add-on the node does not run.
+        let error = with_addon(text, "banner", "1.0.0", &Map::new()).unwrap_err();
+        assert!(
+            error.to_string().contains("this node's spec has no banner"),
+            "{error}"
+        );
+        // An add-on whose folder and spec key differ is found by its key.
+        let manager = "spec:\n  certManager:\n    version: 1.0.0\n";
+        let moved = with_addon(manager, "cert-manager", "1.9.1", &Map::new()).unwrap();
+        let value: Value = serde_norway::from_str(&moved).unwrap();
+        assert_eq!(value["spec"]["certManager"]["version"], "1.9.1");
         assert!(with_addon("spec: [1]\n", "demo", "1.0.0", &Map::new()).is_err());
 
         // A rollback puts demo back as it was, and keeps hello's later change.

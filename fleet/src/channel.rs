@@ -4,14 +4,18 @@
 //! with (a registration carries the join token, checked by the layer above). There is no
 //! certificate authority to run and no SSH key to hand out.
 //!
-//! Messages are JSON, each framed by its length, at most [`MAX_FRAME`] bytes; every read and
-//! write has a time limit, so a peer that stalls costs a thread for that long at most.
+//! Messages are JSON, each framed by its length, at most [`MAX_FRAME`] bytes (less where the
+//! reader says so). A handshake must be done within [`HANDSHAKE_DEADLINE`] and a whole message
+//! must arrive within [`IO_TIMEOUT`] of its first byte being awaited, however slowly a peer
+//! drips it; a message's buffer grows with the bytes that arrive, not with the length a peer
+//! claims. So a peer that stalls costs a thread for a bounded time, and memory for what it
+//! really sent.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
@@ -23,8 +27,10 @@ use sha2::{Digest, Sha256};
 
 /// The largest message either side reads.
 pub const MAX_FRAME: usize = 1 << 20;
-/// How long a handshake, a read or a write may take.
+/// How long a whole message may take to arrive, and a write to go out.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a whole handshake may take.
+pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
 /// The name both sides put in and expect of a certificate; trust comes from the pin alone.
 const SERVER_NAME: &str = "berth-fleet";
 
@@ -46,14 +52,24 @@ pub enum ChannelError {
     },
     #[error("the TLS handshake with {peer} failed: {message}")]
     Handshake { peer: String, message: String },
+    #[error("{peer} took longer than {limit:?} for {what}")]
+    Deadline {
+        peer: String,
+        what: &'static str,
+        limit: Duration,
+    },
     #[error("the connection with {peer} broke")]
     Io {
         peer: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("{peer} sent a message of {size} bytes, over the {MAX_FRAME} allowed")]
-    TooLarge { peer: String, size: usize },
+    #[error("{peer} sent a message of {size} bytes, over the {limit} allowed")]
+    TooLarge {
+        peer: String,
+        size: usize,
+        limit: usize,
+    },
     #[error("{peer} sent a message that is not what was expected: {message}")]
     Malformed { peer: String, message: String },
 }
@@ -383,9 +399,18 @@ where
         peer: address.clone(),
         source,
     };
-    tcp.set_read_timeout(Some(IO_TIMEOUT)).map_err(io)?;
     tcp.set_write_timeout(Some(IO_TIMEOUT)).map_err(io)?;
+    let deadline = Instant::now() + HANDSHAKE_DEADLINE;
     while connection.is_handshaking() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ChannelError::Deadline {
+                peer: address,
+                what: "the handshake",
+                limit: HANDSHAKE_DEADLINE,
+            });
+        }
+        tcp.set_read_timeout(Some(left)).map_err(io)?;
         connection
             .complete_io(&mut tcp)
             .map_err(|error| handshake_error(&address, error))?;
@@ -425,6 +450,7 @@ where
             return Err(ChannelError::TooLarge {
                 peer: "this node".into(),
                 size: body.len(),
+                limit: MAX_FRAME,
             });
         }
         let length = u32::try_from(body.len()).unwrap_or(u32::MAX).to_be_bytes();
@@ -437,26 +463,89 @@ where
         self.stream.flush().map_err(io)
     }
 
-    pub fn receive<T: DeserializeOwned>(&mut self) -> Result<T, ChannelError> {
-        let peer = self.address.clone();
+    /// Writes `bytes` as they are, outside any frame: for tests that play a broken peer.
+    pub fn write_raw(&mut self, bytes: &[u8]) -> Result<(), ChannelError> {
         let io = |source| ChannelError::Io {
-            peer: peer.clone(),
+            peer: self.address.clone(),
             source,
         };
+        self.stream.write_all(bytes).map_err(io)?;
+        self.stream.flush().map_err(io)
+    }
+
+    pub fn receive<T: DeserializeOwned>(&mut self) -> Result<T, ChannelError> {
+        self.receive_at_most(MAX_FRAME)
+    }
+
+    /// The next message, refused when it claims more than `limit` bytes (at most
+    /// [`MAX_FRAME`]). The whole message must arrive within [`IO_TIMEOUT`].
+    pub fn receive_at_most<T: DeserializeOwned>(
+        &mut self,
+        limit: usize,
+    ) -> Result<T, ChannelError> {
+        let limit = limit.min(MAX_FRAME);
+        let deadline = Instant::now() + IO_TIMEOUT;
         let mut length = [0u8; 4];
-        self.stream.read_exact(&mut length).map_err(io)?;
+        self.read_by(deadline, &mut length)?;
         let size = u32::from_be_bytes(length) as usize;
-        if size > MAX_FRAME {
-            return Err(ChannelError::TooLarge { peer, size });
+        if size > limit {
+            return Err(ChannelError::TooLarge {
+                peer: self.address.clone(),
+                size,
+                limit,
+            });
         }
-        let mut body = vec![0u8; size];
-        self.stream.read_exact(&mut body).map_err(io)?;
+        // Grown as the bytes arrive: a claimed length costs nothing until it is sent.
+        let mut body = Vec::with_capacity(size.min(CHUNK));
+        let mut chunk = vec![0u8; CHUNK.min(size)];
+        while body.len() < size {
+            let want = (size - body.len()).min(CHUNK);
+            self.read_by(deadline, &mut chunk[..want])?;
+            body.extend_from_slice(&chunk[..want]);
+        }
         serde_json::from_slice(&body).map_err(|error| ChannelError::Malformed {
-            peer,
+            peer: self.address.clone(),
             message: error.to_string(),
         })
     }
+
+    /// Fills `buffer`, giving up at `deadline` however the bytes trickle in.
+    fn read_by(&mut self, deadline: Instant, buffer: &mut [u8]) -> Result<(), ChannelError> {
+        let mut filled = 0;
+        while filled < buffer.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let io = |source| ChannelError::Io {
+                peer: self.address.clone(),
+                source,
+            };
+            if left.is_zero() {
+                return Err(ChannelError::Deadline {
+                    peer: self.address.clone(),
+                    what: "a whole message",
+                    limit: IO_TIMEOUT,
+                });
+            }
+            self.stream.sock.set_read_timeout(Some(left)).map_err(io)?;
+            match self.stream.read(&mut buffer[filled..]) {
+                Ok(0) => {
+                    return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
+                }
+                Ok(read) => filled += read,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(error) => return Err(io(error)),
+            }
+        }
+        Ok(())
+    }
 }
+
+/// How much of a message is read at once.
+const CHUNK: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {

@@ -15,25 +15,70 @@ pub const MAX_LOG_BYTES: u64 = 8 << 20;
 
 pub struct FleetLog {
     path: PathBuf,
-    /// One writer at a time, so rotation and appends do not interleave.
-    lock: Mutex<()>,
+    /// One writer at a time, so rotation and appends do not interleave; and the throttle's
+    /// count: the second it counts, the lines written and dropped in it.
+    lock: Mutex<Throttle>,
 }
+
+#[derive(Default)]
+struct Throttle {
+    second: u64,
+    written: usize,
+    dropped: usize,
+}
+
+/// The most throttled lines written in one second; the others are counted, and the count
+/// written with the next line that gets through.
+pub const THROTTLED_PER_SECOND: usize = 20;
 
 impl FleetLog {
     pub fn new(path: PathBuf) -> Self {
         Self {
             path,
-            lock: Mutex::new(()),
+            lock: Mutex::new(Throttle::default()),
         }
     }
 
     /// Writes one line: escaped, cut at [`MAX_LINE`] bytes, stamped with the time.
     pub fn write(&self, text: &str) {
-        let line = format!("{} {}\n", now(), escape(text));
         let _guard = self
             .lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.append(text);
+    }
+
+    /// Writes a line of a kind a flood repeats (a connection refused, a handshake that failed):
+    /// at most [`THROTTLED_PER_SECOND`] a second, the rest counted.
+    pub fn write_throttled(&self, text: &str) {
+        let mut throttle = self
+            .lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let second = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        if throttle.second != second {
+            if throttle.dropped > 0 {
+                let dropped = throttle.dropped;
+                self.append(&format!("({dropped} more such lines left out)"));
+            }
+            *throttle = Throttle {
+                second,
+                ..Throttle::default()
+            };
+        }
+        if throttle.written < THROTTLED_PER_SECOND {
+            throttle.written += 1;
+            self.append(text);
+        } else {
+            throttle.dropped += 1;
+        }
+    }
+
+    /// Appends a line; the caller holds the lock.
+    fn append(&self, text: &str) {
+        let line = format!("{} {}\n", now(), escape(text));
         eprint!("berth fleet: {line}");
         if let Some(parent) = self.path.parent() {
             let _ = fs_err::create_dir_all(parent);

@@ -17,6 +17,10 @@ pub const MAX_ADDONS: usize = 256;
 pub const MAX_TEXT: usize = 1024;
 /// The longest failure message a node sends with its progress.
 pub const MAX_MESSAGE: usize = 16 * 1024;
+/// The most bytes (as JSON) of a node's own fields for one add-on.
+pub const MAX_NODE_CONFIG: usize = 4 * 1024;
+/// The most bytes (as JSON) of one report's add-ons: what the first node keeps of a node.
+pub const MAX_REPORT: usize = 128 * 1024;
 
 /// The join parameters that lead a new node to the first node.
 pub const ADDRESS_PARAM: &str = "fleet-address";
@@ -257,6 +261,20 @@ impl Request {
                             addon.name
                         ));
                     }
+                    let fields =
+                        serde_json::to_vec(&addon.node_config).map_or(0, |json| json.len());
+                    if fields > MAX_NODE_CONFIG {
+                        return Err(format!(
+                            "add-on {}: the node's own fields are {fields} bytes, over the {MAX_NODE_CONFIG} allowed",
+                            addon.name
+                        ));
+                    }
+                }
+                let size = serde_json::to_vec(addons).map_or(0, |json| json.len());
+                if size > MAX_REPORT {
+                    return Err(format!(
+                        "the report is {size} bytes, over the {MAX_REPORT} allowed"
+                    ));
                 }
             }
         }
@@ -316,5 +334,26 @@ mod tests {
             }],
         };
         assert!(report.check().unwrap_err().contains("demo"));
+        // A node's own fields are bounded, and so is a whole report.
+        let Request::Report { mut addons } = report else {
+            unreachable!()
+        };
+        addons[0].desired = None;
+        addons[0].node_config =
+            serde_json::Map::from_iter([("huge".to_string(), "x".repeat(MAX_NODE_CONFIG).into())]);
+        let error = Request::Report {
+            addons: addons.clone(),
+        }
+        .check()
+        .unwrap_err();
+        assert!(error.contains("own fields are"), "{error}");
+        addons[0].node_config = serde_json::Map::from_iter([(
+            "large".to_string(),
+            "x".repeat(MAX_NODE_CONFIG - 64).into(),
+        )]);
+        let many = Request::Report {
+            addons: vec![addons[0].clone(); MAX_REPORT / MAX_NODE_CONFIG + 2],
+        };
+        assert!(many.check().unwrap_err().contains("the report is"));
     }
 }

@@ -68,7 +68,9 @@ pub fn install(layout: &Layout) -> std::io::Result<()> {
     let mut entry = String::from("# Sources the Berth helper library.\n");
     for (name, text) in FILES {
         write_if_changed(&dir.join(name), text)?;
-        entry.push_str(&format!(". \"{}\"\n", dir.join(name).display()));
+        // Quoted as one word: a root may hold `$(…)`, backticks or quotes.
+        let path = dir.join(name).display().to_string();
+        entry.push_str(&format!(". {}\n", berth_formats::shell::quote_line(&path)));
     }
     write_if_changed(&dir.join(ENTRY_POINT), &entry)
 }
@@ -111,4 +113,33 @@ fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
         return Ok(());
     }
     fs_err::write(path, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_root_that_looks_like_shell_is_only_a_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir
+            .path()
+            .join("root $(touch substituted) `touch quoted` \"'");
+        let layout = Layout::new(&root);
+        install(&layout).unwrap();
+        let status = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(". \"$1\" >/dev/null 2>&1; true")
+            .arg("bash")
+            .arg(entry_point(&layout))
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        for marker in ["substituted", "quoted"] {
+            assert!(!dir.path().join(marker).exists(), "{marker} ran");
+        }
+        let entry = fs_err::read_to_string(entry_point(&layout)).unwrap();
+        assert!(entry.contains("'\\''"), "{entry}");
+    }
 }

@@ -6,8 +6,10 @@
 //! defaults: a script argument replaces one (`private-address=…` over
 //! `spec.kurl.privateAddress`, as kURL's flags win over the spec), and so does a value Berth
 //! sets itself (`AIRGAP`). Every other variable has one source: a field or argument that would
-//! set a variable another source sets, or one the shell itself obeys (`PATH`, `BASH_ENV`,
-//! `LD_PRELOAD`, …), is refused with both origins named, never silently overridden.
+//! set a variable another source sets, one the shell itself obeys (`PATH`, `BASH_ENV`,
+//! `LD_PRELOAD`, …), or one the programs hooks run obey to load code or trust a host
+//! (`PERL5OPT`, `GIT_SSH_COMMAND`, `HTTPS_PROXY`, …), is refused with both origins named,
+//! never silently overridden.
 
 use std::collections::BTreeMap;
 
@@ -40,6 +42,60 @@ const SHELL_VARIABLES: [&str; 18] = [
     "KUBECONFIG",
     "BERTH_CONTAINER_RUNTIME",
 ];
+
+/// Variables the programs hooks run obey to load code, or to reach or trust other hosts:
+/// interpreters' start-up options and library paths, the C library's converters and
+/// tunables, the programs tools start, proxies and certificate stores. Never from an
+/// argument or a field, so no first node, spec or join command can steer them.
+const PROGRAM_VARIABLES: [&str; 43] = [
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5DB",
+    "PERLIO",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONWARNINGS",
+    "PYTHONINSPECT",
+    "PYTHONUSERBASE",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "NODE_EXTRA_CA_CERTS",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "CLASSPATH",
+    "LUA_INIT",
+    "LUA_PATH",
+    "GCONV_PATH",
+    "LOCPATH",
+    "NLSPATH",
+    "GLIBC_TUNABLES",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "BROWSER",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "LESSOPEN",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "FTP_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "CURL_CA_BUNDLE",
+    "REQUESTS_CA_BUNDLE",
+    "DOCKER_HOST",
+];
+
+/// Prefixes of variables programs obey in the same way: git's (`GIT_SSH_COMMAND`…), the
+/// dynamic loader's, the C library's allocator's, Java's.
+const PROGRAM_PREFIXES: [&str; 4] = ["GIT_", "MALLOC_", "_JAVA_", "CURL_"];
 
 /// Globals the helper library sets from the host and then obeys (kURL's: `K8S_DISTRO` names
 /// the functions hooks call, `BIN_*` the programs they run): never from an argument or a field.
@@ -189,6 +245,10 @@ impl HookEnvironment {
     ) -> Result<(), EnvironmentError> {
         if SHELL_VARIABLES.contains(&variable.as_str())
             || LIBRARY_VARIABLES.contains(&variable.as_str())
+            || PROGRAM_VARIABLES.contains(&variable.as_str())
+            || PROGRAM_PREFIXES
+                .iter()
+                .any(|prefix| variable.starts_with(prefix))
             || variable.starts_with("LD_")
             || variable.starts_with("BASH_")
             || variable.starts_with("BIN_")
@@ -243,6 +303,16 @@ mod tests {
             "berth-root",
             "ifs",
             "bash_func_x",
+            "perl5opt",
+            "perl5db",
+            "pythonwarnings",
+            "browser",
+            "git-ssh-command",
+            "gconv-path",
+            "node-options",
+            "https-proxy",
+            "ssl-cert-file",
+            "malloc-check-",
         ] {
             let error = node().param(key, "x").unwrap_err();
             assert!(

@@ -24,9 +24,11 @@ use berth_formats::fleet::{
 use berth_formats::rollout::RolloutRecord;
 
 mod admin;
+mod admission;
 
 pub use admin::{Serving, age, check_first_node, nodes, prepare, remove};
 use admin::{forget, serve_lock};
+use admission::{Admission, MAX_UNREGISTERED_FRAME, Slot};
 
 use crate::channel::{self, ChannelError, Identity, Pin};
 use crate::log::FleetLog;
@@ -84,6 +86,7 @@ pub fn serve(
         changed: Condvar::new(),
         saved: Condvar::new(),
         held_polls: AtomicUsize::new(0),
+        seen: Mutex::new(None),
         own: identity.pin(),
         join,
         log: FleetLog::new(paths.log()),
@@ -96,24 +99,47 @@ pub fn serve(
         let shared = shared.clone();
         std::thread::spawn(move || shared.save_changes());
     }
+    raise_open_files_limit();
     let open = Arc::new(AtomicUsize::new(0));
+    let admission = Arc::new(Admission::default());
     for tcp in listener.incoming() {
-        let Ok(tcp) = tcp else { continue };
-        // A flood of connections costs a bounded number of threads: past the limit, a
-        // connection is closed at once (a node retries).
+        let tcp = match tcp {
+            Ok(tcp) => tcp,
+            Err(error) => {
+                // Out of descriptors, say: wait a little rather than spin on the error.
+                shared
+                    .log
+                    .write_throttled(&format!("failed to accept a connection: {error}"));
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        let address = tcp
+            .peer_addr()
+            .map_or_else(|_| "?".into(), |address| address.to_string());
+        // A flood of connections costs a bounded number of threads: past the limits, a
+        // connection is closed at once (a node retries). Strangers have a budget of their own.
+        let slot = tcp
+            .peer_addr()
+            .ok()
+            .and_then(|peer| admission.admit(peer.ip()));
+        let Some(slot) = slot else {
+            shared.log.write_throttled(&format!(
+                "closed a connection from {address}: connections from unregistered keys fill their share"
+            ));
+            continue;
+        };
         if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             open.fetch_sub(1, Ordering::SeqCst);
-            shared.log.write(&format!(
-                "closed a connection from {}: {MAX_CONNECTIONS} are open",
-                tcp.peer_addr()
-                    .map_or_else(|_| "?".into(), |address| address.to_string())
+            shared.log.write_throttled(&format!(
+                "closed a connection from {address}: {MAX_CONNECTIONS} are open"
             ));
             continue;
         }
         let (config, shared, open) = (config.clone(), shared.clone(), open.clone());
         std::thread::spawn(move || {
-            if let Err(error) = handle(config, tcp, &shared) {
-                shared.log.write(&format!(
+            if let Err(error) = handle(config, tcp, slot, &shared) {
+                shared.log.write_throttled(&format!(
                     "connection ended: {}",
                     berth_formats::report::chain(&error)
                 ));
@@ -134,6 +160,8 @@ struct Shared {
     /// Signalled whenever the registry was saved: registrations wait for it.
     saved: Condvar,
     held_polls: AtomicUsize,
+    /// When the rollout files had last changed at the coordinator's last decision.
+    seen: Mutex<Option<Option<SystemTime>>>,
     /// The first node's own key: its agent's messages are its own.
     own: Pin,
     /// The node's join parameters: the tokens, and what a joined node's upgrade needs.
@@ -146,10 +174,15 @@ impl Shared {
     /// files change.
     fn coordinate(&self) {
         loop {
-            let pause = match self.tick() {
+            // A panic in a decision must not end the coordinator for good.
+            let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.tick()))
+                .unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!("a decision panicked; see standard error"))
+                });
+            let pause = match ticked {
                 Ok(pause) => pause,
                 Err(error) => {
-                    self.log.write(&format!(
+                    self.log.write_throttled(&format!(
                         "rollouts: {}",
                         berth_formats::report::chain(error.as_ref())
                     ));
@@ -208,8 +241,24 @@ impl Shared {
 
     /// One decision for every rollout; how long until the next is due.
     fn tick(&self) -> anyhow::Result<Duration> {
+        // Nothing to decide while every rollout is finished and no file changed.
+        let modified = self.rollouts.modified();
+        let idle = !self.records().iter().any(rollouts::unfinished);
+        {
+            let mut seen = self
+                .seen
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if idle && *seen == Some(modified) {
+                return Ok(Duration::from_secs(1));
+            }
+            *seen = Some(modified);
+        }
         let nodes: Vec<NodeRecord> = self.registry().nodes().cloned().collect();
         let now = SystemTime::now();
+        for damaged in self.rollouts.load_all_reporting()?.1 {
+            self.log.write_throttled(&damaged);
+        }
         self.rollouts.update(|records| {
             for record in records.iter_mut() {
                 self.decide(record, &nodes, now);
@@ -451,13 +500,23 @@ impl Shared {
 fn handle(
     config: Arc<rustls::ServerConfig>,
     tcp: TcpStream,
+    mut slot: Slot,
     shared: &Shared,
 ) -> Result<(), ChannelError> {
     let mut connection = channel::accept(config, tcp)?;
     let (peer, address) = (connection.peer().clone(), connection.address().to_string());
+    // A registered node's connection leaves the strangers' budget, and may send more.
+    if peer == shared.own || shared.registry().by_pin(&peer).is_some() {
+        slot.release();
+    }
+    let limit = if slot.is_held() {
+        MAX_UNREGISTERED_FRAME
+    } else {
+        channel::MAX_FRAME
+    };
     // A node may say several things on one connection; it ends when the node hangs up.
     loop {
-        let request: Request = match connection.receive() {
+        let request: Request = match connection.receive_at_most(limit) {
             Ok(request) => request,
             Err(ChannelError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::UnexpectedEof =>
@@ -466,7 +525,7 @@ fn handle(
             }
             Err(error) => {
                 // Logged here, where the peer's key is known; the connection ends.
-                shared.log.write(&format!(
+                shared.log.write_throttled(&format!(
                     "refused {address} (key {peer}): {}",
                     berth_formats::report::chain(&error)
                 ));
@@ -496,4 +555,14 @@ fn failed_nodes(record: &RolloutRecord) -> Vec<String> {
         .filter(|target| target.state == berth_formats::rollout::TargetState::Failed)
         .map(|target| target.node.clone())
         .collect()
+}
+
+/// Lifts the soft limit on open files to the hard one: every connection is a descriptor.
+fn raise_open_files_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
 }

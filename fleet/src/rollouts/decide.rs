@@ -270,7 +270,7 @@ pub fn work_for(
                 allow_downgrade: record.rollout.spec.allow_downgrade,
             },
             Direction::Rollback => Action::Restore {
-                work: record.work_id_of(record.generation - 1),
+                work: record.work_id_of(record.generation.saturating_sub(1)),
             },
         };
         Some(Work {

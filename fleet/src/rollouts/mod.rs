@@ -59,11 +59,19 @@ impl Rollouts {
         Ok(result)
     }
 
-    /// Every record, by name.
+    /// Every record that reads, by name; a damaged one is left out (and on disk).
     pub fn load_all(&self) -> anyhow::Result<Vec<RolloutRecord>> {
+        Ok(self.load_all_reporting()?.0)
+    }
+
+    /// Every record that reads, by name, and what is wrong with each that does not: one
+    /// damaged record never stops the others.
+    pub fn load_all_reporting(&self) -> anyhow::Result<(Vec<RolloutRecord>, Vec<String>)> {
         let entries = match fs_err::read_dir(&self.dir) {
             Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Vec::new(), Vec::new()));
+            }
             Err(error) => return Err(error.into()),
         };
         let mut paths: Vec<PathBuf> = entries
@@ -82,18 +90,19 @@ impl Rollouts {
                 paths.len()
             );
         }
-        paths
-            .iter()
-            .map(|path| {
-                let bytes = fs_err::read(path)?;
-                serde_json::from_slice(&bytes).with_context(|| {
-                    format!(
-                        "{} is damaged; remove it (`berth rollout delete`) and apply the rollout again",
-                        path.display()
-                    )
-                })
-            })
-            .collect()
+        let mut records = Vec::new();
+        let mut damaged = Vec::new();
+        for path in &paths {
+            match read_record(path) {
+                Ok(record) => records.push(record),
+                Err(problem) => damaged.push(format!(
+                    "{} is damaged ({problem}); remove it (`berth rollout delete {}`) and apply the rollout again",
+                    path.display(),
+                    path.file_stem().unwrap_or_default().to_string_lossy()
+                )),
+            }
+        }
+        Ok((records, damaged))
     }
 
     /// Removes a rollout's record; `false` when there was none.
@@ -142,6 +151,24 @@ impl Rollouts {
             .map_err(|(_, errno)| anyhow::anyhow!("failed to lock {}: {errno}", path.display()))
     }
 }
+
+/// A record, checked as far as a decision needs: its rollout reads and its generation counts.
+fn read_record(path: &std::path::Path) -> Result<RolloutRecord, String> {
+    let bytes = fs_err::read(path).map_err(|error| error.to_string())?;
+    if bytes.len() > MAX_RECORD_BYTES {
+        return Err(format!("larger than {MAX_RECORD_BYTES} bytes"));
+    }
+    let record: RolloutRecord =
+        serde_json::from_slice(&bytes).map_err(|error| error.to_string())?;
+    record.rollout.strategy()?;
+    if record.generation == 0 {
+        return Err("its generation is 0".into());
+    }
+    Ok(record)
+}
+
+/// The largest rollout record read: a rollout and a line per node.
+pub const MAX_RECORD_BYTES: usize = 64 << 20;
 
 /// Seconds since the Unix epoch.
 pub fn seconds(time: SystemTime) -> u64 {

@@ -413,3 +413,52 @@ fn a_downgrade_is_refused_unless_allowed_and_the_dist_must_offer_the_version() {
         "{error}"
     );
 }
+
+#[test]
+fn a_damaged_record_is_left_out_and_named_and_the_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = crate::FleetPaths {
+        dir: dir.path().to_path_buf(),
+        log_dir: dir.path().to_path_buf(),
+    };
+    let store = Rollouts::new(&paths);
+    let nodes = vec![node("node-1", Role::Secondary, &[], None)];
+    store
+        .update(|records| {
+            records.push(plan(rollout(""), &[], &nodes, "u1".into(), at(0)).unwrap());
+            Ok(())
+        })
+        .unwrap();
+    let folder = dir.path().join("rollouts");
+    // A record that reads as JSON but whose rollout does not (a crafted strategy), one of
+    // generation 0, and one that is not JSON at all.
+    let good = fs_err::read_to_string(folder.join("demo-2.json")).unwrap();
+    let bad_strategy = good
+        .replace("\"name\": \"demo-2\"", "\"name\": \"crafted\"")
+        .replace(
+            "\"type\": \"All\"",
+            "\"type\": \"All\", \"progressive\": {}",
+        );
+    assert_ne!(bad_strategy, good);
+    fs_err::write(folder.join("crafted.json"), bad_strategy).unwrap();
+    let zero = good
+        .replace("\"name\": \"demo-2\"", "\"name\": \"zero\"")
+        .replace("\"generation\": 1", "\"generation\": 0");
+    fs_err::write(folder.join("zero.json"), zero).unwrap();
+    fs_err::write(folder.join("torn.json"), "{\"rollout\":").unwrap();
+    let (records, damaged) = store.load_all_reporting().unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].rollout.metadata.name, "demo-2");
+    assert_eq!(damaged.len(), 3, "{damaged:#?}");
+    assert!(
+        damaged[0].contains("crafted.json is damaged"),
+        "{damaged:#?}"
+    );
+    assert!(
+        damaged[0].contains("`berth rollout delete crafted`"),
+        "{damaged:#?}"
+    );
+    // Decisions go on over the records that read.
+    let mut records = records;
+    assert!(tick(&mut records[0], &nodes, at(1)));
+}

@@ -225,7 +225,7 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
         Direction::Forward => record.rollout.spec.version.clone(),
         Direction::Rollback => format!(
             "back to what each node ran before {}",
-            record.work_id_of(record.generation - 1)
+            record.work_id_of(record.generation.saturating_sub(1))
         ),
     };
     let strategy = record
