@@ -274,3 +274,93 @@ fn status_watch_probes_again_every_interval() {
     let _ = watch.wait();
     assert!(flaky_lines().len() >= 2, "{}", shown());
 }
+
+#[test]
+fn crafted_health_values_stop_at_their_bounds_and_tell_nothing_of_other_files() {
+    let secrets = tempfile::tempdir().unwrap();
+    let secret = secrets.path().join("shadow");
+    fs_err::write(&secret, "root:SECRET-HASH:19000:0:99999:7:::\n").unwrap();
+    let mut dist = TestDist::new();
+    let folder = dist.addon("crafted", "1.0.0", "function crafted() { :; }\n");
+    fs_err::write(
+        folder.join("fields.yaml"),
+        "fields:\n  - name: where\n    type: string\n    default: '8080'\n    help: the port the probe asks\n",
+    )
+    .unwrap();
+    fs_err::write(
+        folder.join("health.yaml"),
+        format!(
+            "components:\n  - name: loops\n    command: {{run: ['true', '{{% for a in range(10000) %}}{{% for b in range(10000) %}}{{% endfor %}}{{% endfor %}}']}}\n  - name: pid\n    process: {{pidFile: '{}'}}\n  - name: web\n    http: {{url: 'http://127.0.0.1:{{{{ where }}}}/health'}}\n",
+            secret.display()
+        ),
+    )
+    .unwrap();
+    dist.package(&folder);
+    dist.write_versions();
+    // The spec's value would move the http probe to another host.
+    let spec = dist.spec(
+        "installer.yaml",
+        &[("crafted", "version: 1.0.0, where: '80@example.invalid'")],
+    );
+    let node = Node::new();
+    succeeded(&node.install(&spec, &dist.url(), &["--health-timeout", "0"]));
+
+    let started = Instant::now();
+    let output = node.berth(&["health", "crafted"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let said = printed(&output);
+    assert!(!said.contains("SECRET-HASH"), "{said}");
+    let health = &node.status()["crafted"]["health"];
+    let component = |name: &str| {
+        health["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|component| component["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {health:#}"))
+            .clone()
+    };
+    let reason = |name: &str| {
+        let component = component(name);
+        let found = if component["refs"]
+            .as_array()
+            .is_some_and(|refs| !refs.is_empty())
+        {
+            component["refs"][0]["conditions"][0].clone()
+        } else {
+            component["conditions"][0].clone()
+        };
+        (
+            found["reason"].as_str().unwrap_or_default().to_string(),
+            found["message"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    let (why, message) = reason("loops");
+    assert_eq!(why, "BadValue", "{message}");
+    assert!(message.contains("fuel"), "{message}");
+    let (why, message) = reason("pid");
+    assert_eq!(why, "BadPidFile", "{message}");
+    let (why, message) = reason("web");
+    assert_eq!(why, "BadValue", "{message}");
+    assert!(
+        message.contains("move the probe off 127.0.0.1"),
+        "{message}"
+    );
+    // The record is root's alone.
+    use std::os::unix::fs::PermissionsExt as _;
+    let records = node.root.path().join("var/lib/berth/health");
+    let record = fs_err::read_dir(&records)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mode = fs_err::metadata(&record).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}", record.display());
+    let mode = fs_err::metadata(&records).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}

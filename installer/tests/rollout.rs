@@ -88,6 +88,23 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
             machine.name
         );
     }
+    // The rollback's heading says where it goes, and the canaries' failed attempt no longer
+    // shows once they are back.
+    let table = stdout_of(&first.berth(&["rollout", "status", "broken"]));
+    assert!(
+        table.contains("back to what each node ran before broken."),
+        "{table}"
+    );
+    wait_until(
+        "every node's report after the rollback",
+        Duration::from_secs(30),
+        || {
+            stdout_of(&first.berth(&["nodes"]))
+                .matches("demo 1.0.0 Succeeded")
+                .count()
+                == 6
+        },
+    );
 
     // 1.0.0 → 2.0.0: the canaries, then the primary, then the rest, two at a time; the
     // coordinator is killed on the way and restarted.

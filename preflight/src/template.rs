@@ -17,12 +17,51 @@ const MAX_RANGE_ITERATIONS: u64 = 10_000;
 /// `text` with its `{{kurl …}}` actions rendered against `data`. A field the data does not
 /// have is an error, as Go reports one for a struct without that field.
 pub fn render_kurl(name: &str, text: &str, data: &Value) -> Result<String, TemplateError> {
-    with_functions(Template::new(name))
+    let template = with_functions(Template::new(name))
         .delims(KURL_LEFT, KURL_RIGHT)
         .missing_key(MissingKey::Error)
         .max_range_iters(MAX_RANGE_ITERATIONS)
-        .parse(text)?
-        .execute_to_string(data)
+        .parse(text)?;
+    render_bounded(&template, data, crate::document::MAX_DOCUMENT_BYTES)
+}
+
+/// The most an outcome message may grow to once rendered.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// Renders `template`, stopping as soon as its output passes `limit` bytes: a few bytes of
+/// template can ask for gigabytes, and the bound on a document is checked only after.
+fn render_bounded(
+    template: &Template,
+    data: &Value,
+    limit: usize,
+) -> Result<String, TemplateError> {
+    struct Bounded {
+        text: String,
+        limit: usize,
+        overflowed: bool,
+    }
+    impl std::fmt::Write for Bounded {
+        fn write_str(&mut self, text: &str) -> std::fmt::Result {
+            if self.text.len() + text.len() > self.limit {
+                self.overflowed = true;
+                return Err(std::fmt::Error);
+            }
+            self.text.push_str(text);
+            Ok(())
+        }
+    }
+    let mut output = Bounded {
+        text: String::new(),
+        limit,
+        overflowed: false,
+    };
+    match template.execute_fmt(&mut output, data) {
+        Ok(()) => Ok(output.text),
+        Err(_) if output.overflowed => Err(TemplateError::Exec(format!(
+            "it renders to more than the {limit} bytes allowed"
+        ))),
+        Err(error) => Err(error),
+    }
 }
 
 /// An outcome message rendered against the collector's result. Text without `{{` is taken
@@ -34,7 +73,7 @@ pub fn render_message(text: &str, data: &Value) -> String {
     with_functions(Template::new("message"))
         .max_range_iters(MAX_RANGE_ITERATIONS)
         .parse(text)
-        .and_then(|template| template.execute_to_string(data))
+        .and_then(|template| render_bounded(&template, data, MAX_MESSAGE_BYTES))
         .unwrap_or_else(|_| text.to_string())
 }
 
@@ -80,6 +119,18 @@ fn with_functions(template: Template) -> Template {
         })
         .func("replace", |args| {
             let [old, new, text] = strings::<3>("replace", args)?;
+            // Each replace can square a text's length: bounded before it is built.
+            let count = if old.is_empty() {
+                text.chars().count() + 1
+            } else {
+                text.matches(old.as_str()).count()
+            };
+            let length = text.len() + count * new.len();
+            if length > crate::document::MAX_DOCUMENT_BYTES {
+                return Err(TemplateError::Exec(format!(
+                    "replace would make a text of {length} bytes, more than a host preflight may be"
+                )));
+            }
             Ok(string(&text.replace(&old, &new)))
         })
         .func("quote", |args| {
@@ -158,6 +209,34 @@ mod tests {
             render_kurl("t", text, &data).unwrap(),
             "a:\n  - 10.0.0.1\n  - 10.0.0.2\nm: '{{ .P99 }} true lb.example:6443'\n"
         );
+    }
+
+    #[test]
+    fn a_few_bytes_that_ask_for_gigabytes_are_refused_at_once() {
+        let hosts: Vec<String> = (0..10).map(|index| format!("10.0.0.{index}")).collect();
+        let data = tmap! { "RemoteHosts" => hosts };
+        // Each replace squares the text; a range writes it again and again.
+        let squaring = format!(
+            "{{{{kurl $x := \"{}\" }}}}{{{{kurl $x = replace \"a\" $x $x }}}}{{{{kurl $x = replace \"a\" $x $x }}}}{{{{kurl $x = replace \"a\" $x $x }}}}{{{{kurl $x }}}}",
+            "a".repeat(100)
+        );
+        let started = std::time::Instant::now();
+        let error = render_kurl("f", &squaring, &data).unwrap_err().to_string();
+        assert!(
+            error.contains("more than a host preflight may be"),
+            "{error}"
+        );
+        let repeating = format!(
+            "{{{{kurl $x := \"{}\" }}}}{{{{kurl range .RemoteHosts }}}}{{{{kurl range $.RemoteHosts }}}}{{{{kurl range $.RemoteHosts }}}}{{{{kurl $x }}}}{{{{kurl end }}}}{{{{kurl end }}}}{{{{kurl end }}}}",
+            "b".repeat(4096)
+        );
+        assert!(repeating.len() < 4400);
+        let error = render_kurl("f", &repeating, &data).unwrap_err().to_string();
+        assert!(
+            error.contains("renders to more than the 1048576 bytes"),
+            "{error}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]

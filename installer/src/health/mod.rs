@@ -147,9 +147,14 @@ impl HealthRecord {
         serde_json::from_str(&text).ok()
     }
 
+    /// Written for root alone: what components answered may be more than anyone should read.
     fn save(&self, layout: &Layout) -> std::io::Result<()> {
         let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        crate::files::write_atomically(&layout.health_file(&self.name), &text)
+        let path = layout.health_file(&self.name);
+        if let Some(parent) = path.parent() {
+            crate::files::private_dir(parent)?;
+        }
+        crate::files::write_atomically_with_mode(&path, &text, 0o600)
     }
 }
 
@@ -222,6 +227,49 @@ fn variables(state: &AddonState, layout: &Layout) -> Value {
     Value::Object(variables)
 }
 
+/// How much work rendering one value may take (minijinja's fuel: about one unit per
+/// instruction).
+const TEMPLATE_FUEL: u64 = 100_000;
+
+/// Refuses an http probe whose values moved it to another host than its health.yaml names:
+/// a spec's field fills in a port or a path, never where the probe goes.
+fn same_host(
+    written: &berth_formats::health::Component,
+    rendered: &berth_formats::health::Component,
+) -> Result<(), String> {
+    let (Some(written), Some(rendered)) = (http_url(written), http_url(rendered)) else {
+        return Ok(());
+    };
+    // The host, as the file writes it: checked unless the file leaves the host itself to a
+    // value (`http://{{ host }}:80/`).
+    let rest = written
+        .split_once("://")
+        .map_or(written.as_str(), |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = if authority.starts_with('[') {
+        authority.split_inclusive(']').next().unwrap_or(authority)
+    } else {
+        authority.split(':').next().unwrap_or(authority)
+    };
+    if host.is_empty() || host.contains("{{") || host.contains("{%") || host.contains('@') {
+        return Ok(());
+    }
+    let parsed = url::Url::parse(&rendered).map_err(|error| format!("`{rendered}`: {error}"))?;
+    if parsed.host_str() != Some(host)
+        || !parsed.username().is_empty()
+        || parsed.password().is_some()
+    {
+        return Err(format!(
+            "`{rendered}`: its values move the probe off {host}, the host its health.yaml names"
+        ));
+    }
+    Ok(())
+}
+
+fn http_url(component: &berth_formats::health::Component) -> Option<String> {
+    component.http.as_ref().map(|http| http.url.clone())
+}
+
 /// Renders every string of `value` with `variables` (`{{ port }}`); an unknown name is an
 /// error.
 fn render(
@@ -265,6 +313,9 @@ fn probe_all(
         .flatten();
     let mut environment = minijinja::Environment::new();
     environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    // A value is a few words: a template that loops is stopped, not left to stall `status`,
+    // an install's health wait or a signal.
+    environment.set_fuel(Some(TEMPLATE_FUEL));
     let (sender, receiver) = mpsc::channel::<(usize, Vec<Found>)>();
     let started = Instant::now();
     let mut results: Vec<Option<Vec<Found>>> = vec![None; health.components.len()];
@@ -273,10 +324,12 @@ fn probe_all(
         let timeout = component.timeout();
         deadlines.push(started + timeout);
         let mut rendered = serde_json::to_value(component).unwrap_or_default();
+        let written = component;
         let component = match render(&mut rendered, &environment, variables).and_then(|()| {
             let component = serde_json::from_value::<berth_formats::health::Component>(rendered)
                 .map_err(|error| error.to_string())?;
             component.check(Stage::Rendered)?;
+            same_host(written, &component)?;
             Ok(component)
         }) {
             Ok(component) => component,

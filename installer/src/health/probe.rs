@@ -369,11 +369,13 @@ fn process_probe(probe: &ProcessProbe) -> Found {
     if let Err(error) = read {
         return found(false, "NoPidFile", error.to_string());
     }
+    // What the file holds is not quoted: `pidFile` may name any file, and health records are
+    // shown to whoever asks.
     let Ok(pid) = text.trim().parse::<i32>() else {
         return found(
             false,
             "BadPidFile",
-            format!("`{}` is not a process id", text.trim()),
+            "it does not hold a process id".to_string(),
         );
     };
     if pid <= 0 {
