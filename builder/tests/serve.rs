@@ -228,6 +228,40 @@ fn a_package_changed_after_the_script_was_served_is_refused() {
 }
 
 #[test]
+fn whoever_writes_the_store_cannot_change_what_an_installer_url_already_installs() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let (_, url) = post(&serving.url, &dist.spec(SPEC));
+    let first = text(&curl(&["-fsSL", &url]).stdout);
+    let served = Sha256Digest::of(&fs_err::read(dist.dist.join("hello-1.0.0.tar.gz")).unwrap());
+    assert!(
+        first.contains(&served.hex()),
+        "the lock pins the package: {first}"
+    );
+
+    // The store's package and .sha256 are replaced: the installer's URL still pins the
+    // package it was created with, and running it refuses the new one.
+    dist.addons.write(
+        "addons/hello/1.0.0/install.sh",
+        "function hello() {\n    echo tampered\n}\n",
+    );
+    dist.rebuild();
+    let changed = Sha256Digest::of(&fs_err::read(dist.dist.join("hello-1.0.0.tar.gz")).unwrap());
+    assert_ne!(served, changed);
+    let again = text(&curl(&["-fsSL", &url]).stdout);
+    assert!(again.contains(&served.hex()), "{again}");
+    assert!(!again.contains(&changed.hex()), "{again}");
+    let root = tempfile::tempdir().unwrap();
+    let output = run_script(again.as_bytes(), root.path(), &[]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(!output.status.success(), "{all}");
+    assert!(
+        !all.contains("tampered"),
+        "no hook of the replaced package ran: {all}"
+    );
+}
+
+#[test]
 fn a_berth_binary_other_than_the_script_expects_is_refused() {
     let dist = Dist::new();
     let spec = dist.spec(SPEC);

@@ -29,7 +29,7 @@ fn extracted_bundle(dist: &TestDist, spec: &Path) -> tempfile::TempDir {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let plan = bundle::prepare(&release, &parsed, &spec_text, "amd64", "", "")
+        let plan = bundle::prepare(&release, &parsed, None, &spec_text, "amd64", "", "")
             .await
             .unwrap();
         let file = fs_err::tokio::File::create(&archive).await.unwrap();

@@ -39,7 +39,7 @@ pub fn run(args: BundleArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("failed to write in {}", directory.display()))?;
     let lock = super::runtime()?.block_on(async {
         let release = Arc::new(args.release.open().await?);
-        let plan = bundle::prepare(&release, &spec, &spec_text, &args.arch, "", "").await?;
+        let plan = bundle::prepare(&release, &spec, None, &spec_text, &args.arch, "", "").await?;
         let file = tokio::fs::File::from_std(temporary.reopen()?);
         bundle::write(release, &plan, file)
             .await

@@ -60,21 +60,27 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let installers = InstallerStore::open(&installers_dir, args.max_installers)
         .with_context(|| format!("failed to open {}", installers_dir.display()))?;
-    for path in &args.specs {
-        let spec = InstallerSpec::load(path)?;
-        let id = spec.id();
-        installers
-            .insert(fs_err::read_to_string(path)?, spec)
-            .with_context(|| format!("failed to keep {}", path.display()))?;
-        eprintln!("{public_url}/{id}  ({})", path.display());
-    }
     let limits = ConnectionLimits {
         max_connections: args.max_connections.max(1),
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),
     };
     super::runtime()?.block_on(async {
+        let release = args.release.open().await?;
+        // Each spec given is kept with its lock, as a posted one is.
+        for path in &args.specs {
+            let spec = InstallerSpec::load(path)?;
+            let id = spec.id();
+            let lock = release
+                .lock(&spec)
+                .await
+                .with_context(|| format!("failed to resolve {}", path.display()))?;
+            installers
+                .insert(fs_err::read_to_string(path)?, spec, lock)
+                .with_context(|| format!("failed to keep {}", path.display()))?;
+            eprintln!("{public_url}/{id}  ({})", path.display());
+        }
         let server = Arc::new(Server::new(
-            Arc::new(args.release.open().await?),
+            Arc::new(release),
             public_url.clone(),
             args.arch.clone(),
             installers,

@@ -81,17 +81,22 @@ pub enum BerthSource {
     Local(PathBuf),
 }
 
-/// Resolves the spec's lock against the release and renders its scripts for a node of `arch`.
+/// Renders the spec's scripts for a node of `arch` with `lock` (an installer's, fixed when it
+/// was created), or a lock resolved against the release now when there is none.
 pub async fn prepare(
     release: &Release,
     spec: &InstallerSpec,
+    lock: Option<Lock>,
     spec_text: &str,
     arch: &str,
     dist_url: &str,
     scripts_url: &str,
 ) -> Result<BundlePlan, BundleError> {
     let offered = release.versions().await?;
-    let mut lock = release.lock_with(&offered, spec).await?;
+    let mut lock = match lock {
+        Some(lock) => lock,
+        None => release.lock_with(&offered, spec).await?,
+    };
     // package.json leads every package: its digest costs the first few KiB of each.
     for addon in &mut lock.addons {
         addon.index_sha256 = Some(index_digest(release, &addon.name, &addon.version).await?);

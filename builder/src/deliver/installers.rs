@@ -4,23 +4,28 @@
 //!
 //! An id is a prefix of the canonical spec's sha256, long enough that no other spec can be
 //! made to share it; and once an id is bound to a spec it is never bound to another, so a URL a
-//! user was handed always serves what they posted.
+//! user was handed always serves what they posted. Its lock (every package's digest) is fixed
+//! when it is created and kept beside it as `<id>.lock.json`: whoever can write the store later
+//! cannot change what an installer URL already handed out installs.
 
 use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use berth_formats::lock::Lock;
 use berth_formats::spec::{ID_LENGTH, InstallerSpec, MAX_SPEC_BYTES};
 
 /// How many parsed installers are kept in memory at most.
 const CACHE_ENTRIES: usize = 1024;
 
-/// One installer: the spec as posted and as parsed.
+/// One installer: the spec as posted and as parsed, and its lock as fixed at creation
+/// (`None` for an installer kept before locks were kept: the server fixes it at first use).
 #[derive(Debug)]
 pub struct Installer {
     pub yaml: String,
     pub spec: InstallerSpec,
+    pub lock: Option<Lock>,
 }
 
 /// What an insert did.
@@ -96,6 +101,78 @@ impl InstallerStore {
         self.dir.join(format!("{id}.yaml"))
     }
 
+    fn lock_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.lock.json"))
+    }
+
+    /// The lock kept for `id`, if one was.
+    fn read_lock(&self, id: &str) -> Result<Option<Lock>, InstallerError> {
+        let path = self.lock_path(id);
+        let bytes = match fs_err::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(InstallerError::Io {
+                    id: id.to_string(),
+                    source,
+                });
+            }
+        };
+        let lock = Lock::parse(&path.display().to_string(), &bytes).map_err(|error| {
+            InstallerError::Damaged {
+                id: id.to_string(),
+                message: error.to_string(),
+            }
+        })?;
+        if lock.id != id {
+            return Err(InstallerError::Damaged {
+                id: id.to_string(),
+                message: format!("its lock is installer {}'s", lock.id),
+            });
+        }
+        Ok(Some(lock))
+    }
+
+    /// Writes `bytes` to `path` unless it exists, synced; `false` when it existed.
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+        let mut temporary = tempfile::NamedTempFile::new_in(&self.dir)?;
+        std::io::Write::write_all(&mut temporary, bytes)?;
+        temporary.as_file().sync_all()?;
+        match temporary.persist_noclobber(path) {
+            Ok(_) => {}
+            Err(error) if error.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Ok(false);
+            }
+            Err(error) => return Err(error.error),
+        }
+        fs_err::File::open(&self.dir)?.sync_all()?;
+        Ok(true)
+    }
+
+    /// Fixes the lock of an installer kept without one (the first time it is used); the lock
+    /// kept first wins. Returns the installer with its lock.
+    pub fn fix_lock(
+        &self,
+        installer: &Installer,
+        lock: Lock,
+    ) -> Result<Arc<Installer>, InstallerError> {
+        let id = installer.spec.id();
+        let bytes = lock.to_bytes();
+        self.write_new(&self.lock_path(&id), &bytes)
+            .map_err(|source| InstallerError::Io {
+                id: id.clone(),
+                source,
+            })?;
+        let lock = self.read_lock(&id)?;
+        let fixed = Arc::new(Installer {
+            yaml: installer.yaml.clone(),
+            spec: installer.spec.clone(),
+            lock,
+        });
+        self.remember(&id, &fixed);
+        Ok(fixed)
+    }
+
     /// The installer `id` if it is held parsed in memory: no disk, no parsing.
     pub fn cached(&self, id: &str) -> Option<Arc<Installer>> {
         self.state().cache.get(id).cloned()
@@ -142,16 +219,20 @@ impl InstallerStore {
                 message: format!("it holds installer {}", spec.id()),
             });
         }
-        let installer = Arc::new(Installer { yaml, spec });
+        let lock = self.read_lock(id)?;
+        let installer = Arc::new(Installer { yaml, spec, lock });
         self.remember(id, &installer);
         Ok(Some(installer))
     }
 
-    /// Keeps `spec` (posted as `yaml`) under its id. Blocks: writes the file and syncs it.
+    /// Keeps `spec` (posted as `yaml`) under its id, with `lock`, the lock it was resolved to
+    /// now. A spec posted before keeps the lock it was given then. Blocks: writes the files
+    /// and syncs them.
     pub fn insert(
         &self,
         yaml: String,
         spec: InstallerSpec,
+        lock: Lock,
     ) -> Result<(Arc<Installer>, Inserted), InstallerError> {
         let id = spec.id();
         if let Some(existing) = self.get(&id)? {
@@ -172,24 +253,24 @@ impl InstallerStore {
             // Counted before the write, so concurrent posts cannot pass the limit together.
             state.count += 1;
         }
-        let written = (|| {
-            let mut temporary = tempfile::NamedTempFile::new_in(&self.dir)?;
-            std::io::Write::write_all(&mut temporary, yaml.as_bytes())?;
-            temporary.as_file().sync_all()?;
-            // Never replaces a file: a concurrent post of the same spec may have won.
-            temporary
-                .persist_noclobber(self.path(&id))
-                .map_err(|error| error.error)?;
-            fs_err::File::open(&self.dir)?.sync_all()
-        })();
-        if let Err(error) = written {
-            self.state().count -= 1;
-            if error.kind() == std::io::ErrorKind::AlreadyExists {
-                return self.insert(yaml, spec);
+        // The lock first: once the spec's file exists, its id is bound, lock and all.
+        let written = self
+            .write_new(&self.lock_path(&id), &lock.to_bytes())
+            .and_then(|_| self.write_new(&self.path(&id), yaml.as_bytes()));
+        match written {
+            Ok(true) => {}
+            // A concurrent post of the same spec won.
+            Ok(false) => {
+                self.state().count -= 1;
+                return self.insert(yaml, spec, lock);
             }
-            return Err(io(error));
+            Err(error) => {
+                self.state().count -= 1;
+                return Err(io(error));
+            }
         }
-        let installer = Arc::new(Installer { yaml, spec });
+        let lock = self.read_lock(&id)?;
+        let installer = Arc::new(Installer { yaml, spec, lock });
         self.remember(&id, &installer);
         Ok((installer, Inserted::New))
     }
@@ -222,6 +303,14 @@ fn is_id_file(name: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn lock_of(spec: &InstallerSpec) -> Lock {
+        Lock {
+            schema_version: berth_formats::lock::LOCK_SCHEMA_VERSION,
+            id: spec.id(),
+            addons: Vec::new(),
+        }
+    }
+
     fn spec(port: u32) -> (String, InstallerSpec) {
         let yaml = format!(
             "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  demo:\n    version: 1.0.0\n    port: {port}\n"
@@ -237,15 +326,23 @@ mod tests {
         let (yaml, first) = spec(1);
         let id = first.id();
         assert_eq!(
-            store.insert(yaml.clone(), first.clone()).unwrap().1,
+            store
+                .insert(yaml.clone(), first.clone(), lock_of(&first))
+                .unwrap()
+                .1,
             Inserted::New
         );
-        assert_eq!(store.insert(yaml, first).unwrap().1, Inserted::Existing);
+        let lock = lock_of(&first);
+        assert_eq!(
+            store.insert(yaml, first, lock).unwrap().1,
+            Inserted::Existing
+        );
         let (yaml, second) = spec(2);
-        store.insert(yaml, second).unwrap();
+        let lock = lock_of(&second);
+        store.insert(yaml, second, lock).unwrap();
         let (yaml, third) = spec(3);
         assert!(matches!(
-            store.insert(yaml, third),
+            store.insert(yaml, third.clone(), lock_of(&third)),
             Err(InstallerError::Full { limit: 2 })
         ));
         drop(store);
@@ -268,7 +365,7 @@ mod tests {
         fs_err::write(dir.path().join(format!("{id}.yaml")), &other_yaml).unwrap();
         let reopened = InstallerStore::open(dir.path(), 10).unwrap();
         assert!(matches!(
-            reopened.insert(yaml, first),
+            reopened.insert(yaml, first.clone(), lock_of(&first)),
             Err(InstallerError::Damaged { .. })
         ));
         assert_eq!(

@@ -1,5 +1,6 @@
-//! The kurl.sh role over a store: installers are posted as specs and get an id; their
-//! scripts are rendered on request with a lock resolved from the store at that moment; the
+//! The kurl.sh role over a store: installers are posted as specs and get an id, and their lock
+//! (every package's digest) is fixed then and kept with them; their scripts and bundles are
+//! rendered on request with that lock, never one worked out again from the store; the
 //! release's files (packages, versions.json, node binaries) are passed through as they are.
 //!
 //! `POST /installer` (spec YAML) → `<url>/<id>`; `GET /<id>` and `/<id>/install.sh`,
@@ -29,7 +30,7 @@ use tokio::sync::Semaphore;
 use crate::deliver::bundle;
 use crate::deliver::installers::{Inserted, Installer, InstallerStore};
 use crate::deliver::scripts::{self, SCRIPTS, ScriptContext};
-use crate::publish::release::{Release, ReleaseError};
+use crate::publish::release::Release;
 use crate::publish::store::StoreError;
 
 /// What the server holds.
@@ -127,12 +128,14 @@ async fn post_installer(State(server): State<Shared>, headers: HeaderMap, body: 
         Ok(parsed) => parsed,
         Err(error) => return text(StatusCode::BAD_REQUEST, error.to_string()),
     };
-    // Resolved now so that an unknown add-on or version is refused at once.
-    if let Err(error) = server.release.lock(&spec).await {
-        return release_error(&server, error);
-    }
+    // Resolved now, so that an unknown add-on or version is refused at once, and kept: what
+    // the installer's URL installs is fixed from now on.
+    let lock = match server.release.lock(&spec).await {
+        Ok(lock) => lock,
+        Err(error) => return release_error(&server, error),
+    };
     let store = Arc::clone(&server);
-    let inserted = tokio::task::spawn_blocking(move || store.installers.insert(yaml, spec))
+    let inserted = tokio::task::spawn_blocking(move || store.installers.insert(yaml, spec, lock))
         .await
         .expect("keeping an installer does not panic");
     let (installer, inserted) = match inserted {
@@ -154,13 +157,28 @@ async fn post_installer(State(server): State<Shared>, headers: HeaderMap, body: 
 }
 
 async fn installer(server: &Shared, id: &str) -> Result<Arc<Installer>, Response> {
-    if let Some(installer) = server.installers.cached(id) {
-        return Ok(installer);
-    }
-    let store = Arc::clone(server);
-    let wanted = id.to_string();
-    let found = parse_off_the_workers(server, move || store.installers.get(&wanted)).await;
+    let found = match server.installers.cached(id) {
+        Some(installer) => Ok(Some(installer)),
+        None => {
+            let store = Arc::clone(server);
+            let wanted = id.to_string();
+            parse_off_the_workers(server, move || store.installers.get(&wanted)).await
+        }
+    };
     match found {
+        // Kept before locks were kept: its lock is fixed now, once.
+        Ok(Some(installer)) if installer.lock.is_none() => {
+            let lock = server
+                .release
+                .lock(&installer.spec)
+                .await
+                .map_err(|error| release_error(server, error))?;
+            let store = Arc::clone(server);
+            tokio::task::spawn_blocking(move || store.installers.fix_lock(&installer, lock))
+                .await
+                .expect("keeping a lock does not panic")
+                .map_err(installer_error)
+        }
         Ok(Some(installer)) => Ok(installer),
         Ok(None) => Err(text(
             StatusCode::NOT_FOUND,
@@ -199,12 +217,14 @@ async fn render(server: &Shared, id: &str, script: &str) -> Response {
         Ok(found) => found,
         Err(response) => return response,
     };
-    let resolved = async {
-        let lock = server.release.lock(&installer.spec).await?;
-        Ok::<_, ReleaseError>((lock, server.release.berth_digests().await?))
+    let Some(lock) = installer.lock.clone() else {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the installer has no lock",
+        );
     };
-    let (lock, berth_digests) = match resolved.await {
-        Ok(resolved) => resolved,
+    let berth_digests = match server.release.berth_digests().await {
+        Ok(digests) => digests,
         Err(error) => return release_error(server, error),
     };
     let context = ScriptContext {
@@ -319,6 +339,7 @@ async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>
     let prepared = bundle::prepare(
         &server.release,
         &installer.spec,
+        installer.lock.clone(),
         &installer.yaml,
         &server.bundle_arch,
         &dist_url,
