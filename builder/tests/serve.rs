@@ -596,6 +596,159 @@ fn a_full_installer_store_refuses_more_posts() {
     assert!(body.contains("its limit"), "{body}");
 }
 
+/// Posts a spec from the loopback address `from`; the status code and the headers and body.
+fn post_from(from: &str, url: &str, spec: &Path) -> (String, String) {
+    let output = curl(&[
+        "-sS",
+        "-i",
+        "--interface",
+        from,
+        "-w",
+        "\n%{http_code}",
+        "-X",
+        "POST",
+        "--data-binary",
+        &format!("@{}", spec.display()),
+        &format!("{url}/installer"),
+    ]);
+    let all = text(&output.stdout);
+    let (body, status) = all.rsplit_once('\n').unwrap();
+    (status.to_string(), body.to_string())
+}
+
+/// The spec SPEC with its greeting `n`: another installer each.
+fn numbered(dist: &Dist, n: usize) -> std::path::PathBuf {
+    let other = SPEC
+        .replace("name: demo", &format!("name: spec-{n}"))
+        .replace(
+            "version: latest",
+            &format!("version: latest\n    greeting: hi-{n}"),
+        );
+    dist.spec(&other)
+}
+
+#[test]
+fn a_client_past_its_share_is_told_when_to_come_back_and_others_are_served() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &["--installers-per-client", "2"]);
+    for n in 0..2 {
+        assert_eq!(
+            post_from("127.0.0.1", &serving.url, &numbered(&dist, n)).0,
+            "201"
+        );
+    }
+    // The same spec again costs nothing.
+    assert_eq!(
+        post_from("127.0.0.1", &serving.url, &numbered(&dist, 0)).0,
+        "200"
+    );
+    let (status, said) = post_from("127.0.0.1", &serving.url, &numbered(&dist, 2));
+    assert_eq!(status, "429", "{said}");
+    assert!(said.to_lowercase().contains("retry-after: "), "{said}");
+    assert!(
+        said.contains("created 2 installers within the hour, its share"),
+        "{said}"
+    );
+    // Another client is not held back by the first one's flood.
+    assert_eq!(
+        post_from("127.0.0.2", &serving.url, &numbered(&dist, 3)).0,
+        "201"
+    );
+}
+
+#[test]
+fn a_full_store_makes_room_from_the_installer_unused_longest_once_it_is_idle() {
+    let dist = Dist::new();
+    let kept = tempfile::tempdir().unwrap();
+    let installers = kept.path().join("installers");
+    let serving = serve(
+        &dist.dist,
+        &[
+            "--installers",
+            installers.to_str().unwrap(),
+            "--max-installers",
+            "1",
+        ],
+    );
+    let (status, first) = post(&serving.url, &numbered(&dist, 0));
+    assert_eq!(status, "201", "{first}");
+    // In use: no room.
+    let (status, said) = post(&serving.url, &numbered(&dist, 1));
+    assert_eq!(status, "507", "{said}");
+    // Unused for a month (as the file's time says): it gives way.
+    let id = first.rsplit('/').next().unwrap();
+    let file = fs_err::File::options()
+        .append(true)
+        .open(installers.join(format!("{id}.yaml")))
+        .unwrap();
+    file.file()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(31 * 24 * 3600))
+        .unwrap();
+    let (status, second) = post(&serving.url, &numbered(&dist, 1));
+    assert_eq!(status, "201", "{second}");
+    assert_eq!(
+        curl(&["-sS", "-o", "/dev/null", "-w", "%{http_code}", &first]).stdout,
+        b"404"
+    );
+    assert_eq!(
+        curl(&["-sS", "-o", "/dev/null", "-w", "%{http_code}", &second]).stdout,
+        b"200"
+    );
+    assert!(!installers.join(format!("{id}.lock.json")).exists());
+}
+
+#[test]
+fn out_of_range_limits_are_refused_by_name_not_by_a_panic() {
+    for (flag, value) in [
+        ("--max-connections", "99999999999999999999"),
+        ("--max-connections", "0"),
+        ("--max-bundles", "18446744073709551615"),
+        ("--header-timeout", "18446744073709551615"),
+        ("--max-installers", "0"),
+        ("--installers-per-client", "0"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_berth-build"))
+            .args(["serve", flag, value, "--from", "/nonexistent"])
+            .output()
+            .unwrap();
+        let said = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}: {said}");
+        assert!(said.contains(flag), "{flag} {value}: {said}");
+        assert!(!said.contains("panicked"), "{said}");
+    }
+}
+
+#[test]
+fn a_method_a_path_does_not_take_is_answered_with_a_reason_in_json_too() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let url = format!("{}/installer", serving.url);
+    let asked = |json: bool| {
+        let mut arguments = vec!["-sS", "-X", "DELETE", "-w", "\n%{http_code}", &url];
+        if json {
+            arguments.extend(["-H", "Accept: application/json"]);
+        }
+        let output = curl(&arguments);
+        let all = text(&output.stdout);
+        let (body, status) = all.rsplit_once('\n').unwrap();
+        (status.to_string(), body.to_string())
+    };
+    let (status, body) = asked(true);
+    assert_eq!(status, "405");
+    let value: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(value["status"], 405);
+    assert!(
+        value["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("405 Method Not Allowed"),
+        "{value}"
+    );
+    let (status, body) = asked(false);
+    assert_eq!(status, "405");
+    assert!(body.starts_with("405 Method Not Allowed"), "{body}");
+}
+
 #[test]
 fn a_slow_request_head_is_cut_off_and_connections_are_bounded() {
     use std::io::{Read as _, Write as _};

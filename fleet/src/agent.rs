@@ -135,11 +135,17 @@ fn send(
     message: String,
 ) -> anyhow::Result<Option<(String, Outcome)>> {
     let first_node = first_node(paths)?;
+    // "Running" says only that the work was taken: no report, so no probe, goes with it.
+    let addons = if outcome == Outcome::Running {
+        Vec::new()
+    } else {
+        local_addons(paths, host)?
+    };
     let request = Request::Progress {
         work: work.id.clone(),
         outcome,
         message,
-        addons: local_addons(paths, host)?,
+        addons,
     };
     match exchange(paths, &first_node, &request)? {
         Response::Accepted => Ok(Some((work.id.clone(), outcome))),

@@ -53,7 +53,8 @@ pub enum Request {
         #[serde(deserialize_with = "plain_name")]
         node: String,
     },
-    /// A node says where the work it was given stands, and its add-ons with it.
+    /// A node says where the work it was given stands, and its add-ons with it (none with
+    /// `Running`, which says only that the work was taken).
     Progress {
         #[serde(deserialize_with = "plain_name")]
         work: String,

@@ -26,18 +26,27 @@ pub struct ServeArgs {
     /// [default: `$XDG_STATE_HOME/berth/installers`, `~/.local/state/berth/installers`].
     #[arg(long, value_name = "DIR")]
     installers: Option<PathBuf>,
-    /// The most installers kept; a post past it is refused (507).
-    #[arg(long, default_value_t = 10_000)]
-    max_installers: usize,
-    /// Connections served at once; more wait to be accepted.
-    #[arg(long, default_value_t = ConnectionLimits::default().max_connections)]
-    max_connections: usize,
-    /// Seconds a client may take to send a request's head before it is cut off.
-    #[arg(long, default_value_t = ConnectionLimits::default().header_timeout.as_secs())]
+    /// The most installers kept. When they are all kept, the one unused longest gives way to a
+    /// new one if it has gone unused for --installer-idle; else a post is refused (507).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_installers: u64,
+    /// How long an installer must go unused (no script, bundle or post of it) before a full
+    /// store lets a new one take its place (`30d`, `12h`).
+    #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
+    installer_idle: Duration,
+    /// New installers one client address may create in an hour; more are answered 429 with
+    /// Retry-After.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    installers_per_client: u64,
+    /// Connections served at once; more wait to be accepted (1 to 65,536).
+    #[arg(long, default_value_t = ConnectionLimits::default().max_connections as u64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    max_connections: u64,
+    /// Seconds a client may take to send a request's head before it is cut off (1 to 3,600).
+    #[arg(long, default_value_t = ConnectionLimits::default().header_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     header_timeout: u64,
-    /// Bundles streamed at once; one more is answered 503 with Retry-After.
-    #[arg(long, default_value_t = DEFAULT_BUNDLES)]
-    max_bundles: usize,
+    /// Bundles streamed at once; one more is answered 503 with Retry-After (1 to 1,024).
+    #[arg(long, default_value_t = DEFAULT_BUNDLES as u64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    max_bundles: u64,
     /// The node architecture bundles are made for.
     #[arg(long, default_value = default_arch())]
     arch: String,
@@ -58,11 +67,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .context("no state folder for posted installers; give --installers DIR")?
             .join("berth/installers"),
     };
-    let installers = InstallerStore::open(&installers_dir, args.max_installers)
-        .with_context(|| format!("failed to open {}", installers_dir.display()))?;
+    let installers = InstallerStore::open(&installers_dir, args.max_installers as usize)
+        .with_context(|| format!("failed to open {}", installers_dir.display()))?
+        .with_share(args.installers_per_client as usize)
+        .with_idle(args.installer_idle);
     let limits = ConnectionLimits {
-        max_connections: args.max_connections.max(1),
-        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        max_connections: args.max_connections as usize,
+        header_timeout: Duration::from_secs(args.header_timeout),
     };
     super::runtime()?.block_on(async {
         let release = args.release.open().await?;
@@ -84,7 +95,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             public_url.clone(),
             args.arch.clone(),
             installers,
-            args.max_bundles.max(1),
+            args.max_bundles as usize,
         ));
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await

@@ -8,16 +8,28 @@
 //! when it is created and kept beside it as `<id>.lock.json`: whoever can write the store later
 //! cannot change what an installer URL already handed out installs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Read as _;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use berth_formats::lock::Lock;
 use berth_formats::spec::{ID_LENGTH, InstallerSpec, MAX_SPEC_BYTES};
 
 /// How many parsed installers are kept in memory at most.
 const CACHE_ENTRIES: usize = 1024;
+/// How much memory the parsed installers kept may take, as estimated from their specs' size
+/// (a parsed spec takes about a dozen times its text).
+const CACHE_BYTES: usize = 64 << 20;
+/// New installers one client address may create in an hour, unless told otherwise.
+pub const DEFAULT_SHARE: usize = 100;
+/// How long an installer must have gone unused before a full store lets a new one take its
+/// place, unless told otherwise.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 24 * 3600);
+/// How often an installer's last use is written down, at most.
+const TOUCH_EVERY: Duration = Duration::from_secs(3600);
 
 /// One installer: the spec as posted and as parsed, and its lock as fixed at creation
 /// (`None` for an installer kept before locks were kept: the server fixes it at first use).
@@ -38,8 +50,19 @@ pub enum Inserted {
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallerError {
-    #[error("this server holds {limit} installers, its limit; no more are taken")]
+    #[error(
+        "this server holds {limit} installers, its limit, and none has gone unused long enough to make room; no more are taken"
+    )]
     Full { limit: usize },
+    #[error(
+        "{client} created {share} installers within the hour, its share; try again in {} minutes",
+        retry_after.as_secs().div_ceil(60)
+    )]
+    ShareUsed {
+        client: IpAddr,
+        share: usize,
+        retry_after: Duration,
+    },
     #[error("installer {id} is already bound to another spec")]
     Conflict { id: String },
     #[error("the stored installer {id} is damaged: {message}")]
@@ -56,12 +79,20 @@ pub enum InstallerError {
 pub struct InstallerStore {
     dir: PathBuf,
     limit: usize,
+    share: usize,
+    idle: Duration,
     state: Mutex<StoreState>,
 }
 
 struct StoreState {
     count: usize,
     cache: HashMap<String, Arc<Installer>>,
+    /// The estimated memory of `cache`.
+    cache_bytes: usize,
+    /// When each client created its installers of the last hour.
+    created: HashMap<IpAddr, VecDeque<Instant>>,
+    /// When each installer's last use was last written down.
+    touched: HashMap<String, Instant>,
 }
 
 impl InstallerStore {
@@ -75,11 +106,119 @@ impl InstallerStore {
         Ok(Self {
             dir: dir.to_path_buf(),
             limit,
+            share: DEFAULT_SHARE,
+            idle: DEFAULT_IDLE,
             state: Mutex::new(StoreState {
                 count,
                 cache: HashMap::new(),
+                cache_bytes: 0,
+                created: HashMap::new(),
+                touched: HashMap::new(),
             }),
         })
+    }
+
+    /// How many installers one client address may create in an hour.
+    pub fn with_share(mut self, share: usize) -> Self {
+        self.share = share;
+        self
+    }
+
+    /// How long an installer must go unused before a full store lets another take its place.
+    pub fn with_idle(mut self, idle: Duration) -> Self {
+        self.idle = idle;
+        self
+    }
+
+    /// Notes that installer `id` was used now: its file's time says so (written at most once
+    /// an hour), and the least used gives way first when the store is full.
+    pub fn touch(&self, id: &str) {
+        let mut state = self.state();
+        if state
+            .touched
+            .get(id)
+            .is_some_and(|at| at.elapsed() < TOUCH_EVERY)
+        {
+            return;
+        }
+        if state.touched.len() >= self.limit.max(CACHE_ENTRIES) {
+            state.touched.clear();
+        }
+        state.touched.insert(id.to_string(), Instant::now());
+        drop(state);
+        if let Ok(file) = fs_err::OpenOptions::new().append(true).open(self.path(id)) {
+            let _ = file.file().set_modified(SystemTime::now());
+        }
+    }
+
+    /// Counts a new installer against `client`'s share of the hour.
+    fn take_share(&self, state: &mut StoreState, client: IpAddr) -> Result<(), InstallerError> {
+        let hour = Duration::from_secs(3600);
+        state.created.retain(|_, times| {
+            while times.front().is_some_and(|at| at.elapsed() >= hour) {
+                times.pop_front();
+            }
+            !times.is_empty()
+        });
+        let times = state.created.entry(client).or_default();
+        if times.len() >= self.share {
+            let retry_after = hour.saturating_sub(times.front().map_or(hour, |at| at.elapsed()));
+            return Err(InstallerError::ShareUsed {
+                client,
+                share: self.share,
+                retry_after,
+            });
+        }
+        times.push_back(Instant::now());
+        Ok(())
+    }
+
+    /// Makes room for one installer in a full store: the one unused longest goes, if it has
+    /// gone unused for the idle time. `false` when none has.
+    fn evict_one(&self) -> Result<bool, InstallerError> {
+        let io = |source| InstallerError::Io {
+            id: "?".into(),
+            source,
+        };
+        let mut oldest: Option<(SystemTime, String)> = None;
+        for entry in fs_err::read_dir(&self.dir).map_err(io)? {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name().to_string_lossy().to_string();
+            let Some(id) = name.strip_suffix(".yaml").filter(|id| is_id(id)) else {
+                continue;
+            };
+            let Ok(used) = entry.metadata().and_then(|metadata| metadata.modified()) else {
+                continue;
+            };
+            if oldest.as_ref().is_none_or(|(time, _)| used < *time) {
+                oldest = Some((used, id.to_string()));
+            }
+        }
+        let Some((used, id)) = oldest else {
+            return Ok(false);
+        };
+        let idle = SystemTime::now().duration_since(used).unwrap_or_default();
+        if idle < self.idle {
+            return Ok(false);
+        }
+        match fs_err::remove_file(self.path(&id)) {
+            Ok(()) => {}
+            // Another post made room with it first.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+            Err(source) => return Err(InstallerError::Io { id, source }),
+        }
+        let _ = fs_err::remove_file(self.lock_path(&id));
+        let mut state = self.state();
+        state.count = state.count.saturating_sub(1);
+        if let Some(evicted) = state.cache.remove(&id) {
+            state.cache_bytes = state.cache_bytes.saturating_sub(estimate(&evicted));
+        }
+        state.touched.remove(&id);
+        tracing::info!(
+            "installer {id} unused for {}s: evicted to make room",
+            idle.as_secs()
+        );
+        Ok(true)
     }
 
     pub fn len(&self) -> usize {
@@ -234,6 +373,18 @@ impl InstallerStore {
         spec: InstallerSpec,
         lock: Lock,
     ) -> Result<(Arc<Installer>, Inserted), InstallerError> {
+        self.insert_for(None, yaml, spec, lock)
+    }
+
+    /// [`Self::insert`] for a client at `client`, whose new installers count against its
+    /// share of the hour; a full store evicts the installer unused longest if it is idle.
+    pub fn insert_for(
+        &self,
+        client: Option<IpAddr>,
+        yaml: String,
+        spec: InstallerSpec,
+        lock: Lock,
+    ) -> Result<(Arc<Installer>, Inserted), InstallerError> {
         let id = spec.id();
         if let Some(existing) = self.get(&id)? {
             if existing.spec.canonical_json() != spec.canonical_json() {
@@ -245,13 +396,20 @@ impl InstallerStore {
             id: id.clone(),
             source,
         };
-        {
+        loop {
             let mut state = self.state();
-            if state.count >= self.limit {
+            if state.count < self.limit {
+                if let Some(client) = client {
+                    self.take_share(&mut state, client)?;
+                }
+                // Counted before the write, so concurrent posts cannot pass the limit together.
+                state.count += 1;
+                break;
+            }
+            drop(state);
+            if !self.evict_one()? {
                 return Err(InstallerError::Full { limit: self.limit });
             }
-            // Counted before the write, so concurrent posts cannot pass the limit together.
-            state.count += 1;
         }
         // The lock first: once the spec's file exists, its id is bound, lock and all.
         let written = self
@@ -262,7 +420,7 @@ impl InstallerStore {
             // A concurrent post of the same spec won.
             Ok(false) => {
                 self.state().count -= 1;
-                return self.insert(yaml, spec, lock);
+                return self.insert_for(client, yaml, spec, lock);
             }
             Err(error) => {
                 self.state().count -= 1;
@@ -277,14 +435,32 @@ impl InstallerStore {
 
     fn remember(&self, id: &str, installer: &Arc<Installer>) {
         let mut state = self.state();
-        if state.cache.len() >= CACHE_ENTRIES {
-            // Any entry will do: the evicted one is read again from disk when asked for.
-            if let Some(evicted) = state.cache.keys().next().cloned() {
-                state.cache.remove(&evicted);
+        let size = estimate(installer);
+        if let Some(old) = state.cache.remove(id) {
+            state.cache_bytes = state.cache_bytes.saturating_sub(estimate(&old));
+        }
+        // Any entries will do: the evicted ones are read again from disk when asked for.
+        while !state.cache.is_empty()
+            && (state.cache.len() >= CACHE_ENTRIES || state.cache_bytes + size > CACHE_BYTES)
+        {
+            let evicted = state.cache.keys().next().cloned().expect("not empty");
+            if let Some(old) = state.cache.remove(&evicted) {
+                state.cache_bytes = state.cache_bytes.saturating_sub(estimate(&old));
             }
         }
+        state.cache_bytes += size;
         state.cache.insert(id.to_string(), Arc::clone(installer));
     }
+
+    /// The estimated memory the parsed installers held take now.
+    pub fn cached_bytes(&self) -> usize {
+        self.state().cache_bytes
+    }
+}
+
+/// About how much memory a parsed installer takes: its text, and a dozen times it parsed.
+fn estimate(installer: &Installer) -> usize {
+    installer.yaml.len() * 16 + 4096
 }
 
 /// Whether `text` has the form of an installer id: [`ID_LENGTH`] lowercase hex digits.
@@ -372,5 +548,25 @@ mod tests {
             fs_err::read_to_string(dir.path().join(format!("{id}.yaml"))).unwrap(),
             other_yaml
         );
+    }
+
+    #[test]
+    fn the_parsed_installers_kept_are_bounded_by_their_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = InstallerStore::open(dir.path(), 1000).unwrap();
+        // Specs of about 400 KiB each: a few fill the cache's budget.
+        let padding = format!("# {}\n", "x".repeat(400 * 1024));
+        for port in 0..20 {
+            let (yaml, spec) = spec(port);
+            let yaml = format!("{padding}{yaml}");
+            let lock = lock_of(&spec);
+            store.insert(yaml, spec, lock).unwrap();
+            assert!(
+                store.cached_bytes() <= CACHE_BYTES,
+                "{}",
+                store.cached_bytes()
+            );
+        }
+        assert!(store.cached_bytes() > CACHE_BYTES / 2);
     }
 }

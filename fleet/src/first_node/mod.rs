@@ -18,8 +18,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use berth_formats::fleet::{
-    FLEET_PARAMS, MAX_POLL_WAIT_MS, NodeRecord, PRIMARY_TOKEN_PARAM, Request, Response, Role,
-    TOKEN_PARAM,
+    FLEET_PARAMS, MAX_POLL_WAIT_MS, NodeRecord, Outcome, PRIMARY_TOKEN_PARAM, Request, Response,
+    Role, TOKEN_PARAM,
 };
 use berth_formats::rollout::RolloutRecord;
 
@@ -432,6 +432,11 @@ impl Shared {
         let (machine, name, primary) = {
             let mut registry = self.registry();
             let record = match &request {
+                // A Running progress carries no report: the add-ons reported before stay.
+                Request::Progress {
+                    outcome: Outcome::Running,
+                    ..
+                } => registry.touch(peer, address, &now),
                 Request::Report { addons } | Request::Progress { addons, .. } => {
                     registry.report(peer, addons.clone(), address, &now)
                 }

@@ -18,14 +18,46 @@ pub(super) async fn json_errors(
     let json = wants_json(request.headers());
     let response = next.run(request).await;
     let failed = response.status().is_client_error() || response.status().is_server_error();
-    let plain = response
-        .headers()
-        .get(header::CONTENT_TYPE)
+    let content_type = response.headers().get(header::CONTENT_TYPE);
+    // axum's own refusals (405, say) come with no body: they get one that says why.
+    if failed && content_type.is_none() {
+        let status = response.status();
+        let allowed = response
+            .headers()
+            .get(header::ALLOW)
+            .and_then(|value| value.to_str().ok())
+            .map(|allowed| format!("; this path takes {allowed}"))
+            .unwrap_or_default();
+        let mut said = text(
+            status,
+            format!(
+                "{} {}{allowed}",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("error")
+            ),
+        );
+        for (name, value) in response.headers() {
+            if name != header::CONTENT_LENGTH {
+                said.headers_mut().insert(name.clone(), value.clone());
+            }
+        }
+        said.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        return if json { as_json(said).await } else { said };
+    }
+    let plain = content_type
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("text/plain"));
     if !(json && failed && plain) {
         return response;
     }
+    as_json(response).await
+}
+
+/// A plain-text failure as `{"error", "status"}`.
+async fn as_json(response: Response) -> Response {
     let (mut parts, body) = response.into_parts();
     let status = parts.status;
     let message = match axum::body::to_bytes(body, 64 * 1024).await {
@@ -80,6 +112,15 @@ pub(super) fn release_error(server: &Server, error: ReleaseError) -> Response {
 pub(super) fn installer_error(error: InstallerError) -> Response {
     let status = match &error {
         InstallerError::Full { .. } => StatusCode::INSUFFICIENT_STORAGE,
+        InstallerError::ShareUsed { retry_after, .. } => {
+            let mut response = text(StatusCode::TOO_MANY_REQUESTS, error.to_string());
+            if let Ok(value) =
+                header::HeaderValue::from_str(&retry_after.as_secs().max(1).to_string())
+            {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            return response;
+        }
         InstallerError::Conflict { .. } => StatusCode::CONFLICT,
         InstallerError::Damaged { .. } | InstallerError::Io { .. } => {
             tracing::warn!("{error}");

@@ -37,8 +37,8 @@ pub async fn serve(
             .acquire_owned()
             .await
             .expect("the semaphore is never closed");
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
             // Out of file descriptors, say: wait a little instead of spinning.
             Err(error) => {
                 tracing::warn!("accept: {error}");
@@ -46,7 +46,13 @@ pub async fn serve(
                 continue;
             }
         };
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        // Handlers learn who asked (`ConnectInfo`): a client's share of installers is counted
+        // by its address.
+        let service = hyper_util::service::TowerToHyperService::new(
+            router
+                .clone()
+                .layer(axum::Extension(axum::extract::ConnectInfo(peer))),
+        );
         tokio::spawn(async move {
             let _permit = permit;
             let mut builder = hyper::server::conn::http1::Builder::new();

@@ -18,7 +18,7 @@ pub use connections::{ConnectionLimits, serve};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -116,7 +116,12 @@ async fn index(State(server): State<Shared>) -> Response {
     )
 }
 
-async fn post_installer(State(server): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+async fn post_installer(
+    State(server): State<Shared>,
+    ConnectInfo(client): ConnectInfo<std::net::SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let Ok(yaml) = String::from_utf8(body.to_vec()) else {
         return text(StatusCode::BAD_REQUEST, "the spec is not UTF-8 text");
     };
@@ -135,9 +140,13 @@ async fn post_installer(State(server): State<Shared>, headers: HeaderMap, body: 
         Err(error) => return release_error(&server, error),
     };
     let store = Arc::clone(&server);
-    let inserted = tokio::task::spawn_blocking(move || store.installers.insert(yaml, spec, lock))
-        .await
-        .expect("keeping an installer does not panic");
+    let inserted = tokio::task::spawn_blocking(move || {
+        store
+            .installers
+            .insert_for(Some(client.ip()), yaml, spec, lock)
+    })
+    .await
+    .expect("keeping an installer does not panic");
     let (installer, inserted) = match inserted {
         Ok(inserted) => inserted,
         Err(error) => return installer_error(error),
@@ -165,6 +174,9 @@ async fn installer(server: &Shared, id: &str) -> Result<Arc<Installer>, Response
             parse_off_the_workers(server, move || store.installers.get(&wanted)).await
         }
     };
+    if let Ok(Some(installer)) = &found {
+        server.installers.touch(&installer.spec.id());
+    }
     match found {
         // Kept before locks were kept: its lock is fixed now, once.
         Ok(Some(installer)) if installer.lock.is_none() => {
