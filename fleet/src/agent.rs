@@ -5,7 +5,7 @@
 //! the run's output and its outcome, so a restarted agent (or first node) never runs it again.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, bail};
 use berth_formats::fleet::{
@@ -108,23 +108,29 @@ pub fn round(
                 }
                 if already_done(paths, host, &work, &folder) {
                     finish(paths, &work, &folder, Outcome::Succeeded, String::new())?;
-                    return send(paths, host, &work, Outcome::Succeeded, String::new());
+                    return send(paths, host, &work, Outcome::Succeeded, String::new(), None);
                 }
             }
-            send(paths, host, &work, Outcome::Running, String::new())?;
-            let (outcome, message) = match execute(paths, host, &work, &folder) {
-                Ok(true) => (Outcome::Succeeded, String::new()),
-                Ok(false) => (Outcome::Failed, failure(host, &work, &folder)),
-                Err(error) => (
-                    Outcome::Failed,
-                    berth_formats::report::chain(error.as_ref()),
-                ),
-            };
+            let started = SystemTime::now();
+            // That the work was taken is said while it starts, not before: a rollout's serial
+            // steps wait on nothing but the runs.
+            let (outcome, message) = std::thread::scope(|scope| {
+                scope.spawn(|| send(paths, host, &work, Outcome::Running, String::new(), None));
+                match execute(paths, host, &work, &folder) {
+                    Ok(true) => (Outcome::Succeeded, String::new()),
+                    Ok(false) => (Outcome::Failed, failure(host, &work, &folder)),
+                    Err(error) => (
+                        Outcome::Failed,
+                        berth_formats::report::chain(error.as_ref()),
+                    ),
+                }
+            });
             finish(paths, &work, &folder, outcome, message.clone())?;
-            (outcome, message)
+            // The run probed the add-on's health as it ended: its record stands for now.
+            return send(paths, host, &work, outcome, message, Some(started));
         }
     };
-    send(paths, host, &work, outcome, message)
+    send(paths, host, &work, outcome, message, None)
 }
 
 fn send(
@@ -133,13 +139,14 @@ fn send(
     work: &Work,
     outcome: Outcome,
     message: String,
+    recorded_since: Option<SystemTime>,
 ) -> anyhow::Result<Option<(String, Outcome)>> {
     let first_node = first_node(paths)?;
     // "Running" says only that the work was taken: no report, so no probe, goes with it.
     let addons = if outcome == Outcome::Running {
         Vec::new()
     } else {
-        local_addons(paths, host)?
+        local_addons(paths, host, recorded_since)?
     };
     let request = Request::Progress {
         work: work.id.clone(),

@@ -85,10 +85,12 @@ pub struct Upgrade<'a> {
 }
 
 /// What the fleet needs of the node it runs on.
-pub trait Host {
-    /// The node's add-ons, their components probed now, each with the node's own fields
-    /// (`/etc/berth/node.yaml`); the fleet adds the configuration hash it applied.
-    fn addons(&self) -> anyhow::Result<Vec<AddonReport>>;
+pub trait Host: Sync {
+    /// The node's add-ons, each with its health and the node's own fields
+    /// (`/etc/berth/node.yaml`); the fleet adds the configuration hash it applied. Health is
+    /// probed now, but for an add-on whose record was written at or after `recorded_since`
+    /// (a run that just probed it), which is taken as it is.
+    fn addons(&self, recorded_since: Option<SystemTime>) -> anyhow::Result<Vec<AddonReport>>;
     /// The installer the node ran last, if any.
     fn last_run(&self) -> anyhow::Result<Option<LastRun>>;
     /// One add-on's record, if the node has one.

@@ -106,7 +106,7 @@ pub fn keep_first_node(paths: &FleetPaths, first_node: &FirstNode) -> anyhow::Re
 /// Sends this node's add-ons to the first node it registered with.
 pub fn report(paths: &FleetPaths, host: &dyn Host) -> anyhow::Result<usize> {
     let first_node = first_node(paths)?;
-    let addons = local_addons(paths, host)?;
+    let addons = local_addons(paths, host, None)?;
     let count = addons.len();
     let response = exchange(paths, &first_node, &Request::Report { addons })?;
     match response {
@@ -198,9 +198,13 @@ pub fn set_applied_hash(
 
 /// This node's add-ons as the first node sees them, their components probed now, each with
 /// the rollout configuration hash this node last applied to it.
-pub fn local_addons(paths: &FleetPaths, host: &dyn Host) -> anyhow::Result<Vec<AddonReport>> {
+pub fn local_addons(
+    paths: &FleetPaths,
+    host: &dyn Host,
+    recorded_since: Option<std::time::SystemTime>,
+) -> anyhow::Result<Vec<AddonReport>> {
     let applied = applied_hashes(paths);
-    let mut addons = host.addons()?;
+    let mut addons = host.addons(recorded_since)?;
     for report in &mut addons {
         report.config_hash = applied.get(&report.name).cloned();
     }

@@ -4,7 +4,7 @@
 //! Downloads retry with backoff and resume with `Range` where they stopped; a local dist is
 //! linked into the package cache, not copied, where the filesystem allows.
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -48,6 +48,65 @@ const ATTEMPTS: u32 = 5;
 
 /// The most a small file (versions.json, a `.sha256`) may be.
 const SMALL_FILE_LIMIT: u64 = 16 << 20;
+
+/// The slowest a download may go, as curl's `--speed-limit` and `--speed-time`: an attempt
+/// that receives less than `BERTH_SPEED_LIMIT` bytes a second (1,024) over
+/// `BERTH_SPEED_TIME` seconds (60) is given up (and retried, where it stopped), so a server
+/// that drips a byte now and then cannot hold a run, and the node's lock, for good.
+fn speed_floor() -> (u64, Duration) {
+    let number = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        number("BERTH_SPEED_LIMIT", 1024),
+        Duration::from_secs(number("BERTH_SPEED_TIME", 60).max(1)),
+    )
+}
+
+/// Reads a response's body chunk by chunk into `sink`, giving the attempt up when the body
+/// comes slower than the speed floor.
+fn read_body(
+    response: impl std::io::Read,
+    sink: impl FnMut(&[u8]) -> Result<(), Attempt>,
+) -> Result<(), Attempt> {
+    let (limit, window) = speed_floor();
+    read_body_at_least(response, limit, window, sink)
+}
+
+/// [`read_body`] with the floor given: `limit` bytes a second over each `window`.
+fn read_body_at_least(
+    mut response: impl std::io::Read,
+    limit: u64,
+    window: Duration,
+    mut sink: impl FnMut(&[u8]) -> Result<(), Attempt>,
+) -> Result<(), Attempt> {
+    let mut buffer = vec![0; 1 << 16];
+    let mut window_start = std::time::Instant::now();
+    let mut window_bytes: u64 = 0;
+    loop {
+        let count = response
+            .read(&mut buffer)
+            .map_err(|e| Attempt::Retry(format!("the connection dropped: {e}")))?;
+        if count == 0 {
+            return Ok(());
+        }
+        sink(&buffer[..count])?;
+        window_bytes += count as u64;
+        if window_start.elapsed() >= window {
+            let elapsed = window_start.elapsed().as_secs_f64();
+            if (window_bytes as f64) < limit as f64 * elapsed {
+                return Err(Attempt::Retry(format!(
+                    "it sent {window_bytes} bytes in {elapsed:.1}s, slower than {limit} bytes a second"
+                )));
+            }
+            window_start = std::time::Instant::now();
+            window_bytes = 0;
+        }
+    }
+}
 
 /// How long a server may go without sending a byte before the attempt is given up (and
 /// retried): `BERTH_STALL_TIMEOUT` seconds, 60 by default.
@@ -124,15 +183,16 @@ impl Dist {
                     .map_err(|e| Attempt::Retry(e.to_string()))?;
                 check_status(&location, response.status())?;
                 let mut bytes = Vec::new();
-                std::io::Read::take(response, SMALL_FILE_LIMIT + 1)
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| Attempt::Retry(e.to_string()))?;
-                if bytes.len() as u64 > SMALL_FILE_LIMIT {
-                    return Err(Attempt::Stop(FetchError::TooLarge {
-                        location: location.clone(),
-                        limit: SMALL_FILE_LIMIT,
-                    }));
-                }
+                read_body(response, |chunk| {
+                    if bytes.len() as u64 + chunk.len() as u64 > SMALL_FILE_LIMIT {
+                        return Err(Attempt::Stop(FetchError::TooLarge {
+                            location: location.clone(),
+                            limit: SMALL_FILE_LIMIT,
+                        }));
+                    }
+                    bytes.extend_from_slice(chunk);
+                    Ok(())
+                })?;
                 Ok(bytes)
             }),
         }
@@ -265,30 +325,81 @@ fn download(
                 source,
             })
         })?;
-    let mut buffer = vec![0; 1 << 16];
     let mut received: u64 = 0;
-    loop {
+    read_body(&mut response, |chunk| {
         if crate::interrupt::received().is_some() {
             return Err(Attempt::Stop(FetchError::Interrupted {
                 location: location.to_string(),
             }));
         }
-        let count = response
-            .read(&mut buffer)
-            .map_err(|e| Attempt::Retry(format!("the connection dropped: {e}")))?;
-        if count == 0 {
-            break;
-        }
-        received += count as u64;
+        received += chunk.len() as u64;
         if received > room {
             return Err(too_large());
         }
-        file.write_all(&buffer[..count]).map_err(|source| {
+        file.write_all(chunk).map_err(|source| {
             Attempt::Stop(FetchError::Io {
                 location: partial.display().to_string(),
                 source,
             })
-        })?;
-    }
+        })
+    })?;
     file.flush().map_err(|e| Attempt::Retry(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body that comes a byte at a time, `pause` apart.
+    struct Dripping {
+        left: usize,
+        pause: Duration,
+    }
+
+    impl std::io::Read for Dripping {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            if self.left == 0 || buffer.is_empty() {
+                return Ok(0);
+            }
+            std::thread::sleep(self.pause);
+            self.left -= 1;
+            buffer[0] = b'x';
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn a_body_that_drips_is_given_up_at_the_speed_floor_and_its_retries_end() {
+        let started = std::time::Instant::now();
+        let fetched = with_retries("http://dist/demo-1.0.0.tar.gz", || {
+            let body = Dripping {
+                left: 1_000_000,
+                pause: Duration::from_millis(50),
+            };
+            read_body_at_least(body, 100, Duration::from_millis(300), |_| Ok(()))
+        });
+        let error = fetched.unwrap_err().to_string();
+        assert!(error.contains("slower than 100 bytes a second"), "{error}");
+        assert!(error.contains("after 5 attempts"), "{error}");
+        // Five windows and the pauses between attempts, not the million seconds it asks.
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        // A body that keeps up passes whole.
+        let mut got = 0;
+        let quick = Dripping {
+            left: 50,
+            pause: Duration::from_millis(1),
+        };
+        assert!(
+            read_body_at_least(quick, 100, Duration::from_millis(20), |chunk| {
+                got += chunk.len();
+                Ok(())
+            })
+            .is_ok()
+        );
+        assert_eq!(got, 50);
+    }
 }

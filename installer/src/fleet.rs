@@ -40,10 +40,27 @@ impl Node {
 }
 
 impl Host for Node {
-    fn addons(&self) -> anyhow::Result<Vec<AddonReport>> {
+    fn addons(&self, recorded_since: Option<SystemTime>) -> anyhow::Result<Vec<AddonReport>> {
         let layout = &self.layout;
         let (states, _damaged) = StateStore::new(layout.state_dir()).load_all()?;
-        let health = crate::health::check_all(layout, &states, &crate::health::RuntimeOnce::new());
+        // A record the run just wrote stands for the add-on's health now; the rest is probed.
+        let recorded = |state: &AddonState| {
+            let since = recorded_since?;
+            let record = crate::health::HealthRecord::load(layout, &state.name)?;
+            let checked = humantime::parse_rfc3339_weak(&record.checked_at).ok()?;
+            let current = state.current.as_ref()?;
+            (checked >= since && record.version == current.target.version).then_some(record)
+        };
+        let (fresh, stale): (Vec<&AddonState>, Vec<&AddonState>) =
+            states.iter().partition(|state| recorded(state).is_some());
+        let stale: Vec<AddonState> = stale.into_iter().cloned().collect();
+        let mut health =
+            crate::health::check_all(layout, &stale, &crate::health::RuntimeOnce::new());
+        for state in fresh {
+            if let Some(record) = recorded(state) {
+                health.insert(state.name.clone(), record);
+            }
+        }
         // A node.yaml that cannot be read stops the node's runs with a clear error; the
         // report goes on without its fields.
         let own = crate::engine::node_overrides(&layout.node_config()).unwrap_or_default();

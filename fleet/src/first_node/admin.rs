@@ -128,7 +128,7 @@ pub fn nodes(paths: &FleetPaths, host: &dyn Host) -> anyhow::Result<Vec<NodeReco
     for record in &mut records {
         if record.seen_from == ITSELF {
             if own.is_none() {
-                own = Some(crate::node::local_addons(paths, host)?);
+                own = Some(crate::node::local_addons(paths, host, None)?);
             }
             record.addons = own.clone().unwrap_or_default();
             record.last_contact = now();

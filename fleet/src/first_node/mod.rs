@@ -49,7 +49,7 @@ pub const MAX_HELD_POLLS: usize = MAX_CONNECTIONS / 2;
 /// `berth nodes` a fraction of a second behind, a registration answered that much later.
 const SAVE_EVERY: Duration = Duration::from_millis(200);
 /// How often the coordinator looks for rollout files the command line changed.
-const WATCH_EVERY: Duration = Duration::from_millis(100);
+const WATCH_EVERY: Duration = Duration::from_millis(25);
 
 /// Serves the other nodes on `listener` until the process ends.
 pub fn serve(

@@ -159,7 +159,7 @@ pub fn wait_for_state(
                 logs(machines)
             );
         }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
