@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzing: every parser that reads what a node or the builder is handed (the Manifest, the
 # Installer spec, package.json, the archive reader, apt Packages and InRelease, rpm repomd and
-# primary, versions.json, the kustomization editor) under libFuzzer, each for SECONDS_PER_TARGET
+# primary, versions.json, the kustomization editor, the fleet's messages and records, rollout
+# files carried through their decisions, health.yaml rendered, host-preflight files templated
+# and read) under libFuzzer, each for SECONDS_PER_TARGET
 # seconds (default 60). Fails on any crash, on one input that runs past 10 s (a hang) and on memory
 # past 2 GiB; libFuzzer leaves the input it found in fuzz/artifacts/<target>/: add it as a
 # regression test beside the parser, then fix the parser. Seeds come from the repository and,
@@ -10,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${SECONDS_PER_TARGET:-60}
-all_targets=(manifest installer_spec package_index archive apt_packages apt_release rpm_repomd rpm_primary versions kustomization)
+all_targets=(manifest installer_spec package_index archive apt_packages apt_release rpm_repomd rpm_primary versions kustomization fleet_messages rollout health host_preflight)
 read -r -a targets <<<"${TARGETS:-${all_targets[*]}}"
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
@@ -34,6 +36,15 @@ shopt -s nullglob
 seed manifest addons/*/*/Manifest "$fixtures"/kurl-manifests/*.Manifest
 seed installer_spec examples/*.yaml "$fixtures"/kurl-specs/*.yaml
 seed versions versions.json
+seed health addons/*/*/health.yaml
+seed host_preflight addons/*/*/host-preflight.yaml "$fixtures"/kurl-host-preflights/*.yaml
+# The rollout file documented in formats/src/rollout.rs (its backticks are the sed pattern's).
+# shellcheck disable=SC2016
+sed -n '/^\/\/! ```yaml$/,/^\/\/! ```$/p' formats/src/rollout.rs | sed '1d;$d;s|^//! \{0,1\}||' >"$work/rollout.yaml"
+seed rollout "$work/rollout.yaml"
+printf '{"type":"register","token":"t","node":{"name":"node-2","machineId":"m2","role":"secondary","labels":{"canary":"true"}}}' >"$work/register.json"
+printf '{"type":"progress","work":"demo-2.ab12.1","outcome":"Succeeded","addons":[{"name":"demo","current":"2.0.0","progressing":"Succeeded","configHash":"sha256:00"}]}' >"$work/progress.json"
+seed fleet_messages "$work/register.json" "$work/progress.json"
 seed kustomization addons/*/*/kustomize/kustomization.yaml addons/*/*/kustomize/*/kustomization.yaml
 tar czf "$work/hello.tar.gz" -C addons hello
 seed archive "$work/hello.tar.gz"

@@ -227,6 +227,27 @@ fn variables(state: &AddonState, layout: &Layout) -> Value {
     Value::Object(variables)
 }
 
+/// A component of health.yaml with its values rendered (`{{ port }}`) and checked again: an
+/// unknown name, a value that loops, one that moves an http probe to another host, or a
+/// rendered component that no longer reads is an error saying so.
+pub fn render_component(
+    written: &berth_formats::health::Component,
+    variables: &Value,
+) -> Result<berth_formats::health::Component, String> {
+    let mut environment = minijinja::Environment::new();
+    environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    // A value is a few words: a template that loops is stopped, not left to stall `status`,
+    // an install's health wait or a signal.
+    environment.set_fuel(Some(TEMPLATE_FUEL));
+    let mut rendered = serde_json::to_value(written).unwrap_or_default();
+    render(&mut rendered, &environment, variables)?;
+    let component = serde_json::from_value::<berth_formats::health::Component>(rendered)
+        .map_err(|error| error.to_string())?;
+    component.check(Stage::Rendered)?;
+    same_host(written, &component)?;
+    Ok(component)
+}
+
 /// How much work rendering one value may take (minijinja's fuel: about one unit per
 /// instruction).
 const TEMPLATE_FUEL: u64 = 100_000;
@@ -311,11 +332,6 @@ fn probe_all(
         .any(|component| component.container.is_some())
         .then(|| runtime.get_or_init(Runtime::detect).clone())
         .flatten();
-    let mut environment = minijinja::Environment::new();
-    environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    // A value is a few words: a template that loops is stopped, not left to stall `status`,
-    // an install's health wait or a signal.
-    environment.set_fuel(Some(TEMPLATE_FUEL));
     let (sender, receiver) = mpsc::channel::<(usize, Vec<Found>)>();
     let started = Instant::now();
     let mut results: Vec<Option<Vec<Found>>> = vec![None; health.components.len()];
@@ -323,15 +339,7 @@ fn probe_all(
     for (index, component) in health.components.iter().enumerate() {
         let timeout = component.timeout();
         deadlines.push(started + timeout);
-        let mut rendered = serde_json::to_value(component).unwrap_or_default();
-        let written = component;
-        let component = match render(&mut rendered, &environment, variables).and_then(|()| {
-            let component = serde_json::from_value::<berth_formats::health::Component>(rendered)
-                .map_err(|error| error.to_string())?;
-            component.check(Stage::Rendered)?;
-            same_host(written, &component)?;
-            Ok(component)
-        }) {
+        let component = match render_component(component, variables) {
             Ok(component) => component,
             Err(message) => {
                 results[index] = Some(vec![Found::new(
