@@ -32,6 +32,19 @@ fn succeeded_bytes(output: &std::process::Output) -> Vec<u8> {
     output.stdout.clone()
 }
 
+/// A rollout file named `name` in `folder`.
+fn rollout_file_at(folder: &std::path::Path, name: &str, body: &str) -> String {
+    let path = folder.join(format!("{name}.yaml"));
+    fs_err::write(
+        &path,
+        format!(
+            "apiVersion: berth/v1alpha1\nkind: Rollout\nmetadata: {{name: {name}}}\nspec:\n{body}"
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
 /// The `key=value` words of a join command.
 fn param(command: &str, key: &str) -> String {
     command
@@ -322,6 +335,25 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     // handed out still works, and the nodes go on reporting.
     let _ = server.kill();
     let _ = server.wait();
+    // Stopped, the first node says so: what it knows is shown with a warning, and a rollout
+    // that nothing would carry out is refused.
+    let listed = first.berth(&["nodes"]);
+    assert!(listed.status.success());
+    assert!(
+        text(&listed.stderr).contains("`berth fleet serve` is not running"),
+        "{}",
+        text(&listed.stderr)
+    );
+    let idle = rollout_file_at(
+        first.root.path(),
+        "idle",
+        "  addon: hello\n  version: 1.0.0\n",
+    );
+    let error = failed(&first.berth(&["rollout", "apply", &idle]));
+    assert!(
+        error.contains("`berth fleet serve` is not running on this node"),
+        "{error}"
+    );
     let mut server = spawn_quietly(
         &mut first.command(&["fleet", "serve", "--listen", &address, "--name", "first"]),
     );
@@ -348,15 +380,7 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
 
     // A rollout of an add-on or version the dist does not offer is refused at once.
     let files = tempfile::tempdir().unwrap();
-    let rollout = |name: &str, body: &str| {
-        let path = files.path().join(format!("{name}.yaml"));
-        fs_err::write(
-            &path,
-            format!("apiVersion: berth/v1alpha1\nkind: Rollout\nmetadata: {{name: {name}}}\nspec:\n{body}"),
-        )
-        .unwrap();
-        path.to_str().unwrap().to_string()
-    };
+    let rollout = |name: &str, body: &str| rollout_file_at(files.path(), name, body);
     let misspelled = rollout("typo", "  addon: helo\n  version: 1.0.0\n");
     let error = failed(&first.berth(&["rollout", "apply", &misspelled]));
     assert!(

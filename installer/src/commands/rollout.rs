@@ -77,7 +77,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
         RolloutCommand::Apply { file, root } => {
             let layout = Layout::new(&root.root);
             let fleet = paths(&layout);
-            let serving = first_node::check_first_node(&fleet)?;
+            require_serving(&fleet, "apply the rollout")?;
             let text = read_bounded(&file)?;
             let rollout = Rollout::parse(&file.display().to_string(), &text)?;
             let (versions, dist) = offered_versions(&layout)?;
@@ -98,9 +98,6 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
                 record.targets.len(),
                 record.rollout.metadata.name
             );
-            if serving == first_node::Serving::Stopped {
-                eprintln!("{}", crate::commands::fleet::NOT_SERVING);
-            }
             Ok(ExitCode::SUCCESS)
         }
         RolloutCommand::Status { name, json, root } => {
@@ -129,7 +126,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
         RolloutCommand::Abort { name, root } => set(&root, &name, Control::Aborted, now),
         RolloutCommand::Rollback { name, root } => {
             let layout = Layout::new(&root.root);
-            first_node::check_first_node(&paths(&layout))?;
+            require_serving(&paths(&layout), "roll back")?;
             let record = Rollouts::new(&paths(&layout)).update(|records| {
                 let record = rollouts::find(records, &name)?;
                 let back = rollouts::rollback(record, now)?;
@@ -175,7 +172,12 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
 
 fn set(root: &RootArgs, name: &str, control: Control, now: SystemTime) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&root.root);
-    first_node::check_first_node(&paths(&layout))?;
+    if control == Control::Running {
+        require_serving(&paths(&layout), "resume the rollout")?;
+    } else {
+        // Holding or stopping a rollout needs no server: it is on record for when one runs.
+        first_node::check_first_node(&paths(&layout))?;
+    }
     let state = Rollouts::new(&paths(&layout)).update(|records| {
         let record = rollouts::find(records, name)?;
         rollouts::control(record, control, now)?;
@@ -183,6 +185,16 @@ fn set(root: &RootArgs, name: &str, control: Control, now: SystemTime) -> anyhow
     })?;
     show!("rollout {name}: {state:?}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses what would need the first node's server to move nodes while it is not running.
+fn require_serving(fleet: &berth_fleet::FleetPaths, what: &str) -> anyhow::Result<()> {
+    if first_node::check_first_node(fleet)? == first_node::Serving::Stopped {
+        anyhow::bail!(
+            "`berth fleet serve` is not running on this node: no node would move\nhint: start `berth fleet serve`, then {what} again"
+        );
+    }
+    Ok(())
 }
 
 /// What this node's dist offers (the dist of the installer it ran last), and where it is.
