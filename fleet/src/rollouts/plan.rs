@@ -119,7 +119,11 @@ pub fn plan(
             && compare_versions(&version, current).is_lt()
             && !rollout.spec.allow_downgrade
         {
-            downgrades.push(format!("{} runs {current}", node.info.name));
+            downgrades.push(format!(
+                "{} ({}) runs {current}",
+                node.info.name,
+                node.info.machine_id.chars().take(12).collect::<String>()
+            ));
         }
         // Defaults < placement < node, as OCM layers add-on configuration.
         let mut config = rollout

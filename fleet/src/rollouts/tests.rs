@@ -368,7 +368,7 @@ fn a_downgrade_is_refused_unless_allowed_and_the_dist_must_offer_the_version() {
     let error = plan(older.clone(), &[], &nodes, "u".into(), at(0))
         .unwrap_err()
         .to_string();
-    assert!(error.contains("node-1 runs 1.0.0"), "{error}");
+    assert!(error.contains("node-1 (id-node-1) runs 1.0.0"), "{error}");
     assert!(error.contains("allowDowngrade: true"), "{error}");
     let mut allowed = older;
     allowed.spec.allow_downgrade = true;

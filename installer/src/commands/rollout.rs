@@ -265,12 +265,13 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
             .and_then(|then| now.duration_since(then).ok())
             .map_or_else(|| "-".to_string(), |age| format!("{}s ago", age.as_secs()))
     };
-    let rows: Vec<[String; 7]> = record
+    let rows: Vec<[String; 8]> = record
         .targets
         .iter()
         .map(|target| {
             [
                 escape(&target.node),
+                target.machine_id.chars().take(12).collect(),
                 format!("{:?}", target.role).to_lowercase(),
                 target.group.clone().unwrap_or_else(|| "-".into()),
                 format!(
@@ -287,9 +288,9 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
     text.push_str(
         table::render(
             [
-                "NODE", "ROLE", "GROUP", "VERSION", "STATE", "SINCE", "MESSAGE",
+                "NODE", "MACHINE", "ROLE", "GROUP", "VERSION", "STATE", "SINCE", "MESSAGE",
             ],
-            [Align::Left; 7],
+            [Align::Left; 8],
             &rows,
         )
         .trim_end_matches('\n'),
