@@ -359,9 +359,10 @@ impl Shared {
     }
 
     fn answer(&self, peer: &Pin, address: &str, request: Request) -> Response {
+        // Throttled: a flood of crafted messages is told, not written out line by line.
         let refused = |reason: String| {
             self.log
-                .write(&format!("refused {address} (key {peer}): {reason}"));
+                .write_throttled(&format!("refused {address} (key {peer}): {reason}"));
             Response::Refused { reason }
         };
         if let Err(reason) = request.check() {
@@ -450,7 +451,7 @@ impl Shared {
                 ),
                 Err(reason) => {
                     self.log
-                        .write(&format!("refused {address} (key {peer}): {reason}"));
+                        .write_throttled(&format!("refused {address} (key {peer}): {reason}"));
                     return Response::NotRegistered { reason };
                 }
             }
