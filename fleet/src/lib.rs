@@ -123,6 +123,31 @@ pub trait JoinParams: Send + Sync {
     fn for_node(&self, primary: bool) -> anyhow::Result<Vec<(String, String)>>;
 }
 
+/// An exclusive `flock` of `path` (made if missing): waited for, or taken at once or refused
+/// with `wait: false`. The kernel lets go when the process ends, however it ends.
+pub(crate) fn lock_file(
+    path: &Path,
+    wait: bool,
+) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent)?;
+    }
+    let file = fs_err::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?
+        .into_parts()
+        .0;
+    let mode = if wait {
+        nix::fcntl::FlockArg::LockExclusive
+    } else {
+        nix::fcntl::FlockArg::LockExclusiveNonblock
+    };
+    nix::fcntl::Flock::lock(file, mode)
+        .map_err(|(_, errno)| anyhow::anyhow!("failed to lock {}: {errno}", path.display()))
+}
+
 /// `bytes` random bytes, as hex: tokens, machine ids, rollout ids.
 pub fn random_hex(bytes: usize) -> std::io::Result<String> {
     use std::io::Read as _;

@@ -60,21 +60,12 @@ pub fn serve(
     // Held while serving (a plain flock: the kernel lets go when the process dies), so
     // commands can tell whether the server runs.
     let path = serve_lock(paths);
-    fs_err::create_dir_all(&paths.dir)?;
-    let file = fs_err::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)?
-        .into_parts()
-        .0;
-    let _serving = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "berth fleet serve already runs on this node ({} is held)",
-                path.display()
-            )
-        })?;
+    let _serving = crate::lock_file(&path, false).map_err(|_| {
+        anyhow::anyhow!(
+            "berth fleet serve already runs on this node ({} is held)",
+            path.display()
+        )
+    })?;
     let identity = Identity::load_or_create(&paths.dir)?;
     let config = channel::server_config(&identity)?;
     let rollouts = Rollouts::new(paths);

@@ -138,17 +138,7 @@ impl Rollouts {
 
     /// An exclusive `flock`, waited for: the holders are short.
     fn lock(&self) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
-        fs_err::create_dir_all(&self.dir)?;
-        let path = self.dir.join(".lock");
-        let file = fs_err::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)?
-            .into_parts()
-            .0;
-        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, errno)| anyhow::anyhow!("failed to lock {}: {errno}", path.display()))
+        crate::lock_file(&self.dir.join(".lock"), true)
     }
 }
 

@@ -10,7 +10,7 @@ use anyhow::bail;
 use berth_formats::Sha256Digest;
 use berth_formats::fleet::NodeRecord;
 use berth_formats::rollout::{
-    Control, Direction, Rollout, RolloutRecord, RolloutState, TargetRecord, TargetState,
+    Control, Direction, Role, Rollout, RolloutRecord, RolloutState, TargetRecord, TargetState,
 };
 use berth_formats::versions::{VersionsFile, compare_versions};
 use serde_json::{Map, Value};
@@ -152,7 +152,7 @@ pub fn plan(
             previous_version: report.and_then(|report| report.current.clone()),
             previous_config_hash: report.and_then(|report| report.config_hash.clone()),
             config,
-            ..unstarted(node)
+            ..unstarted(&node.info.name, &node.info.machine_id, node.info.role)
         });
     }
     if !downgrades.is_empty() {
@@ -201,11 +201,11 @@ fn new_record(
 }
 
 /// A node of a rollout before anything happened to it.
-fn unstarted(node: &NodeRecord) -> TargetRecord {
+fn unstarted(node: &str, machine_id: &str, role: Role) -> TargetRecord {
     TargetRecord {
-        node: node.info.name.clone(),
-        machine_id: node.info.machine_id.clone(),
-        role: node.info.role,
+        node: node.to_string(),
+        machine_id: machine_id.to_string(),
+        role,
         group: None,
         placement: None,
         version: String::new(),
@@ -252,9 +252,6 @@ pub fn rollback(record: &RolloutRecord, now: SystemTime) -> anyhow::Result<Rollo
         .iter()
         .filter(|target| target.picked_up_at.is_some())
         .map(|target| TargetRecord {
-            node: target.node.clone(),
-            machine_id: target.machine_id.clone(),
-            role: target.role,
             version: target
                 .previous_version
                 .clone()
@@ -264,13 +261,7 @@ pub fn rollback(record: &RolloutRecord, now: SystemTime) -> anyhow::Result<Rollo
             previous_config_hash: Some(target.config_hash.clone()),
             group: target.group.clone(),
             placement: target.placement.clone(),
-            config: Map::new(),
-            state: TargetState::ToApply,
-            started_at: None,
-            picked_up_at: None,
-            succeeded_at: None,
-            finished_at: None,
-            message: String::new(),
+            ..unstarted(&target.node, &target.machine_id, target.role)
         })
         .collect();
     if targets.is_empty() {
