@@ -45,15 +45,6 @@ fn rollout_file_at(folder: &std::path::Path, name: &str, body: &str) -> String {
     path.to_str().unwrap().to_string()
 }
 
-/// The `key=value` words of a join command.
-fn param(command: &str, key: &str) -> String {
-    command
-        .split_whitespace()
-        .find_map(|word| word.trim_matches('\'').strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("no {key} in {command}"))
-        .to_string()
-}
-
 #[test]
 fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     let mut dist = TestDist::new();
@@ -81,9 +72,9 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         },
     );
     let (address, pin, token) = (
-        param(&command, "fleet-address"),
-        param(&command, "fleet-pin"),
-        param(&command, "fleet-token"),
+        join_param(&command, "fleet-address"),
+        join_param(&command, "fleet-pin"),
+        join_param(&command, "fleet-token"),
     );
     assert_eq!(address, format!("127.0.0.1:{port}"));
     assert!(command.contains("join-expires="), "{command}");
@@ -297,7 +288,7 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     // A node that joins with the control-plane command's parameters registers as it joins,
     // as a primary: that command alone carries the primary token.
     let control_plane = succeeded(&first.berth(&["join-command", "--airgap", "--control-plane"]));
-    let primary_token = param(&control_plane, "fleet-primary-token");
+    let primary_token = join_param(&control_plane, "fleet-primary-token");
     assert!(
         !command.contains("fleet-primary-token"),
         "a worker's command carries no primary token: {command}"
@@ -364,7 +355,10 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     );
     let again = succeeded(&first.berth(&["join-command", "--airgap"]));
     assert_eq!(
-        (param(&again, "fleet-pin"), param(&again, "fleet-token")),
+        (
+            join_param(&again, "fleet-pin"),
+            join_param(&again, "fleet-token")
+        ),
         (pin.clone(), token.clone())
     );
     assert_eq!(registered(&first).len(), 3);

@@ -88,14 +88,10 @@ fn a_registered_node_is_heard_through_a_flood_of_strangers() {
             command.contains("fleet-token=")
         },
     );
-    let param = |key: &str| {
-        command
-            .split_whitespace()
-            .find_map(|word| word.trim_matches('\'').strip_prefix(&format!("{key}=")))
-            .unwrap()
-            .to_string()
-    };
-    let (pin, token) = (param("fleet-pin"), param("fleet-token"));
+    let (pin, token) = (
+        join_param(&command, "fleet-pin"),
+        join_param(&command, "fleet-token"),
+    );
     let node = Node::new();
     succeeded(&node.install(&spec, &dist.url(), &[]));
     succeeded(&node.berth(&[

@@ -235,21 +235,26 @@ impl Shared {
         // Nothing to decide while every rollout is finished and no file changed.
         let modified = self.rollouts.modified();
         let idle = !self.records().iter().any(rollouts::unfinished);
-        {
+        let changed = {
             let mut seen = self
                 .seen
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if idle && *seen == Some(modified) {
+            let changed = *seen != Some(modified);
+            if idle && !changed {
                 return Ok(Duration::from_secs(1));
             }
             *seen = Some(modified);
+            changed
+        };
+        // A record turns damaged only when the files change: said then, not every second.
+        if changed {
+            for damaged in self.rollouts.load_all_reporting()?.1 {
+                self.log.write_throttled(&damaged);
+            }
         }
         let nodes: Vec<NodeRecord> = self.registry().nodes().cloned().collect();
         let now = SystemTime::now();
-        for damaged in self.rollouts.load_all_reporting()?.1 {
-            self.log.write_throttled(&damaged);
-        }
         self.rollouts.update(|records| {
             for record in records.iter_mut() {
                 self.decide(record, &nodes, now);

@@ -121,6 +121,15 @@ pub fn spawn_quietly(command: &mut Command) -> std::process::Child {
         .unwrap()
 }
 
+/// The value of `key` among the `key=value` words of a join command.
+pub fn join_param(command: &str, key: &str) -> String {
+    command
+        .split_whitespace()
+        .find_map(|word| word.trim_matches('\'').strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in {command}"))
+        .to_string()
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
