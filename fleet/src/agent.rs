@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, bail};
+use berth_formats::Sha256Digest;
 use berth_formats::fleet::{
     Action, MAX_MESSAGE, MAX_POLL_WAIT_MS, Outcome, Request, Response, Work,
 };
@@ -18,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::node::{
     NotRegistered, applied_hashes, exchange, first_node, local_addons, refusal, set_applied_hash,
 };
-use crate::{FleetPaths, Host, Upgrade, now};
+use crate::{FleetPaths, Host, Pin, Upgrade, now};
 
 /// `berth fleet agent`: reports this node's add-ons every `interval`, and between reports
 /// holds a poll open with the first node, so work starts the moment a rollout hands it out
@@ -182,6 +183,9 @@ fn work_folder(paths: &FleetPaths, id: &str) -> PathBuf {
 struct Before {
     version: Option<String>,
     config_hash: Option<String>,
+    /// The sha256 of its package: a rollback installs that package and no other.
+    #[serde(default)]
+    package_sha256: Option<Sha256Digest>,
 }
 
 impl Before {
@@ -224,49 +228,69 @@ fn execute(
     // work's own spec for it.
     let before_spec = folder.join(BEFORE_SPEC);
     if !before_spec.exists() {
+        let facts = host.addon(&work.addon).unwrap_or_default();
         let before = Before {
-            version: host
-                .addon(&work.addon)
-                .and_then(|facts| facts.current)
-                .map(|(version, _)| version),
+            version: facts.current.map(|(version, _)| version),
             config_hash: applied_hashes(paths).get(&work.addon).cloned(),
+            package_sha256: facts.package,
         };
         write(&folder.join(BEFORE), &serde_json::to_vec_pretty(&before)?)?;
         let spec = fs_err::read(&last.spec)?;
         write(&before_spec, &spec)?;
     }
     write(&folder.join(STARTED), now().as_bytes())?;
-    let (spec, downgrade) = match &work.action {
+    let path = folder.join("spec.yaml");
+    let before_text = fs_err::read_to_string(&before_spec)?;
+    let earlier;
+    let (spec, pin, downgrade) = match &work.action {
         Action::Apply {
             version,
             config,
+            package_sha256,
             allow_downgrade,
             ..
         } => {
-            let text = fs_err::read_to_string(&before_spec)?;
-            let path = folder.join("spec.yaml");
-            write(
-                &path,
-                with_addon(&text, &work.addon, version, config)?.as_bytes(),
-            )?;
-            (path, *allow_downgrade)
+            let pin = Pin {
+                addon: &work.addon,
+                version,
+                sha256: *package_sha256,
+            };
+            let spec = with_addon(&before_text, &work.addon, version, config)?;
+            (spec, pin, *allow_downgrade)
         }
-        Action::Restore { work: earlier } => {
-            berth_formats::name::check_plain("work id", earlier)?;
-            let earlier_spec = work_folder(paths, earlier).join(BEFORE_SPEC);
+        Action::Restore { work: earlier_work } => {
+            berth_formats::name::check_plain("work id", earlier_work)?;
+            let earlier_spec = work_folder(paths, earlier_work).join(BEFORE_SPEC);
             if !earlier_spec.exists() {
-                bail!("this node has no record of work {earlier}, so nothing to go back to");
+                bail!("this node has no record of work {earlier_work}, so nothing to go back to");
             }
-            let path = folder.join("spec.yaml");
-            let restored = with_addon_as_in(
-                &fs_err::read_to_string(&before_spec)?,
+            earlier = Before::load(paths, earlier_work).unwrap_or_default();
+            let (Some(version), Some(sha256)) = (&earlier.version, earlier.package_sha256) else {
+                bail!(
+                    "this node ran no verified package of {} before work {earlier_work}, so there is nothing to go back to",
+                    work.addon
+                );
+            };
+            let pin = Pin {
+                addon: &work.addon,
+                version,
+                sha256,
+            };
+            let spec = with_addon_as_in(
+                &before_text,
                 &fs_err::read_to_string(&earlier_spec)?,
                 &work.addon,
             )?;
-            write(&path, restored.as_bytes())?;
-            (path, true)
+            (spec, pin, true)
         }
     };
+    write(&path, spec.as_bytes())?;
+    // The run installs the pinned package, and the packages the node runs for the rest.
+    let lock_path = folder.join(berth_formats::lock::LOCK_FILE);
+    let lock = host
+        .lock(&path, &pin)
+        .context("failed to pin the packages of the upgrade")?;
+    write(&lock_path, &lock.to_bytes())?;
     let log = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
@@ -280,7 +304,8 @@ fn execute(
         Vec::new()
     };
     host.upgrade(Upgrade {
-        spec: &spec,
+        spec: &path,
+        lock: &lock_path,
         dist: &last.dist,
         allow_downgrade: downgrade,
         params: &params,

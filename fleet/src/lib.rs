@@ -23,7 +23,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use berth_formats::Sha256Digest;
 use berth_formats::fleet::AddonReport;
+use berth_formats::lock::Lock;
 
 /// Where the fleet keeps its files on a node.
 #[derive(Debug, Clone)]
@@ -60,6 +62,8 @@ pub struct LastRun {
 pub struct AddonFacts {
     /// The version in place, and when it was applied (RFC 3339).
     pub current: Option<(String, String)>,
+    /// The sha256 of the package in place.
+    pub package: Option<Sha256Digest>,
     /// The Progressing condition: its reason (`Succeeded`, `Failed`…), message and time.
     pub progressing: Option<Condition>,
 }
@@ -71,10 +75,21 @@ pub struct Condition {
     pub since: String,
 }
 
+/// The package a work's upgrade installs for the add-on it moves: the one the rollout pinned,
+/// or for a rollback the one the node ran before.
+#[derive(Debug, Clone)]
+pub struct Pin<'a> {
+    pub addon: &'a str,
+    pub version: &'a str,
+    pub sha256: Sha256Digest,
+}
+
 /// An upgrade the agent asks the node to run.
 #[derive(Debug)]
 pub struct Upgrade<'a> {
     pub spec: &'a Path,
+    /// The lock it runs with ([`Host::lock`]): no package byte comes from the dist's word.
+    pub lock: &'a Path,
     pub dist: &'a str,
     pub allow_downgrade: bool,
     /// The first node's join parameters, for a node that joined: secrets, so never on a
@@ -97,6 +112,10 @@ pub trait Host: Sync {
     fn addon(&self, name: &str) -> Option<AddonFacts>;
     /// Whether a run holds the node now.
     fn busy(&self) -> bool;
+    /// A lock for the spec at `spec`: `pin`'s add-on at its package, every other add-on at
+    /// the package the node runs (as its last lock or its records have it). Refused when the
+    /// spec asks for an add-on the node has no verified package of.
+    fn lock(&self, spec: &Path, pin: &Pin<'_>) -> anyhow::Result<Lock>;
     /// Runs the upgrade; `Ok(false)` when it ran and failed (its output is in the log).
     fn upgrade(&self, upgrade: Upgrade<'_>) -> anyhow::Result<bool>;
 }

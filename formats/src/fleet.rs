@@ -128,6 +128,9 @@ pub enum Action {
         config: serde_json::Map<String, serde_json::Value>,
         /// The hash of the version and configuration: the node reports it once applied.
         config_hash: String,
+        /// The sha256 of the version's package as the rollout pinned it: the node's upgrade
+        /// runs with a lock holding it, so the node's dist cannot hand it other bytes.
+        package_sha256: crate::Sha256Digest,
         /// The rollout allows a version older than the node runs.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         allow_downgrade: bool,

@@ -465,6 +465,12 @@ pub struct RolloutRecord {
     pub reason: String,
     pub applied_at: String,
     pub updated_at: String,
+    /// The sha256 of each version's package (`<addon>-<version>.tar.gz`) in the first node's
+    /// dist when the rollout was applied: its nodes install those bytes and no others,
+    /// whatever a dist holds by the time they run. Empty for a rollback, whose nodes go back
+    /// to the packages they kept digests of.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub packages: BTreeMap<String, crate::Sha256Digest>,
     pub targets: Vec<TargetRecord>,
 }
 

@@ -5,6 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use berth_fleet::rollouts;
 use berth_formats::fleet::{AddonReport, NodeInfo, NodeRecord, Outcome, Role};
+use berth_formats::Sha256Digest;
 use berth_formats::rollout::Rollout;
 
 fn node(number: usize) -> NodeRecord {
@@ -40,7 +41,11 @@ libfuzzer_sys::fuzz_target!(|text: &str| {
     };
     let nodes: Vec<NodeRecord> = (0..3).map(node).collect();
     let start = UNIX_EPOCH + Duration::from_secs(1_900_000_000);
-    let Ok(record) = rollouts::plan(rollout, &[], &nodes, "fuzz".into(), start) else {
+    let packages = rollouts::wanted_versions(&rollout)
+        .into_iter()
+        .map(|version| (version.to_string(), Sha256Digest::of(version.as_bytes())))
+        .collect();
+    let Ok(record) = rollouts::plan(rollout, &[], &nodes, "fuzz".into(), packages, start) else {
         return;
     };
     let mut records = vec![record];

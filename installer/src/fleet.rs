@@ -3,14 +3,17 @@
 //! health, the installer it ran last, its join parameters, and how to run an upgrade.
 
 use std::io::Write as _;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use berth_fleet::{
-    AddonFacts, Condition, FleetPaths, Host, JoinParams, LastRun, NewParam, Upgrade,
+    AddonFacts, Condition, FleetPaths, Host, JoinParams, LastRun, NewParam, Pin, Upgrade,
 };
 use berth_formats::fleet::AddonReport;
+use berth_formats::lock::{LOCK_SCHEMA_VERSION, Lock, LockedAddon};
+use berth_formats::spec::InstallerSpec;
 
 use crate::join::JoinStore;
 use crate::last_installer::LastInstaller;
@@ -87,6 +90,10 @@ impl Host for Node {
     fn addon(&self, name: &str) -> Option<AddonFacts> {
         let state = StateStore::new(self.layout.state_dir()).load(name).ok()?;
         Some(AddonFacts {
+            package: state
+                .current
+                .as_ref()
+                .map(|applied| applied.target.package_digest),
             current: state
                 .current
                 .map(|applied| (applied.target.version, applied.applied_at)),
@@ -102,6 +109,52 @@ impl Host for Node {
         NodeLock::is_held(&self.layout.lock_file())
     }
 
+    fn lock(&self, spec: &Path, pin: &Pin<'_>) -> anyhow::Result<Lock> {
+        let spec = InstallerSpec::load(spec)?;
+        // The last installer's lock pinned what the node runs for the sections a work leaves
+        // alone; a node installed without one has the digests it verified in its records.
+        let last_lock = match LastInstaller::load(&self.layout)?.and_then(|last| last.lock) {
+            Some(path) => Some(Lock::parse(
+                &path.display().to_string(),
+                &fs_err::read(&path)?,
+            )?),
+            None => None,
+        };
+        let store = StateStore::new(self.layout.state_dir());
+        let mut addons = Vec::with_capacity(spec.addons.len());
+        for name in spec.addons.keys() {
+            let locked = if *name == pin.addon {
+                LockedAddon {
+                    name: name.clone(),
+                    version: pin.version.to_string(),
+                    sha256: pin.sha256,
+                    index_sha256: None,
+                }
+            } else if let Some(locked) = last_lock.as_ref().and_then(|lock| lock.addon(name)) {
+                locked.clone()
+            } else {
+                let current = store.load(name).ok().and_then(|state| state.current);
+                let Some(current) = current else {
+                    anyhow::bail!(
+                        "this node's spec has {name}, which it has not installed, so it has no verified package of it to keep; run the node's installer again, then the rollout"
+                    );
+                };
+                LockedAddon {
+                    name: name.clone(),
+                    version: current.target.version,
+                    sha256: current.target.package_digest,
+                    index_sha256: None,
+                }
+            };
+            addons.push(locked);
+        }
+        Ok(Lock {
+            schema_version: LOCK_SCHEMA_VERSION,
+            id: spec.id(),
+            addons,
+        })
+    }
+
     /// `berth upgrade` in a process of its own, so a first node's coordinator killed never
     /// kills a run.
     fn upgrade(&self, upgrade: Upgrade<'_>) -> anyhow::Result<bool> {
@@ -112,6 +165,8 @@ impl Host for Node {
             .arg(self.layout.root())
             .arg("--spec")
             .arg(upgrade.spec)
+            .arg("--lock")
+            .arg(upgrade.lock)
             .arg("--dist")
             .arg(upgrade.dist)
             .stdout(upgrade.log.try_clone()?)

@@ -502,3 +502,118 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A fleet upgrade installs the package its rollout pinned when it was applied: a package and
+/// its `.sha256` replaced in the dist since are refused, and none of their hooks runs. The
+/// genuine package back, the rollout applied again goes through, and a rollback returns the
+/// node to the package it ran before, by the digest it kept.
+#[test]
+fn a_fleet_upgrade_installs_only_the_package_its_rollout_pinned() {
+    let mut dist = TestDist::new();
+    dist.addon("hello", "1.0.0", "function hello() { :; }\n");
+    let genuine = "function hello() { :; }\n";
+    let version_two = dist.addon("hello", "2.0.0", genuine);
+    let spec = dist.spec("hello.yaml", &[("hello", "version: 1.0.0")]);
+    let first = installed_node(&dist, &spec);
+    let address = format!("127.0.0.1:{}", free_port());
+    let mut server = spawn_quietly(
+        &mut first.command(&["fleet", "serve", "--listen", &address, "--name", "first"]),
+    );
+    let mut command = String::new();
+    wait_until(
+        "the fleet's join parameters",
+        Duration::from_secs(30),
+        || {
+            command = text(&first.berth(&["join-command", "--airgap"]).stdout);
+            command.contains("fleet-token=")
+        },
+    );
+    let second = installed_node(&dist, &spec);
+    succeeded(&second.berth(&[
+        "fleet",
+        "register",
+        "--first-node",
+        &address,
+        "--pin",
+        &join_param(&command, "fleet-pin"),
+        "--token",
+        &join_param(&command, "fleet-token"),
+        "--name",
+        "node-2",
+        "--label",
+        "canary=true",
+    ]));
+    succeeded(&second.berth(&["fleet", "report"]));
+    wait_until("node-2's report saved", Duration::from_secs(5), || {
+        registered(&first)["node-2"]["addons"][0]["current"] == "1.0.0"
+    });
+    let files = tempfile::tempdir().unwrap();
+    let rollout = rollout_file_at(
+        files.path(),
+        "pinned",
+        "  addon: hello\n  version: 2.0.0\n  placements: [{name: canaries, matchLabels: {canary: 'true'}}]\n",
+    );
+    let target = || -> serde_json::Value {
+        let records: Vec<serde_json::Value> = serde_json::from_slice(&succeeded_bytes(
+            &first.berth(&["rollout", "status", "pinned", "--json"]),
+        ))
+        .unwrap();
+        records[0]["targets"][0].clone()
+    };
+    let finished = || {
+        let state = target()["state"].clone();
+        state == "Failed" || state == "Succeeded"
+    };
+    succeeded(&first.berth(&["rollout", "apply", &rollout]));
+
+    // After the apply, someone who can write the dist swaps hello 2.0.0 and its .sha256.
+    let marker = files.path().join("tampered-hook-ran");
+    fs_err::write(
+        version_two.join("install.sh"),
+        format!("function hello() {{ touch '{}'; }}\n", marker.display()),
+    )
+    .unwrap();
+    dist.package(&version_two);
+    let mut agent = spawn_quietly(&mut second.command(&["fleet", "agent", "--interval", "1"]));
+    wait_until("node-2's work to end", Duration::from_secs(60), finished);
+    let failed_target = target();
+    assert_eq!(failed_target["state"], "Failed", "{failed_target:#}");
+    let message = failed_target["message"].as_str().unwrap();
+    assert!(
+        message.contains("does not match its expected digest"),
+        "{message}"
+    );
+    assert!(!marker.exists(), "the swapped package's hook ran");
+    assert_eq!(second.status()["hello"]["current"]["version"], "1.0.0");
+
+    // The genuine package back, the same rollout applied again installs it.
+    fs_err::write(version_two.join("install.sh"), genuine).unwrap();
+    dist.package(&version_two);
+    succeeded(&first.berth(&["rollout", "delete", "pinned"]));
+    succeeded(&first.berth(&["rollout", "apply", &rollout]));
+    wait_until("node-2's work to end", Duration::from_secs(60), finished);
+    assert_eq!(target()["state"], "Succeeded", "{:#}", target());
+    assert_eq!(second.status()["hello"]["current"]["version"], "2.0.0");
+    assert!(!marker.exists());
+
+    // Rolled back, node-2 runs hello 1.0.0 again, from the package whose digest it kept,
+    // though the dist's 1.0.0 has been swapped meanwhile.
+    let version_one = dist.addons.root().join("addons/hello/1.0.0");
+    fs_err::write(
+        version_one.join("install.sh"),
+        format!("function hello() {{ touch '{}'; }}\n", marker.display()),
+    )
+    .unwrap();
+    dist.package(&version_one);
+    succeeded(&first.berth(&["rollout", "rollback", "pinned"]));
+    wait_until("node-2 rolled back", Duration::from_secs(60), finished);
+    let rolled_back = target();
+    assert_eq!(rolled_back["state"], "Succeeded", "{rolled_back:#}");
+    assert_eq!(second.status()["hello"]["current"]["version"], "1.0.0");
+    assert!(!marker.exists(), "the swapped package's hook ran");
+
+    let _ = agent.kill();
+    let _ = agent.wait();
+    let _ = server.kill();
+    let _ = server.wait();
+}

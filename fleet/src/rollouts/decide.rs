@@ -263,10 +263,12 @@ pub fn work_for(
             .iter()
             .find(|target| is_node(target, machine) && target.state == TargetState::Running)?;
         let action = match record.direction {
+            // A record without the version's digest (plan never makes one) gives no work.
             Direction::Forward => Action::Apply {
                 version: target.version.clone(),
                 config: target.config.clone(),
                 config_hash: target.config_hash.clone(),
+                package_sha256: *record.packages.get(&target.version)?,
                 allow_downgrade: record.rollout.spec.allow_downgrade,
             },
             Direction::Rollback => Action::Restore {

@@ -20,7 +20,7 @@ use anyhow::{Context as _, bail};
 use berth_formats::rollout::{Control, RolloutRecord, RolloutState, TargetState};
 
 pub use decide::{has_work, mismatch, next_tick, progress, tick, work_for};
-pub use plan::{check_offered, config_hash, plan, rollback};
+pub use plan::{check_offered, config_hash, plan, rollback, wanted_versions};
 
 use crate::FleetPaths;
 

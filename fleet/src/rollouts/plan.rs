@@ -3,7 +3,7 @@
 //! add-on or version the dist does not offer, a downgrade not allowed). A rollback is the
 //! next generation of the same record, back to what each node ran before.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 use anyhow::bail;
@@ -23,6 +23,20 @@ pub fn config_hash(version: &str, config: &Map<String, Value>) -> String {
     Sha256Digest::of(&serde_json::to_vec(&value).expect("JSON")).to_string()
 }
 
+/// The versions a rollout moves nodes to: its own and its placements'.
+pub fn wanted_versions(rollout: &Rollout) -> BTreeSet<&str> {
+    std::iter::once(&rollout.spec.version)
+        .chain(
+            rollout
+                .spec
+                .placements
+                .iter()
+                .filter_map(|placement| placement.version.as_ref()),
+        )
+        .map(String::as_str)
+        .collect()
+}
+
 /// Refuses a rollout whose add-on, or one of whose versions, `versions` (the first node's
 /// dist) does not offer, naming what it offers.
 pub fn check_offered(rollout: &Rollout, versions: &VersionsFile, dist: &str) -> anyhow::Result<()> {
@@ -38,18 +52,11 @@ pub fn check_offered(rollout: &Rollout, versions: &VersionsFile, dist: &str) -> 
             names.join(", ")
         );
     };
-    let wanted = std::iter::once(&rollout.spec.version).chain(
-        rollout
-            .spec
-            .placements
-            .iter()
-            .filter_map(|placement| placement.version.as_ref()),
-    );
-    for version in wanted {
+    for version in wanted_versions(rollout) {
         if !offered
             .versions
             .iter()
-            .any(|entry| entry.version == *version)
+            .any(|entry| entry.version == version)
         {
             bail!(
                 "the dist {dist} offers no version {version} of {addon}; it offers: {}",
@@ -69,17 +76,24 @@ pub fn check_offered(rollout: &Rollout, versions: &VersionsFile, dist: &str) -> 
 /// with its version and layered configuration. Refused while another rollout of the same
 /// add-on, or an earlier generation of this one, still has nodes to move, and when it would
 /// move a node to an older version than it runs without `allowDowngrade`. `uid` makes its
-/// work ids new.
+/// work ids new; `packages` pins the package of each of [`wanted_versions`].
 pub fn plan(
     rollout: Rollout,
     records: &[RolloutRecord],
     nodes: &[NodeRecord],
     uid: String,
+    packages: BTreeMap<String, Sha256Digest>,
     now: SystemTime,
 ) -> anyhow::Result<RolloutRecord> {
     let name = &rollout.metadata.name;
     let addon = &rollout.spec.addon;
     rollout.strategy().map_err(anyhow::Error::msg)?;
+    if let Some(version) = wanted_versions(&rollout)
+        .into_iter()
+        .find(|version| !packages.contains_key(*version))
+    {
+        bail!("rollout {name}: no package digest was pinned for {addon} {version}");
+    }
     for record in records {
         if record.rollout.spec.addon == *addon && unfinished(record) {
             bail!(
@@ -171,6 +185,7 @@ pub fn plan(
         uid,
         generation,
         Direction::Forward,
+        packages,
         targets,
         now,
     ))
@@ -182,6 +197,7 @@ fn new_record(
     uid: String,
     generation: u32,
     direction: Direction,
+    packages: BTreeMap<String, Sha256Digest>,
     targets: Vec<TargetRecord>,
     now: SystemTime,
 ) -> RolloutRecord {
@@ -196,6 +212,7 @@ fn new_record(
         reason: String::new(),
         applied_at: now.clone(),
         updated_at: now,
+        packages,
         targets,
     }
 }
@@ -272,6 +289,7 @@ pub fn rollback(record: &RolloutRecord, now: SystemTime) -> anyhow::Result<Rollo
         record.uid.clone(),
         record.generation + 1,
         Direction::Rollback,
+        BTreeMap::new(),
         targets,
         now,
     ))

@@ -1,5 +1,7 @@
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use berth_formats::Sha256Digest;
 use berth_formats::fleet::{Action, AddonReport, NodeInfo, NodeRecord, Outcome, Role};
 use berth_formats::rollout::Rollout;
 use serde_json::{Map, Value};
@@ -59,6 +61,25 @@ fn rollout(body: &str) -> Rollout {
         "apiVersion: berth/v1alpha1\nkind: Rollout\nmetadata: {{name: demo-2}}\nspec:\n  addon: demo\n  version: 2.0.0\n{body}"
     );
     Rollout::parse("rollout.yaml", &text).unwrap()
+}
+
+/// [`super::plan`], with a digest made up for each version the rollout wants.
+fn plan(
+    rollout: Rollout,
+    records: &[RolloutRecord],
+    nodes: &[NodeRecord],
+    uid: String,
+    now: SystemTime,
+) -> anyhow::Result<RolloutRecord> {
+    let packages = pins(&rollout);
+    super::plan(rollout, records, nodes, uid, packages, now)
+}
+
+fn pins(rollout: &Rollout) -> BTreeMap<String, Sha256Digest> {
+    wanted_versions(rollout)
+        .into_iter()
+        .map(|version| (version.to_string(), Sha256Digest::of(version.as_bytes())))
+        .collect()
 }
 
 fn at(seconds: u64) -> SystemTime {
@@ -372,19 +393,30 @@ fn a_downgrade_is_refused_unless_allowed_and_the_dist_must_offer_the_version() {
     assert!(error.contains("allowDowngrade: true"), "{error}");
     let mut allowed = older;
     allowed.spec.allow_downgrade = true;
-    let record = plan(allowed, &[], &nodes, "u".into(), at(0)).unwrap();
+    let record = plan(allowed.clone(), &[], &nodes, "u".into(), at(0)).unwrap();
     let mut records = vec![record];
     tick(&mut records[0], &nodes, at(0));
     let work = work_for(&records, "id-node-1", &[]).unwrap();
+    // The work carries the package the rollout pinned for its version.
+    let pinned = Sha256Digest::of(b"0.9.0");
     assert!(
         matches!(
             work.action,
             Action::Apply {
                 allow_downgrade: true,
+                package_sha256,
                 ..
-            }
+            } if package_sha256 == pinned
         ),
         "{work:?}"
+    );
+    // A version without a pinned package is no rollout.
+    let error = super::plan(allowed, &[], &nodes, "u".into(), BTreeMap::new(), at(0))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        "rollout back: no package digest was pinned for demo 0.9.0"
     );
 
     let versions = berth_formats::versions::VersionsFile::parse(

@@ -2,6 +2,7 @@
 //! watch, pause, resume, abort or roll back what it does. The serving first node (`berth
 //! fleet serve`) carries each rollout out; these commands change its records under their lock.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -12,6 +13,8 @@ use berth::layout::Layout;
 use berth_fleet::first_node;
 use berth_fleet::log::escape;
 use berth_fleet::rollouts::{self, Rollouts};
+use berth_formats::Sha256Digest;
+use berth_formats::package_index::package_file_name;
 use berth_formats::rollout::{Control, Direction, Rollout, RolloutRecord, TargetState};
 use berth_formats::table::{self, Align};
 
@@ -81,11 +84,12 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
             let text = read_bounded(&file)?;
             let rollout = Rollout::parse(&file.display().to_string(), &text)?;
             let (versions, dist) = offered_versions(&layout)?;
-            rollouts::check_offered(&rollout, &versions, &dist)?;
+            rollouts::check_offered(&rollout, &versions, &dist.argument())?;
+            let packages = pinned_packages(&rollout, &dist)?;
             let nodes = first_node::nodes(&fleet, &Node::new(&layout))?;
             let uid = berth_fleet::random_hex(4)?;
             let record = Rollouts::new(&fleet).update(|records| {
-                let record = rollouts::plan(rollout, records, &nodes, uid, now)?;
+                let record = rollouts::plan(rollout, records, &nodes, uid, packages, now)?;
                 records.retain(|old| old.rollout.metadata.name != record.rollout.metadata.name);
                 records.push(record.clone());
                 Ok(record)
@@ -197,10 +201,10 @@ fn require_serving(fleet: &berth_fleet::FleetPaths, what: &str) -> anyhow::Resul
     Ok(())
 }
 
-/// What this node's dist offers (the dist of the installer it ran last), and where it is.
+/// What this node's dist offers (the dist of the installer it ran last), and the dist.
 fn offered_versions(
     layout: &Layout,
-) -> anyhow::Result<(berth_formats::versions::VersionsFile, String)> {
+) -> anyhow::Result<(berth_formats::versions::VersionsFile, berth::dist::Dist)> {
     let last = berth::last_installer::LastInstaller::load(layout)?.context(
         "this node has run no installer, so there is no dist to check the rollout against; install it first",
     )?;
@@ -210,7 +214,29 @@ fn offered_versions(
         .read(berth_formats::versions::VERSIONS_FILE)
         .with_context(|| format!("failed to read what the dist offers ({location})"))?;
     let versions = berth_formats::versions::VersionsFile::parse(&location, &bytes)?;
-    Ok((versions, last.dist.clone()))
+    Ok((versions, dist))
+}
+
+/// The sha256 of each package the rollout installs, as this node's dist publishes it now:
+/// pinned in the rollout's record, so that no node installs other bytes.
+fn pinned_packages(
+    rollout: &Rollout,
+    dist: &berth::dist::Dist,
+) -> anyhow::Result<BTreeMap<String, Sha256Digest>> {
+    let addon = &rollout.spec.addon;
+    rollouts::wanted_versions(rollout)
+        .into_iter()
+        .map(|version| {
+            let file = package_file_name(addon, version);
+            let digest = dist.checksum(&file).with_context(|| {
+                format!(
+                    "failed to pin the package of {addon} {version} (its .sha256 in {})",
+                    dist.argument()
+                )
+            })?;
+            Ok((version.to_string(), digest))
+        })
+        .collect()
 }
 
 /// Reads a rollout file, refusing one larger than a rollout can be.
