@@ -106,7 +106,10 @@ pub fn escape(text: &str) -> String {
             escaped.push_str(&format!("… ({} bytes in all)", text.len()));
             break;
         }
-        if character.is_control() {
+        // Bidirectional overrides escaped too: they reorder what a terminal shows.
+        if character.is_control()
+            || matches!(character, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
             escaped.extend(character.escape_default());
         } else {
             escaped.push(character);
@@ -122,8 +125,8 @@ mod tests {
     #[test]
     fn peer_text_stays_on_one_short_line_and_the_file_rotates() {
         assert_eq!(
-            escape("a\nforged 2026 line\u{1b}[2J"),
-            "a\\nforged 2026 line\\u{1b}[2J"
+            escape("a\nforged 2026 line\u{1b}[2J\u{9b}31m\u{202e}"),
+            "a\\nforged 2026 line\\u{1b}[2J\\u{9b}31m\\u{202e}"
         );
         let long = escape(&"x".repeat(1 << 20));
         assert!(long.len() < MAX_LINE + 64, "{}", long.len());

@@ -245,17 +245,13 @@ impl JoinParams for JoinFile {
 
     fn current(&self, key: &str) -> anyhow::Result<Option<String>> {
         let file = self.store.load()?;
-        let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-        Ok(file
-            .params
-            .get(key)
-            .filter(|param| {
-                param
-                    .expires_at
-                    .as_deref()
-                    .is_none_or(|expires| expires > now.as_str())
-            })
-            .map(|param| param.value.clone()))
+        let Some(param) = file.params.get(key) else {
+            return Ok(None);
+        };
+        let live = param
+            .expiry()?
+            .is_none_or(|expires| expires > SystemTime::now());
+        Ok(live.then(|| param.value.clone()))
     }
 
     fn for_node(&self, primary: bool) -> anyhow::Result<Vec<(String, String)>> {

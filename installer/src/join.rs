@@ -45,6 +45,21 @@ pub struct JoinParam {
     pub expires_at: Option<String>,
 }
 
+impl JoinParam {
+    /// When it expires (`None` for a parameter that does not); an unreadable time is an
+    /// error, never taken for one still to come.
+    pub fn expiry(&self) -> Result<Option<SystemTime>, JoinError> {
+        self.expires_at
+            .as_deref()
+            .map(|expires_at| {
+                humantime::parse_rfc3339(expires_at).map_err(|_| JoinError::BadExpiry {
+                    value: expires_at.into(),
+                })
+            })
+            .transpose()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
     #[error("failed to read {path}")]
@@ -232,14 +247,10 @@ pub fn join_params(
     let mut expired = Vec::new();
     let mut earliest: Option<SystemTime> = None;
     for (key, param) in &chosen {
-        if let Some(expires_at) = param.expires_at.as_deref() {
-            let Ok(time) = humantime::parse_rfc3339(expires_at) else {
-                return Err(JoinError::BadExpiry {
-                    value: expires_at.into(),
-                });
-            };
+        if let Some(time) = param.expiry()? {
             if time <= now {
-                expired.push(((*key).clone(), expires_at.to_string()));
+                let at = param.expires_at.clone().unwrap_or_default();
+                expired.push(((*key).clone(), at));
             }
             earliest = Some(earliest.map_or(time, |earliest| earliest.min(time)));
         }
@@ -338,6 +349,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = JoinStore::new(dir.path().join("join.json"));
         (dir, store)
+    }
+
+    #[test]
+    fn an_unreadable_expiry_is_an_error_not_a_time_to_come() {
+        let param = |expires_at: Option<&str>| JoinParam {
+            value: "s3cr3t".into(),
+            secret: true,
+            control_plane: false,
+            set_at: String::new(),
+            expires_at: expires_at.map(str::to_string),
+        };
+        assert!(matches!(
+            param(Some("zzzz")).expiry(),
+            Err(JoinError::BadExpiry { .. })
+        ));
+        assert_eq!(param(None).expiry().unwrap(), None);
+        assert!(param(Some("2026-01-01T00:00:00Z")).expiry().unwrap().is_some());
     }
 
     #[test]

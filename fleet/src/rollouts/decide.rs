@@ -27,7 +27,7 @@ fn strategy_of(record: &RolloutRecord) -> Strategy {
 
 /// Whether `target` is the node with machine id `machine` (records from before machine ids
 /// name the node alone).
-fn is_node(target: &TargetRecord, machine: &str) -> bool {
+pub fn is_node(target: &TargetRecord, machine: &str) -> bool {
     if target.machine_id.is_empty() {
         target.node == machine
     } else {

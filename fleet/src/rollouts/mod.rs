@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, bail};
 use berth_formats::rollout::{Control, RolloutRecord, RolloutState, TargetState};
 
-pub use decide::{has_work, mismatch, next_tick, progress, tick, work_for};
+pub use decide::{has_work, is_node, mismatch, next_tick, progress, tick, work_for};
 pub use plan::{check_offered, config_hash, plan, rollback, wanted_versions};
 
 use crate::FleetPaths;

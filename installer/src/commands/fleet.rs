@@ -11,7 +11,8 @@ use berth::layout::Layout;
 use berth_fleet::channel::Pin;
 use berth_fleet::log::escape;
 use berth_fleet::{first_node, node};
-use berth_formats::fleet::{NodeInfo, Role};
+use berth_formats::fleet::{NodeInfo, NodeRecord, Role};
+use berth_formats::rollout::{RolloutRecord, TargetRecord};
 use berth_formats::table::{self, Align};
 
 use crate::RootArgs;
@@ -201,31 +202,18 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
     let serving = first_node::check_first_node(&fleet)?;
     let records = first_node::nodes(&fleet, &Node::new(&layout))?;
     let rollouts = berth_fleet::rollouts::Rollouts::new(&fleet).load_all()?;
-    // What the newest rollout of each add-on wants of a node: OCM's desired version and
-    // config hash, beside the node's own current version and last-applied hash.
-    let desired = |node: &str, addon: &str| {
-        rollouts
-            .iter()
-            .filter(|record| record.rollout.spec.addon == addon)
-            .max_by(|left, right| left.applied_at.cmp(&right.applied_at))
-            .and_then(|record| {
-                let target = record.targets.iter().find(|target| target.node == node)?;
-                Some((record, target))
-            })
-    };
     if serving == first_node::Serving::Stopped {
         eprintln!("{}", NOT_SERVING);
     }
     if args.json {
         let mut value = serde_json::to_value(&records)?;
-        for node in value.as_array_mut().into_iter().flatten() {
-            let name = node["name"].as_str().unwrap_or_default().to_string();
+        for (node, record) in value.as_array_mut().into_iter().flatten().zip(&records) {
             for addon in node["addons"].as_array_mut().into_iter().flatten() {
                 let addon_name = addon["name"].as_str().unwrap_or_default().to_string();
-                if let Some((record, target)) = desired(&name, &addon_name) {
+                if let Some((rollout, target)) = desired(&rollouts, record, &addon_name) {
                     addon["rollout"] = serde_json::json!({
-                        "name": record.rollout.metadata.name,
-                        "generation": record.generation,
+                        "name": rollout.rollout.metadata.name,
+                        "generation": rollout.generation,
                         "desiredVersion": target.version,
                         "desiredConfigHash": target.config_hash,
                         "state": target.state,
@@ -236,6 +224,34 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
         show!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(ExitCode::SUCCESS);
     }
+    show!("{}", nodes_table(&records, &rollouts));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the newest rollout of `addon` wants of `node`: OCM's desired version and config hash,
+/// beside the node's own current version and last-applied hash. Nodes are told apart by
+/// machine id: two may share a name.
+fn desired<'a>(
+    rollouts: &'a [RolloutRecord],
+    node: &NodeRecord,
+    addon: &str,
+) -> Option<(&'a RolloutRecord, &'a TargetRecord)> {
+    rollouts
+        .iter()
+        .filter(|record| record.rollout.spec.addon == addon)
+        .max_by(|left, right| left.applied_at.cmp(&right.applied_at))
+        .and_then(|record| {
+            let target = record
+                .targets
+                .iter()
+                .find(|target| berth_fleet::rollouts::is_node(target, &node.info.machine_id))?;
+            Some((record, target))
+        })
+}
+
+/// The nodes as a table, one row each. What nodes sent is shown escaped: no terminal escape
+/// of theirs reaches the screen.
+fn nodes_table(records: &[NodeRecord], rollouts: &[RolloutRecord]) -> String {
     let rows: Vec<[String; 7]> = records
         .iter()
         .map(|record| {
@@ -254,7 +270,7 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
                         (Some(true), _) => " Available",
                         _ => "",
                     };
-                    let wanted = desired(&record.info.name, &addon.name)
+                    let wanted = desired(rollouts, record, &addon.name)
                         .filter(|(_, target)| {
                             addon.current.as_deref() != Some(target.version.as_str())
                         })
@@ -269,13 +285,12 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
                 })
                 .collect();
             let seen = first_node::age(&record.last_contact).map_or_else(
-                || record.last_contact.clone(),
+                || escape(&record.last_contact),
                 |age| format!("{}s ago", age.as_secs()),
             );
-            // What nodes sent is shown escaped: no terminal escape of theirs reaches the screen.
             [
                 escape(&record.info.name),
-                record.info.machine_id.chars().take(12).collect(),
+                escape(&record.info.machine_id.chars().take(12).collect::<String>()),
                 format!("{:?}", record.info.role).to_lowercase(),
                 escape(&record.info.address),
                 escape(&labels.join(",")),
@@ -284,25 +299,69 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
             ]
         })
         .collect();
-    show!(
-        "{}",
-        table::render(
-            [
-                "NAME",
-                "MACHINE",
-                "ROLE",
-                "ADDRESS",
-                "LABELS",
-                "LAST CONTACT",
-                "ADD-ONS"
-            ],
-            [Align::Left; 7],
-            &rows
-        )
-        .trim_end_matches('\n')
-    );
-    Ok(ExitCode::SUCCESS)
+    table::render(
+        [
+            "NAME",
+            "MACHINE",
+            "ROLE",
+            "ADDRESS",
+            "LABELS",
+            "LAST CONTACT",
+            "ADD-ONS",
+        ],
+        [Align::Left; 7],
+        &rows,
+    )
+    .trim_end_matches('\n')
+    .to_string()
 }
 
 /// Said on standard error where the first node's server is stopped.
 pub const NOT_SERVING: &str = "warning: `berth fleet serve` is not running on this node: no rollout moves and no node is heard until it is started again";
+
+#[cfg(test)]
+mod tests {
+    use berth_formats::fleet::AddonReport;
+
+    use super::*;
+
+    /// A node's labels, address and add-on report reach `berth nodes` escaped: no byte of a
+    /// terminal escape, a bidirectional override or a line break of its own.
+    #[test]
+    fn the_nodes_table_escapes_what_nodes_sent() {
+        let node = NodeRecord {
+            info: NodeInfo {
+                name: "node-2".into(),
+                machine_id: "m2\u{1b}[8m".into(),
+                role: Role::Secondary,
+                labels: [("zone".to_string(), "edge\u{1b}[2J".to_string())].into(),
+                address: "10.0.0.2\u{1b}]0;owned\u{7}".into(),
+            },
+            pin: String::new(),
+            seen_from: String::new(),
+            registered_at: String::new(),
+            last_contact: "yesterday\r".into(),
+            addons: vec![AddonReport {
+                name: "demo".into(),
+                desired: None,
+                current: Some("1.0.0\n9.9.9".into()),
+                last: None,
+                progressing: "Succeeded\u{9b}31m\u{202e}".into(),
+                available: None,
+                degraded: None,
+                config_hash: None,
+                node_config: Default::default(),
+            }],
+        };
+        let table = nodes_table(&[node], &[]);
+        assert!(
+            !table
+                .chars()
+                .any(|character| (character.is_control() && character != '\n')
+                    || character == '\u{202e}'),
+            "{table:?}"
+        );
+        assert_eq!(table.lines().count(), 2, "{table}");
+        assert!(table.contains("edge\\u{1b}[2J"), "{table}");
+    }
+}

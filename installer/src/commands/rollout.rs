@@ -283,7 +283,7 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
         count(TargetState::ToApply),
     );
     if !record.reason.is_empty() {
-        text.push_str(&format!("{}\n", record.reason));
+        text.push_str(&format!("{}\n", escape(&record.reason)));
     }
     let ago = |time: &Option<String>| {
         time.as_deref()
@@ -299,7 +299,7 @@ fn render(record: &RolloutRecord, now: SystemTime) -> String {
                 escape(&target.node),
                 target.machine_id.chars().take(12).collect(),
                 format!("{:?}", target.role).to_lowercase(),
-                target.group.clone().unwrap_or_else(|| "-".into()),
+                escape(target.group.as_deref().unwrap_or("-")),
                 format!(
                     "{} -> {}",
                     target.previous_version.as_deref().unwrap_or("-"),
@@ -338,5 +338,61 @@ fn summary(message: &str) -> String {
         lines.join(": ")
     } else {
         format!("{}: …: {}", lines[0], lines[lines.len() - 2..].join(": "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_formats::Sha256Digest;
+    use berth_formats::fleet::{NodeInfo, NodeRecord, Role};
+
+    use super::*;
+
+    /// What a node sends (its run's failure message) reaches the table escaped: no byte of a
+    /// terminal escape, a bidirectional override or a line break of its own.
+    #[test]
+    fn the_status_table_escapes_what_nodes_sent() {
+        let rollout = Rollout::parse(
+            "rollout.yaml",
+            "apiVersion: berth/v1alpha1\nkind: Rollout\nmetadata: {name: demo-2}\nspec: {addon: demo, version: 2.0.0}\n",
+        )
+        .unwrap();
+        let node = NodeRecord {
+            info: NodeInfo {
+                name: "node-2".into(),
+                machine_id: "m2".into(),
+                role: Role::Secondary,
+                labels: Default::default(),
+                address: String::new(),
+            },
+            pin: String::new(),
+            seen_from: String::new(),
+            registered_at: String::new(),
+            last_contact: String::new(),
+            addons: Vec::new(),
+        };
+        let packages = BTreeMap::from([("2.0.0".to_string(), Sha256Digest::of(b"2.0.0"))]);
+        let mut record = rollouts::plan(
+            rollout,
+            &[],
+            &[node],
+            "u".into(),
+            packages,
+            SystemTime::now(),
+        )
+        .unwrap();
+        record.targets[0].state = TargetState::Failed;
+        record.targets[0].message =
+            "hook failed\u{1b}[2J\u{1b}]0;owned\u{7}\nlast line \u{9b}31m\u{202e}txt.exe".into();
+        let table = render(&record, SystemTime::now());
+        assert!(
+            !table
+                .chars()
+                .any(|character| (character.is_control() && character != '\n')
+                    || character == '\u{202e}'),
+            "{table:?}"
+        );
+        assert!(table.contains("hook failed\\u{1b}[2J"), "{table}");
+        assert_eq!(table.lines().count(), 4, "{table}");
     }
 }
