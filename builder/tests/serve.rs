@@ -954,12 +954,17 @@ fn operator_values_are_quoted_in_the_scripts() {
 
 /// The README's own command for posting a spec, taken from the README.
 fn readme_post_command() -> String {
+    readme_line(|line| line.starts_with("url=$(curl") && line.contains("@examples/demo.yaml"))
+}
+
+/// The README's first line that `wanted` picks.
+fn readme_line(wanted: impl Fn(&str) -> bool) -> String {
     let readme =
         fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
     readme
         .lines()
-        .find(|line| line.starts_with("url=$(curl") && line.contains("@examples/demo.yaml"))
-        .expect("the README's quick start posts examples/demo.yaml")
+        .find(|line| wanted(line))
+        .expect("the README's quick start posts examples/demo.yaml, then runs what it answers")
         .to_string()
 }
 
@@ -981,6 +986,25 @@ fn the_readmes_post_shows_why_a_spec_is_refused() {
     assert!(
         all.contains("unknown add-on `nothere`"),
         "the user sees the server's reason: {all}"
+    );
+    // The README's next line, the install, then fails rather than running an empty script
+    // (`cat` stands in for `sudo bash`).
+    let install =
+        readme_line(|line| line.starts_with("curl -fsSL \"${url")).replace("sudo bash", "cat");
+    let pipefail = readme_line(|line| line.starts_with("set -o pipefail"));
+    let output = Command::new("bash")
+        .args(["-c", &format!("{pipefail}\n{command}\n{install}")])
+        .output()
+        .unwrap();
+    assert!(
+        !output.status.success(),
+        "the install goes on after a refusal: {}",
+        text(&output.stderr)
+    );
+    assert!(
+        text(&output.stderr).contains("the spec was refused"),
+        "{}",
+        text(&output.stderr)
     );
 
     // The same command with a good spec prints nothing and leaves the URL in $url.

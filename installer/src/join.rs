@@ -365,7 +365,12 @@ mod tests {
             Err(JoinError::BadExpiry { .. })
         ));
         assert_eq!(param(None).expiry().unwrap(), None);
-        assert!(param(Some("2026-01-01T00:00:00Z")).expiry().unwrap().is_some());
+        assert!(
+            param(Some("2026-01-01T00:00:00Z"))
+                .expiry()
+                .unwrap()
+                .is_some()
+        );
     }
 
     #[test]

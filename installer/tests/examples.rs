@@ -221,3 +221,40 @@ fn reset_removes_only_images_berth_imported_and_no_container_uses() {
     succeeded(&third.berth(&["reset"]));
     assert!(!listed(), "the importing node's reset left its image");
 }
+
+/// Every Installer spec under `examples/` plans against a dist of the repository's own
+/// add-ons: the README's installers are never refused for a field they name.
+#[test]
+fn every_example_spec_plans_against_the_repository_addons() {
+    let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    let names: Vec<String> = fs_err::read_dir(repository.join("addons"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (_, dist) = TestDist::examples(&names);
+    let mut examples: Vec<_> = fs_err::read_dir(repository.join("examples"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "yaml")
+        })
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 3, "{examples:?}");
+    for example in &examples {
+        let node = Node::new();
+        let output = node.berth(&[
+            "plan",
+            "--spec",
+            example.to_str().unwrap(),
+            "--dist",
+            &dist.url(),
+        ]);
+        let said = succeeded(&output);
+        assert!(said.contains("Install"), "{}: {said}", example.display());
+    }
+}

@@ -4,7 +4,7 @@
 # unit where systemd runs and directly where it does not. Joining nodes are pointed at it:
 # their containerd pulls from it over plain HTTP.
 #
-# Spec fields: registry.port (default 5000).
+# Spec fields: registry.publishPort (default 5000), as kURL names it.
 
 REGISTRY_UNIT=/etc/systemd/system/berth-registry.service
 REGISTRY_HOSTS_DIR=/etc/containerd/certs.d
@@ -17,10 +17,10 @@ function registry_preflight() {
     local port
     port=$(registry_port)
     if ! [[ "$port" =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then
-        bail "spec.registry.port is '$port'; give a port number from 1 to 65535"
+        bail "spec.registry.publishPort is '$port'; give a port number from 1 to 65535"
     fi
     if ! registry_running && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-        bail "port $port is in use on this node; set spec.registry.port to a free one"
+        bail "port $port is in use on this node; set spec.registry.publishPort to a free one"
     fi
 }
 
