@@ -5,7 +5,8 @@
 #
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
 # nothing); `allow-downgrade` (install and upgrade: let an add-on go back to the older
-# version the spec names); `yes` (kURL's: accept every prompt, ASSUME_YES=1);
+# version the spec names); `force-reapply` (run every add-on's hooks again, even one applied
+# as asked and healthy); `yes` (kURL's: accept every prompt, ASSUME_YES=1);
 # `key=value` pairs (`public-address=10.0.0.1`), which hooks see as environment variables
 # (PUBLIC_ADDRESS).
 #
@@ -34,6 +35,7 @@ berth_reject_words() {
 berth_airgap=0
 berth_plan_only=0
 berth_allow_downgrade=0
+berth_force_reapply=0
 berth_params=()
 berth_words=()
 for berth_argument in "$@"; do
@@ -41,6 +43,7 @@ for berth_argument in "$@"; do
         airgap) berth_airgap=1 ;;
         plan | dry-run | --dry-run) berth_plan_only=1 ;;
         allow-downgrade) berth_allow_downgrade=1 ;;
+        force-reapply) berth_force_reapply=1 ;;
         control-plane) berth_params+=("control-plane=1") ;;
         yes) berth_params+=("assume-yes=1") ;;
         *=*) berth_params+=("$berth_argument") ;;
@@ -128,6 +131,9 @@ berth_install_arguments=(
 )
 if [ "$berth_allow_downgrade" = 1 ]; then
     berth_install_arguments+=(--allow-downgrade)
+fi
+if [ "$berth_force_reapply" = 1 ]; then
+    berth_install_arguments+=(--force-reapply)
 fi
 if [ "$berth_airgap" = 1 ]; then
     berth_params+=(airgap=1)

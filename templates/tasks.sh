@@ -3,6 +3,7 @@
 {% include "common.sh" %}
 # tasks.sh TASK [key=value…]: the node's maintenance commands, by kURL's task names.
 [ "$berth_allow_downgrade" = 0 ] || berth_fail "allow-downgrade is for install.sh and upgrade.sh"
+[ "$berth_force_reapply" = 0 ] || berth_fail "force-reapply is for install.sh, join.sh and upgrade.sh"
 [ -n "${berth_words[0]:-}" ] || berth_fail "give a task: status, join-command (join_token [ha] [airgap]), reset"
 case "${berth_words[0]}" in
     status) exec "$berth_binary" status ;;

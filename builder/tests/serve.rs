@@ -1120,6 +1120,22 @@ fn a_downgrade_the_script_refuses_goes_through_with_allow_downgrade() {
     assert_eq!(status[0]["current"]["version"], "1.0.0", "{status}");
     assert_eq!(status[0]["last"]["version"], "2.0.0", "{status}");
 
+    // Run again, nothing is to do; with the script's force-reapply word, the hooks run again.
+    let again = run_script(&script(&older), root.path(), &[]);
+    assert!(
+        text(&again.stderr).contains("AlreadyApplied"),
+        "{}",
+        text(&again.stderr)
+    );
+    let forced = run_script(&script(&older), root.path(), &["force-reapply"]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    assert!(
+        text(&forced.stderr).contains("Reapply")
+            && text(&forced.stderr).contains("--force-reapply"),
+        "{}",
+        text(&forced.stderr)
+    );
+
     // A joining node takes the cluster's versions: the word is refused there.
     let join = curl(&["-fsSL", &format!("{older}/join.sh")]).stdout;
     let joined = run_script(

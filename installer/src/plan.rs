@@ -33,6 +33,11 @@ pub enum Decision {
         because: String,
     },
     AlreadyApplied,
+    /// Applied as asked, but its components are not healthy now: the install hooks run
+    /// again, as a re-run of kURL's installer would.
+    Repair {
+        because: String,
+    },
     /// An older version without permission: the run stops before touching anything.
     DowngradeRefused {
         from: String,
@@ -60,6 +65,7 @@ impl Decision {
             Decision::Reapply { .. } => "Reapply",
             Decision::Retry { .. } => "Retry",
             Decision::AlreadyApplied => "AlreadyApplied",
+            Decision::Repair { .. } => "Repair",
             Decision::DowngradeRefused { .. } => "DowngradeRefused",
             Decision::Rollback { .. } => "Rollback",
         }
@@ -87,6 +93,9 @@ impl fmt::Display for Decision {
                 write!(f, "{from} is installed; going back to an older version")
             }
             Decision::Reapply { because } | Decision::Retry { because } => write!(f, "{because}"),
+            Decision::Repair { because } => {
+                write!(f, "applied as asked, but not healthy: {because}")
+            }
             Decision::AlreadyApplied => write!(
                 f,
                 "applied with the same version, id, package and configuration"

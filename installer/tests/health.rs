@@ -33,7 +33,7 @@ fn status_line(node: &Node, name: &str) -> (String, String) {
 }
 
 #[test]
-fn a_killed_demo_container_degrades_demo_and_its_restart_makes_it_available_again() {
+fn a_killed_demo_container_degrades_demo_and_running_the_installer_again_repairs_it() {
     let containerd = Containerd::start();
     let (_, dist) = TestDist::examples(&["demo"]);
     let specs = tempfile::tempdir().unwrap();
@@ -93,13 +93,29 @@ fn a_killed_demo_container_degrades_demo_and_its_restart_makes_it_available_agai
         printed(&output)
     );
 
-    // Started again: Available, and both transitions are in the history.
-    ctr(&["tasks", "delete", &id]);
-    ctr(&["tasks", "start", "--detach", &id]);
-    wait_until(
-        "demo to be Available again",
-        Duration::from_secs(20),
-        || node.berth(&["health", "demo"]).status.success(),
+    // The installer run again repairs it: the plan says so and why, the run starts the
+    // container again, and both transitions are in the history.
+    let plan = printed(&node.berth(&[
+        "plan",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--dist",
+        &dist.url(),
+    ]));
+    assert!(
+        plan.contains("Repair") && plan.contains("not healthy: container"),
+        "{plan}"
+    );
+    assert_eq!(
+        node.decisions(&spec, &dist.url(), &[]),
+        [("demo".to_string(), "repair".to_string())]
+    );
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    succeeded(&node.berth(&["health", "demo"]));
+    // Healthy again, a run again has nothing to do.
+    assert_eq!(
+        node.decisions(&spec, &dist.url(), &[]),
+        [("demo".to_string(), "alreadyApplied".to_string())]
     );
     let history = node.status()["demo"]["health"]["history"].clone();
     let degraded: Vec<(String, String)> = history

@@ -171,12 +171,45 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             s3_override,
         });
     }
+    repair_unhealthy(&settings.layout, &mut planned);
     Ok(Plan {
         id,
         addons: planned,
         airgap: spec.airgap(),
         settings: spec.settings_sections(),
     })
+}
+
+/// An add-on applied as asked whose components are probed now and found down (not
+/// Available, or Degraded) is repaired: its hooks run again. Probes read; they change nothing.
+fn repair_unhealthy(layout: &Layout, planned: &mut [PlannedAddon]) {
+    let applied: Vec<_> = planned
+        .iter()
+        .filter(|addon| addon.decision == Decision::AlreadyApplied)
+        .map(|addon| addon.record.clone())
+        .collect();
+    if applied.is_empty() {
+        return;
+    }
+    let health = crate::health::check_all(layout, &applied, &crate::health::RuntimeOnce::new());
+    for addon in planned.iter_mut() {
+        let Some(record) = health.get(&addon.name) else {
+            continue;
+        };
+        if addon.decision != Decision::AlreadyApplied || (record.available() && !record.degraded())
+        {
+            continue;
+        }
+        let because = ["Available", "Degraded"]
+            .iter()
+            .filter_map(|kind| record.condition(kind))
+            .filter(|condition| !condition.message.is_empty())
+            .map(|condition| condition.message.clone())
+            .next()
+            .unwrap_or_else(|| "its components do not answer".to_string());
+        addon.decision = Decision::Repair { because };
+        addon.reason = addon.decision.to_string();
+    }
 }
 
 /// An add-on's exact version and package digest, from the lock or from versions.json.
