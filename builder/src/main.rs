@@ -213,3 +213,17 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod help_tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    /// Every argument of every command, to the deepest subcommand, says what it is.
+    #[test]
+    fn every_argument_has_help() {
+        let missing = berth_testgrid::undocumented(&Cli::command());
+        assert!(missing.is_empty(), "without help: {missing:#?}");
+    }
+}

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// `eprintln!` that never panics: a closed standard error (a terminal gone, a pipe whose
 /// reader quit) must not stop an install half-way.
@@ -44,7 +44,7 @@ enum Command {
     /// Install or update the add-ons of an Installer spec on this node.
     Install(commands::install::InstallArgs),
     /// Print what `install` would do for each add-on, and why; change nothing.
-    Plan(commands::install::InstallArgs),
+    Plan(commands::install::PlanArgs),
     /// Join this node to a cluster: fetch, load, preflight and each add-on's join hook, with
     /// the key=value parameters of the command the first node printed.
     Join(commands::install::JoinArgs),
@@ -58,6 +58,9 @@ enum Command {
     #[command(subcommand)]
     JoinParam(commands::join_command::JoinParamCommand),
     /// Run host preflights alone: HostPreflight FILEs, or those `install` would run for --spec.
+    #[command(
+        after_help = "Exit status, as troubleshoot's preflight: 0 every check passed, 2 a file or spec could not be read, 3 a check failed, 4 a check warned and none failed."
+    )]
     Preflight(commands::preflight::PreflightArgs),
     /// Go back to an add-on's previous version, from the packages kept on this node.
     Rollback(commands::rollback::RollbackArgs),
@@ -88,10 +91,17 @@ enum Command {
 
 fn main() -> ExitCode {
     let arguments = commands::kurl::arguments_under_kurls_name(std::env::args_os().collect());
-    let Cli { command } = Cli::parse_from(arguments);
+    // Only a plan or a preflight takes the installer the node ran last.
+    let require = commands::install::require_spec_and_dist;
+    let matches = Cli::command()
+        .mut_subcommand("install", require)
+        .mut_subcommand("join", require)
+        .mut_subcommand("upgrade", require)
+        .get_matches_from(arguments);
+    let Cli { command } = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let result = match command {
-        Command::Install(args) => commands::install::run(args, false),
-        Command::Plan(args) => commands::install::run(args, true),
+        Command::Install(args) => commands::install::run(args),
+        Command::Plan(args) => commands::install::plan(args),
         Command::Join(args) => commands::install::join(args),
         Command::Upgrade(args) => commands::install::upgrade(args),
         Command::JoinCommandLine(args) => commands::join_command::run(args),
@@ -118,5 +128,19 @@ fn main() -> ExitCode {
                 None => ExitCode::FAILURE,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    /// Every argument of every command, to the deepest subcommand, says what it is.
+    #[test]
+    fn every_argument_has_help() {
+        let missing = berth_testgrid::undocumented(&Cli::command());
+        assert!(missing.is_empty(), "without help: {missing:#?}");
     }
 }

@@ -77,14 +77,71 @@ fn a_node_with_nothing_installed_says_so() {
 }
 
 #[test]
-fn only_plan_takes_the_last_installer_by_default() {
+fn only_plan_and_preflight_take_the_last_installer_by_default() {
     let (_dist, node, _) = installed();
-    let install = failed(&node.berth(&["install"]));
+    for command in ["install", "join", "upgrade"] {
+        let refused = failed(&node.berth(&[command]));
+        assert!(
+            refused.contains("--spec <SPEC>") && refused.contains("--dist <DIST>"),
+            "{command}: {refused}"
+        );
+        // Its help says what it needs, not a default it does not take.
+        let help = succeeded(&node.berth(&[command, "--help"]));
+        assert!(help.contains("--spec <SPEC> --dist <DIST>"), "{help}");
+        assert!(!help.contains("ran last"), "{command}: {help}");
+    }
+    succeeded(&node.berth(&["plan"]));
+    // The installer's own host preflights (this machine may warn on its CPUs): the closing
+    // line says what the exit status means.
+    let preflight = node.berth(&["preflight"]);
+    let code = preflight.status.code().unwrap();
+    let meaning = match code {
+        0 => "no check failed or warned",
+        4 => "a check warned and none failed",
+        _ => panic!("{}", text(&preflight.stderr)),
+    };
+    let said = text(&preflight.stderr);
+    let closing = said.lines().last().unwrap_or_default();
     assert!(
-        install.contains("only `berth plan` takes the installer this node ran last"),
-        "{install}"
+        closing.contains("host preflights: ")
+            && closing.ends_with(&format!("exit {code}: {meaning}")),
+        "{said}"
     );
-    succeeded(&node.berth(&["install", "--dry-run"]));
+}
+
+/// Each command lists the flags it acts on: a plan none of the run's, a preflight none of the
+/// plan's decisions; and preflight's help says what its exit statuses mean.
+#[test]
+fn help_lists_only_the_flags_a_command_acts_on() {
+    let node = Node::new();
+    let plan = succeeded(&node.berth(&["plan", "--help"]));
+    for flag in [
+        "--dry-run",
+        "--hook-timeout",
+        "--health-timeout",
+        "--join-ttl",
+        "--scripts-url",
+    ] {
+        assert!(!plan.contains(flag), "plan lists {flag}: {plan}");
+    }
+    assert!(plan.contains("--force-reapply"), "{plan}");
+    let preflight = succeeded(&node.berth(&["preflight", "--help"]));
+    for flag in [
+        "--dry-run",
+        "--force-reapply",
+        "--allow-downgrade",
+        "--hook-timeout",
+        "--join-ttl",
+    ] {
+        assert!(
+            !preflight.contains(flag),
+            "preflight lists {flag}: {preflight}"
+        );
+    }
+    assert!(
+        preflight.contains("4 a check warned and none failed"),
+        "{preflight}"
+    );
 }
 
 #[test]

@@ -92,6 +92,17 @@ impl Report {
         }
     }
 
+    /// What [`Report::exit_code`] means, in words: the closing line of a run.
+    pub fn exit_meaning(&self) -> String {
+        let code = self.exit_code();
+        let meaning = match code {
+            EXIT_FAIL => "a check failed",
+            EXIT_WARN => "a check warned and none failed",
+            _ => "no check failed or warned",
+        };
+        format!("exit {code}: {meaning}")
+    }
+
     /// `3 passed, 1 warning, 0 failed, 2 without outcome`.
     pub fn summary(&self) -> String {
         format!(

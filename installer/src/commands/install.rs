@@ -21,8 +21,9 @@ use berth_formats::versions::VersionsError;
 use crate::RootArgs;
 use crate::commands::{HealthTimeout, HookTimeout, Stderr};
 
+/// The installer a command works on: its spec, its dist and lock, and what this run adds.
 #[derive(clap::Args)]
-pub struct InstallArgs {
+pub struct SpecArgs {
     /// The Installer spec (kind: Installer) [default: the installer this node ran last, with
     /// its lock].
     #[arg(long)]
@@ -47,18 +48,30 @@ pub struct InstallArgs {
     /// arguments may hold join secrets.
     #[arg(long)]
     params_from_stdin: bool,
-    /// Reapply every add-on, even those already applied as asked.
+    /// Print as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) root: RootArgs,
+}
+
+/// What a plan may decide beyond the rule.
+#[derive(clap::Args, Clone, Copy, Default)]
+pub struct DecisionArgs {
+    /// Reapply every add-on, even those already applied as asked and healthy.
     #[arg(long)]
     force_reapply: bool,
     /// Allow an add-on to go back to an older version.
     #[arg(long)]
     allow_downgrade: bool,
+}
+
+/// How a run that applies add-ons goes.
+#[derive(clap::Args, Clone)]
+pub struct RunArgs {
     /// Print the plan and stop (the same as `berth plan`).
     #[arg(long)]
     dry_run: bool,
-    /// Print the plan as JSON (with --dry-run or `berth plan`).
-    #[arg(long)]
-    pub(crate) json: bool,
     #[command(flatten)]
     hook_timeout: HookTimeout,
     #[command(flatten)]
@@ -70,8 +83,38 @@ pub struct InstallArgs {
     /// `berth join-command` prints a join command that fetches join.sh from there.
     #[arg(long, value_name = "URL")]
     scripts_url: Option<String>,
+}
+
+impl Default for RunArgs {
+    fn default() -> Self {
+        Self {
+            dry_run: false,
+            hook_timeout: HookTimeout::default(),
+            health_timeout: HealthTimeout::default(),
+            join_ttl: berth::join::DEFAULT_TTL,
+            scripts_url: None,
+        }
+    }
+}
+
+/// `berth plan`: the installer, and what its decisions may do.
+#[derive(clap::Args)]
+pub struct PlanArgs {
     #[command(flatten)]
-    pub(crate) root: RootArgs,
+    spec: SpecArgs,
+    #[command(flatten)]
+    decisions: DecisionArgs,
+}
+
+/// `berth install`: the installer (its spec and dist required), its decisions, its run.
+#[derive(clap::Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    spec: SpecArgs,
+    #[command(flatten)]
+    decisions: DecisionArgs,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 /// `berth join`: the install arguments, and the join command's `key=value` words.
@@ -85,15 +128,46 @@ pub struct JoinArgs {
     words: Vec<String>,
 }
 
-pub fn run(args: InstallArgs, plan_only: bool) -> anyhow::Result<ExitCode> {
-    let (source, settings) = settings(&args, Mode::Install, plan_only || args.dry_run)?;
-    execute(&args, &source, settings, plan_only)
+/// `--spec` and `--dist` are required where a command applies add-ons: only a plan or a
+/// preflight takes the installer the node ran last.
+pub fn require_spec_and_dist(command: clap::Command) -> clap::Command {
+    command
+        .mut_arg("spec", |arg| {
+            arg.required(true)
+                .help("The Installer spec (kind: Installer)")
+        })
+        .mut_arg("dist", |arg| {
+            arg.required(true)
+                .help("Where packages and versions.json are: a folder or an http(s):// URL")
+        })
+}
+
+pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let (source, settings) = settings(
+        &args.spec,
+        args.decisions,
+        &RunArgs::default(),
+        Mode::Install,
+        true,
+    )?;
+    execute(&args.spec, &RunArgs::default(), &source, settings, true)
+}
+
+pub fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let (source, settings) = settings(
+        &args.spec,
+        args.decisions,
+        &args.run,
+        Mode::Install,
+        args.run.dry_run,
+    )?;
+    execute(&args.spec, &args.run, &source, settings, false)
 }
 
 /// `berth upgrade`, what upgrade.sh runs: as kURL's upgrade, an install on the node that
 /// installed the cluster, and the join hooks on a node that joined it.
 pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
-    let layout = Layout::new(&args.install.root.root);
+    let layout = Layout::new(&args.install.spec.root.root);
     let joined = LastInstaller::load(&layout)?.is_some_and(|last| last.joined);
     if joined {
         return join(args);
@@ -101,17 +175,31 @@ pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
     if let Some(word) = args.words.iter().find(|word| !word.contains('=')) {
         bail!("`{word}`: this node installed the cluster; an upgrade takes only key=value pairs");
     }
-    let (source, mut settings) = settings(&args.install, Mode::Install, args.install.dry_run)?;
+    let install = &args.install;
+    let (source, mut settings) = settings(
+        &install.spec,
+        install.decisions,
+        &install.run,
+        Mode::Install,
+        install.run.dry_run,
+    )?;
     for word in &args.words {
         if let Some((key, value)) = word.split_once('=') {
             settings.params.push((key.to_string(), value.to_string()));
         }
     }
-    execute(&args.install, &source, settings, false)
+    execute(&install.spec, &install.run, &source, settings, false)
 }
 
 pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
-    let (source, mut settings) = settings(&args.install, Mode::Join, args.install.dry_run)?;
+    let install = &args.install;
+    let (source, mut settings) = settings(
+        &install.spec,
+        install.decisions,
+        &install.run,
+        Mode::Join,
+        install.run.dry_run,
+    )?;
     for word in &args.words {
         match word.split_once('=') {
             Some((key, value)) if !key.is_empty() => {
@@ -128,8 +216,8 @@ pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     }
     check_expiry(&mut settings.params)?;
     let (layout, params) = (settings.layout.clone(), settings.params.clone());
-    let code = execute(&args.install, &source, settings, false)?;
-    if code == ExitCode::SUCCESS && !args.install.dry_run {
+    let code = execute(&install.spec, &install.run, &source, settings, false)?;
+    if code == ExitCode::SUCCESS && !install.run.dry_run {
         let registered =
             berth_fleet::node::register_after_join(&berth::fleet::paths(&layout), &params)
                 .context(
@@ -144,12 +232,13 @@ pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn execute(
-    args: &InstallArgs,
+    args: &SpecArgs,
+    run: &RunArgs,
     source: &SpecSource,
     settings: RunSettings,
     plan_only: bool,
 ) -> anyhow::Result<ExitCode> {
-    if plan_only || args.dry_run {
+    if plan_only || run.dry_run {
         let plan = engine::plan(source, &settings)?;
         print_plan(&plan, args.json, &mut std::io::stdout())?;
         return Ok(if plan.refused().is_empty() {
@@ -174,7 +263,7 @@ fn execute(
     // Shown as a step: a closed standard error must not stop the install.
     let _ = print_plan(&plan, false, &mut std::io::stderr());
     JoinStore::new(settings.layout.join_file())
-        .record_installer(&plan.id, args.scripts_url.as_deref())?;
+        .record_installer(&plan.id, run.scripts_url.as_deref())?;
     // A plan that refuses to go on leaves the node on the installer it had.
     if plan.refused().is_empty() {
         LastInstaller::record(
@@ -216,7 +305,9 @@ fn record_refusal(settings: &RunSettings, error: &EngineError) -> anyhow::Result
 /// The run's settings from its arguments. A plan that changes nothing (`plan_only`) may leave
 /// out the spec and dist: it takes the installer the node ran last.
 pub(crate) fn settings(
-    args: &InstallArgs,
+    args: &SpecArgs,
+    decisions: DecisionArgs,
+    run: &RunArgs,
     mode: Mode,
     plan_only: bool,
 ) -> anyhow::Result<(SpecSource, RunSettings)> {
@@ -235,7 +326,7 @@ pub(crate) fn settings(
     let last = match (&args.spec, &args.dist) {
         (Some(_), Some(_)) => None,
         _ if !plan_only => bail!(
-            "give the Installer spec with --spec and the dist with --dist (or BERTH_DIST); only `berth plan` takes the installer this node ran last"
+            "give the Installer spec with --spec and the dist with --dist (or BERTH_DIST); only `berth plan` and `berth preflight` take the installer this node ran last"
         ),
         _ => LastInstaller::load(&layout)?,
     };
@@ -267,18 +358,18 @@ pub(crate) fn settings(
         lock_path,
         overrides,
         permissions: Permissions {
-            allow_downgrade: args.allow_downgrade,
-            force_reapply: args.force_reapply,
+            allow_downgrade: decisions.allow_downgrade,
+            force_reapply: decisions.force_reapply,
         },
     };
     let settings = RunSettings {
         layout,
         dist: Dist::parse(&dist)?,
         params: params(args)?,
-        hook_timeout: args.hook_timeout.duration(),
-        health_timeout: args.health_timeout.duration(),
+        hook_timeout: run.hook_timeout.duration(),
+        health_timeout: run.health_timeout.duration(),
         mode,
-        join_ttl: args.join_ttl,
+        join_ttl: run.join_ttl,
         reuse_unpacked: false,
     };
     Ok((source, settings))
@@ -337,7 +428,7 @@ fn print_plan(plan: &Plan, json: bool, out: &mut dyn std::io::Write) -> anyhow::
 }
 
 /// The `--param` words, and those on standard input with `--params-from-stdin`.
-pub(crate) fn params(args: &InstallArgs) -> anyhow::Result<Vec<(String, String)>> {
+pub(crate) fn params(args: &SpecArgs) -> anyhow::Result<Vec<(String, String)>> {
     args.params
         .iter()
         .cloned()

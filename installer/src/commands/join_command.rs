@@ -43,6 +43,7 @@ pub enum JoinParamCommand {
     /// Publish a join parameter; its value is read from standard input, so it never shows in
     /// a process list (the `berth_set_join_param` helper calls this).
     Set {
+        /// The parameter's name, as the join command carries it (`key=value`).
         key: String,
         /// A secret: it expires after --ttl and is kept out of logs.
         #[arg(long)]

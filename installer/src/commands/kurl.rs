@@ -17,7 +17,10 @@ pub enum KurlCommand {
 pub enum NetutilCommand {
     /// Print the name of the interface that holds IP.
     #[command(name = "iface-from-ip")]
-    InterfaceFromAddress { ip: IpAddr },
+    InterfaceFromAddress {
+        /// The address to look for.
+        ip: IpAddr,
+    },
     /// Print the name of the interface of the default gateway.
     #[command(name = "default-gateway-iface")]
     DefaultGatewayInterface {

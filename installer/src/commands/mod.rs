@@ -20,11 +20,21 @@ use std::time::Duration;
 #[derive(clap::Args, Clone, Copy)]
 pub struct HookTimeout {
     /// Seconds a hook may run before its process group is killed.
-    #[arg(long = "hook-timeout", value_name = "SECONDS", default_value_t = 1800)]
+    #[arg(long = "hook-timeout", value_name = "SECONDS", default_value_t = HookTimeout::DEFAULT_SECONDS)]
     seconds: u64,
 }
 
+impl Default for HookTimeout {
+    fn default() -> Self {
+        Self {
+            seconds: Self::DEFAULT_SECONDS,
+        }
+    }
+}
+
 impl HookTimeout {
+    const DEFAULT_SECONDS: u64 = 1800;
+
     pub fn duration(self) -> Duration {
         Duration::from_secs(self.seconds)
     }
@@ -36,11 +46,21 @@ impl HookTimeout {
 pub struct HealthTimeout {
     /// Seconds to wait, after an add-on's hooks, for the components its health.yaml lists to
     /// be healthy before it is recorded Succeeded (0: do not wait; it is recorded at once).
-    #[arg(long = "health-timeout", value_name = "SECONDS", default_value_t = 300)]
+    #[arg(long = "health-timeout", value_name = "SECONDS", default_value_t = HealthTimeout::DEFAULT_SECONDS)]
     health_seconds: u64,
 }
 
+impl Default for HealthTimeout {
+    fn default() -> Self {
+        Self {
+            health_seconds: Self::DEFAULT_SECONDS,
+        }
+    }
+}
+
 impl HealthTimeout {
+    const DEFAULT_SECONDS: u64 = 300;
+
     pub fn duration(self) -> Duration {
         Duration::from_secs(self.health_seconds)
     }

@@ -13,7 +13,7 @@ use berth_formats::spec::InstallerSpec;
 use berth_preflight::{Limits, Report, Role, report};
 
 use crate::commands::Stderr;
-use crate::commands::install::InstallArgs;
+use crate::commands::install::{DecisionArgs, RunArgs, SpecArgs};
 
 #[derive(clap::Args)]
 pub struct PreflightArgs {
@@ -34,7 +34,7 @@ pub struct PreflightArgs {
     #[arg(long)]
     skip_filesystem_performance: bool,
     #[command(flatten)]
-    install: InstallArgs,
+    install: SpecArgs,
 }
 
 /// Exit codes as troubleshoot's `preflight`: 0 passed, 3 a check failed, 4 one warned, 2 a
@@ -58,7 +58,11 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
             "{}",
             report.table(std::io::stdout().is_terminal()).trim_end()
         );
-        say!("berth: host preflights: {}", report.summary());
+        say!(
+            "berth: host preflights: {}; {}",
+            report.summary(),
+            report.exit_meaning()
+        );
     }
     Ok(ExitCode::from(report.exit_code() as u8))
 }
@@ -86,7 +90,14 @@ fn from_files(args: &PreflightArgs) -> anyhow::Result<Report> {
 
 fn from_spec(args: &PreflightArgs) -> anyhow::Result<Report> {
     let mode = if args.join { Mode::Join } else { Mode::Install };
-    let (source, settings) = crate::commands::install::settings(&args.install, mode, false)?;
+    // As a plan, it may take the installer the node ran last.
+    let (source, settings) = crate::commands::install::settings(
+        &args.install,
+        DecisionArgs::default(),
+        &RunArgs::default(),
+        mode,
+        true,
+    )?;
     let lock = NodeLock::acquire(
         &settings.layout.lock_file(),
         &format!("berth preflight --spec {}", source.spec_path.display()),

@@ -44,30 +44,35 @@ pub enum RolloutCommand {
     },
     /// Start no further node until resumed; nodes already running finish.
     Pause {
+        /// The rollout's name (its `metadata.name`).
         name: String,
         #[command(flatten)]
         root: RootArgs,
     },
     /// Let a paused rollout start nodes again.
     Resume {
+        /// The rollout's name (its `metadata.name`).
         name: String,
         #[command(flatten)]
         root: RootArgs,
     },
     /// Stop for good: no further node starts; nodes already running finish.
     Abort {
+        /// The rollout's name (its `metadata.name`).
         name: String,
         #[command(flatten)]
         root: RootArgs,
     },
     /// Send the nodes the rollout reached back to what they ran before it, by its strategy.
     Rollback {
+        /// The rollout's name (its `metadata.name`).
         name: String,
         #[command(flatten)]
         root: RootArgs,
     },
     /// Forget a finished rollout.
     Delete {
+        /// The rollout's name (its `metadata.name`).
         name: String,
         #[command(flatten)]
         root: RootArgs,
