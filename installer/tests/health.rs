@@ -139,8 +139,60 @@ fn a_killed_demo_container_degrades_demo_and_running_the_installer_again_repairs
         ],
         "{history:#}"
     );
+    // demo, its container's PID 1, stops on SIGTERM (ctr's default signal), as a kubelet's
+    // stop asks.
+    ctr(&["tasks", "kill", &id]);
+    wait_until("demo to stop on SIGTERM", Duration::from_secs(10), || {
+        !text(&ctr(&["tasks", "ls"]).stdout)
+            .lines()
+            .any(|line| line.starts_with(&id) && line.contains("RUNNING"))
+    });
     succeeded(&node.berth(&["reset"]));
     succeeded(&other.berth(&["reset"]));
+}
+
+/// A port something else listens on: demo's preflight refuses it at once, naming it. One held
+/// on another local address passes the preflight, and demo's own `bind failed` is shown
+/// as soon as its container stops, not after a silent wait.
+#[test]
+fn a_port_in_use_is_named_before_anything_runs_and_a_failed_bind_says_why() {
+    let (_, dist) = TestDist::examples(&["demo"]);
+    let specs = tempfile::tempdir().unwrap();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let node = Node::new();
+    let started = Instant::now();
+    let refused = failed(&node.install(&demo_spec(specs.path(), port), &dist.url(), &[]));
+    assert!(
+        refused.contains(&format!("port {port} is in use on this node")),
+        "{refused}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(held);
+
+    let containerd = Containerd::start();
+    let held = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let node = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let spec = demo_spec(&specs.path().join("bind"), port);
+    let started = Instant::now();
+    let refused = failed(&node.install(&spec, &dist.url(), &[]));
+    assert!(
+        refused.contains(&format!("demo 1.0.0 did not answer on port {port}"))
+            && refused.contains("bind failed: is the port in use?"),
+        "{refused}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(held);
+    let _ = node.berth(&["reset"]);
 }
 
 #[test]

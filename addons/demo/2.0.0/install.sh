@@ -25,6 +25,10 @@ function demo_preflight() {
     if ! [[ "$port" =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then
         bail "spec.demo.port is '$port'; give a port number from 1 to 65535"
     fi
+    # A port something else listens on would leave demo unable to bind it.
+    if ! demo_running && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        bail "port $port is in use on this node; set spec.demo.port to a free one, or stop what listens on it"
+    fi
 }
 
 function demo() {
@@ -94,17 +98,37 @@ function demo_publish() {
 }
 
 # demo_start TOKEN EXPIRES: runs demo, taking joins with TOKEN until EXPIRES (Unix seconds).
+# Its output goes to $DIR/demo/container.log, whose end is shown when it does not answer.
 function demo_start() {
     demo_stop
+    mkdir -p "$DIR/demo"
+    local log
+    log="$(cd "$DIR/demo" && pwd)/container.log"
+    : >"$log"
     # Labelled for health.yaml, which finds this node's demo container by them.
-    ctr --namespace k8s.io run --detach --net-host \
+    ctr --namespace k8s.io run --detach --net-host --log-uri "file://$log" \
         --label berth.addon=demo --label "berth.root=${BERTH_ROOT:-/}" \
         "docker.io/berth/demo:$DEMO_VERSION" "$DEMO_CONTAINER" /demo "$(demo_port)" "$1" "$2" >/dev/null
-    spinner_until 30 demo_answers || bail "demo $DEMO_VERSION did not answer on port $(demo_port) within 30 s"
+    echo "waiting for demo $DEMO_VERSION to answer on port $(demo_port)"
+    spinner_until 30 demo_answers_or_ended || true
+    if ! demo_answers; then
+        bail "demo $DEMO_VERSION did not answer on port $(demo_port); it said: $(tail -n 3 "$log" | tr '\n' ' ')"
+    fi
 }
 
 function demo_answers() {
     curl -fsS --max-time 1 "http://127.0.0.1:$(demo_port)/" 2>/dev/null | grep -qx "demo $DEMO_VERSION"
+}
+
+# Ends a wait early when the container has stopped: it will not answer.
+function demo_answers_or_ended() {
+    demo_answers || ! demo_running
+}
+
+# Whether this node's demo container runs.
+function demo_running() {
+    ctr --namespace k8s.io task ls 2>/dev/null |
+        awk -v container="$DEMO_CONTAINER" '$1 == container && $3 == "RUNNING" { found = 1 } END { exit !found }'
 }
 
 # Stops the running demo, whichever version it is.

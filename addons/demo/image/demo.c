@@ -12,6 +12,7 @@
 #endif
 
 #define SYS_read 0
+#define SYS_rt_sigaction 13
 #define SYS_write 1
 #define SYS_close 3
 #define SYS_socket 41
@@ -46,6 +47,20 @@ static void fail(const char *message) {
     say(2, message);
     say(2, "\n");
     syscall6(SYS_exit, 1, 0, 0, 0, 0);
+}
+
+/* As PID 1 of its container, the kernel sends it no signal it has no handler for: TERM and
+   INT get one, which ends it, so `ctr task kill` (and a kubelet's stop) stops it. */
+static void stop(int signal) {
+    (void)signal;
+    syscall6(SYS_exit, 0, 0, 0, 0, 0);
+}
+
+static void stop_on(int signal) {
+    /* The kernel's sigaction: handler, flags, restorer, mask. x86-64 delivers no signal
+       without SA_RESTORER; the restorer is never reached, since stop does not return. */
+    unsigned long action[4] = {(unsigned long)stop, 0x04000000 /* SA_RESTORER */, (unsigned long)stop, 0};
+    syscall6(SYS_rt_sigaction, signal, (long)action, 0, 8, 0);
 }
 
 /* Appends text to buffer at *used, keeping room for the terminating zero. */
@@ -114,6 +129,8 @@ void serve(long *stack) {
     }
     if (port == 0 || port > 65535) fail("PORT must be between 1 and 65535");
 
+    stop_on(15 /* SIGTERM */);
+    stop_on(2 /* SIGINT */);
     int server = (int)syscall6(SYS_socket, 2 /* AF_INET */, 1 /* SOCK_STREAM */, 0, 0, 0);
     if (server < 0) fail("socket failed");
     int yes = 1;
