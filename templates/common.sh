@@ -137,7 +137,7 @@ if [ "$berth_force_reapply" = 1 ]; then
 fi
 if [ "$berth_airgap" = 1 ]; then
     berth_params+=(airgap=1)
-else
+elif [ "$berth_plan_only" = 0 ]; then
     # Recorded for `berth join-command`: new nodes fetch join.sh from the same place.
     berth_install_arguments+=(--scripts-url "$BERTH_SCRIPTS_URL")
 fi

@@ -14,6 +14,9 @@ berth_join_arguments=(
 if [ "$berth_airgap" = 0 ]; then
     berth_join_arguments+=(--scripts-url "$BERTH_SCRIPTS_URL")
 fi
+if [ "$berth_force_reapply" = 1 ]; then
+    berth_join_arguments+=(--force-reapply)
+fi
 if [ "$berth_plan_only" = 1 ]; then
     "$berth_binary" join --dry-run "${berth_join_arguments[@]}" < <(berth_print_params)
     return

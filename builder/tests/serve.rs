@@ -335,8 +335,10 @@ fn bad_posts_are_answered_with_the_reason() {
     );
     assert_eq!(status, "400", "{body}");
     assert!(
-        body.contains("spec.hello.greting is not a field of hello; did you mean `greeting`?"),
-        "{body}"
+        body.starts_with(
+            "installer.yaml:6: spec.hello.greting is not a field of hello; did you mean `greeting`?"
+        ),
+        "the line is named, as a YAML error's is: {body}"
     );
     let (status, body) = post(
         &serving.url,

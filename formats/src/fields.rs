@@ -139,6 +139,16 @@ pub fn check(what: &str, fields: &[FieldDeclaration]) -> Result<(), String> {
     Ok(())
 }
 
+/// A field of a spec its add-on refuses: which, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct FieldRefused {
+    /// The add-on (its folder name).
+    pub addon: String,
+    pub field: String,
+    pub message: String,
+}
+
 /// Checks `config` (an add-on's fields in a spec) against the add-on's declaration and fills
 /// in the defaults it leaves out. The error names the field and, for an unknown one, the
 /// nearest declared field.
@@ -146,21 +156,26 @@ pub fn apply(
     addon: &str,
     declared: &[FieldDeclaration],
     config: &mut Map<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), FieldRefused> {
     for (name, value) in config.iter() {
+        let refused = |message| FieldRefused {
+            addon: addon.to_string(),
+            field: name.clone(),
+            message,
+        };
         let Some(field) = declared.iter().find(|field| &field.name == name) else {
             let known: Vec<&str> = declared.iter().map(|field| field.name.as_str()).collect();
             let hint = unknown_field_hint(name, &known);
-            return Err(format!(
+            return Err(refused(format!(
                 "spec.{addon}.{name} is not a field of {addon}{hint}"
-            ));
+            )));
         };
         if !value.is_null() && !field.kind.fits(value) {
-            return Err(format!(
+            return Err(refused(format!(
                 "spec.{addon}.{name} is {value}, expected {} ({})",
                 field.kind.words(),
                 field.help
-            ));
+            )));
         }
     }
     for field in declared {
@@ -215,18 +230,19 @@ mod tests {
 
         let mut config = Map::from_iter([("prot".to_string(), Value::from(9090))]);
         let error = apply("demo", &declared, &mut config).unwrap_err();
+        assert_eq!(error.field, "prot");
         assert_eq!(
-            error,
+            error.message,
             "spec.demo.prot is not a field of demo; did you mean `port`?"
         );
         let mut config = Map::from_iter([("port".to_string(), Value::from("high"))]);
-        let error = apply("demo", &declared, &mut config).unwrap_err();
+        let error = apply("demo", &declared, &mut config).unwrap_err().message;
         assert!(
             error.contains("expected a whole number (the port it answers on)"),
             "{error}"
         );
         let mut config = Map::from_iter([("x".to_string(), Value::from(1))]);
-        let error = apply("none", &[], &mut config).unwrap_err();
+        let error = apply("none", &[], &mut config).unwrap_err().message;
         assert!(
             error.ends_with("it takes no fields but `version`"),
             "{error}"

@@ -152,6 +152,18 @@ fn declared_fields_are_checked_and_their_defaults_filled_in() {
         assert!(stderr.contains(expected), "{fields}: {stderr}");
         assert!(trace(&trace_file).is_empty(), "{fields}: nothing ran");
     }
+    // The refusal names the field's line, as a YAML error does.
+    let block = dist.addons.root().join("block.yaml");
+    fs_err::write(
+        &block,
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  a:\n    version: latest\n    port: eighty\n",
+    )
+    .unwrap();
+    let refused = failed(&node.install(&block, &dist.url(), &[]));
+    assert!(
+        refused.contains(&format!("{}:6: spec.a.port is \"eighty\"", block.display())),
+        "{refused}"
+    );
     let spec = dist.spec("spec.yaml", &[("a", "version: latest")]);
     succeeded(&node.install(&spec, &dist.url(), &[]));
     assert_eq!(take_trace(&trace_file), ["port=8080"]);

@@ -55,15 +55,49 @@ pub(super) fn too_deep(text: &str, limit: usize) -> Option<usize> {
 /// The 1-based line where `key:` first appears, for errors the YAML parser does not locate.
 pub(super) fn line_of(text: &str, key: &str) -> Option<usize> {
     text.lines()
-        .position(|line| {
-            let line = line.trim_start();
-            line.strip_prefix(key)
-                .or_else(|| {
-                    line.strip_prefix('"')
-                        .and_then(|l| l.strip_prefix(key))
-                        .and_then(|l| l.strip_prefix('"'))
-                })
-                .is_some_and(|rest| rest.trim_start().starts_with(':'))
-        })
+        .position(|line| is_key(line.trim_start(), key))
         .map(|index| index + 1)
+}
+
+/// Whether `line` (its indentation trimmed) starts with `key:` (the key quoted or not).
+fn is_key(line: &str, key: &str) -> bool {
+    line.strip_prefix(key)
+        .or_else(|| {
+            line.strip_prefix('"')
+                .and_then(|l| l.strip_prefix(key))
+                .and_then(|l| l.strip_prefix('"'))
+        })
+        .is_some_and(|rest| rest.trim_start().starts_with(':'))
+}
+
+/// The line (from 1) of the key at `path` in a block-style YAML `text`: each key looked for
+/// in the block under the one before it. When a later key is not found there (it sits in a
+/// flow mapping, `demo: {port: 1}`), the line of the deepest key found.
+pub(super) fn line_of_path(text: &str, path: &[&str]) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = None;
+    let mut start = 0;
+    let mut parent_indent: Option<usize> = None;
+    for key in path {
+        let mut hit = None;
+        for (index, line) in lines.iter().enumerate().skip(start) {
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let indent = line.len() - trimmed.len();
+            if parent_indent.is_some_and(|parent| indent <= parent) {
+                break;
+            }
+            if is_key(trimmed, key) {
+                hit = Some((index, indent));
+                break;
+            }
+        }
+        let Some((index, indent)) = hit else { break };
+        found = Some(index + 1);
+        start = index + 1;
+        parent_indent = Some(indent);
+    }
+    found
 }

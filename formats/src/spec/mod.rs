@@ -76,6 +76,8 @@ pub struct AddonSpec {
     pub s3_override: Option<String>,
     /// Every other field, as written.
     pub config: Map<String, Value>,
+    /// The line (from 1) each field is on in the spec's text, for errors that name one.
+    pub lines: BTreeMap<String, usize>,
 }
 
 /// Why a spec was refused.
@@ -124,8 +126,9 @@ impl InstallerSpec {
                 return Ok(());
             }
             fields.iter().try_for_each(|(field, value)| {
-                kurl_type::check_field(key, field, value)
-                    .map_err(|problem| error(line_of(text, field), problem, None))
+                kurl_type::check_field(key, field, value).map_err(|problem| {
+                    error(line_of_path(text, &["spec", key, field]), problem, None)
+                })
             })
         };
         if text.len() > MAX_SPEC_BYTES {
@@ -214,8 +217,16 @@ impl InstallerSpec {
             let name = addon_folder(&key).to_string();
             crate::name::check_plain("add-on name", &name)
                 .map_err(|problem| error(line_of(text, &name), problem.to_string(), None))?;
-            let addon = AddonSpec::from_value(&name, value)
-                .map_err(|problem| error(line_of(text, &name), problem, None))?;
+            let mut addon = AddonSpec::from_value(&name, value)
+                .map_err(|problem| error(line_of_path(text, &["spec", &key]), problem, None))?;
+            addon.lines = addon
+                .config
+                .keys()
+                .filter_map(|field| {
+                    let line = line_of_path(text, &["spec", &key, field])?;
+                    Some((field.clone(), line))
+                })
+                .collect();
             check_kurl_fields(&key, &addon.config)?;
             if let Err(problem) = config_environment(&name, &addon.config) {
                 let field = match &problem {
@@ -223,7 +234,11 @@ impl InstallerSpec {
                     | FieldError::Reserved { field, .. }
                     | FieldError::Collision { second: field, .. } => field.clone(),
                 };
-                return Err(error(line_of(text, &field), problem.to_string(), None));
+                return Err(error(
+                    addon.lines.get(&field).copied(),
+                    problem.to_string(),
+                    None,
+                ));
             }
             addons.insert(name, addon);
         }
@@ -320,7 +335,16 @@ impl AddonSpec {
             version,
             s3_override,
             config: map,
+            lines: BTreeMap::new(),
         })
+    }
+
+    /// The `file:line` (or the file alone) of field `field` of this add-on in spec `path`.
+    pub fn locate(&self, path: &Path, field: &str) -> String {
+        match self.lines.get(field) {
+            Some(line) => format!("{}:{line}", path.display()),
+            None => path.display().to_string(),
+        }
     }
 
     fn to_map(&self) -> Map<String, Value> {
@@ -357,7 +381,7 @@ mod bounds;
 mod environment;
 pub mod kurl_type;
 
-use bounds::{is_forbidden, line_of, too_deep};
+use bounds::{is_forbidden, line_of, line_of_path, too_deep};
 pub use environment::{
     FieldError, config_environment, is_variable_name, parse_scalar, upper_snake,
 };

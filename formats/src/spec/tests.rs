@@ -410,3 +410,25 @@ fn kurl_values_are_written_as_kurls_conversion_writes_them() {
     // kurl.noProxy false leaves the node's own NO_PROXY alone.
     assert!(!variables.contains_key("NO_PROXY"));
 }
+
+/// Each field's line is kept, found under its own add-on: two add-ons' `port`s are told apart,
+/// and a field in a flow mapping takes its add-on's line.
+#[test]
+fn each_field_keeps_its_line() {
+    let text = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  # the web add-on\n  web:\n    version: 2.8.2\n    port: 5000\n  demo:\n\n    version: 1.0.0\n    port: 8080\n  hello: {version: 1.0.0, greeting: hi}\n";
+    let spec = parse(text).unwrap();
+    assert_eq!(spec.addons["web"].lines["port"], 7);
+    assert_eq!(spec.addons["demo"].lines["port"], 11);
+    assert_eq!(spec.addons["hello"].lines["greeting"], 12);
+    assert_eq!(
+        spec.addons["demo"].locate(Path::new("installer.yaml"), "port"),
+        "installer.yaml:11"
+    );
+    // kURL's own fields too.
+    let error = InstallerSpec::parse(
+        Path::new("installer.yaml"),
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  demo:\n    version: 1.0.0\n    port: 8080\n  registry:\n    version: 2.8.2\n    port: 5000\n",
+    )
+    .unwrap_err();
+    assert_eq!(error.line, Some(9), "{error}");
+}

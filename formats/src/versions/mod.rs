@@ -81,8 +81,8 @@ pub const KURL_ADDON_ORDER: [&str; 23] = [
 pub enum VersionsError {
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
-    #[error("{message}")]
-    Fields { message: String },
+    #[error(transparent)]
+    Fields(#[from] crate::fields::FieldRefused),
     #[error(
         "unknown add-on `{name}`; {VERSIONS_FILE} offers: {}{}",
         offered.join(", "),
@@ -162,8 +162,9 @@ impl VersionsFile {
             .entry(name, version)
             .and_then(|entry| entry.fields.as_deref());
         match declared {
-            Some(declared) => crate::fields::apply(name, declared, config)
-                .map_err(|message| VersionsError::Fields { message }),
+            Some(declared) => {
+                crate::fields::apply(name, declared, config).map_err(VersionsError::Fields)
+            }
             None => Ok(()),
         }
     }

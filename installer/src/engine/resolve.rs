@@ -6,8 +6,8 @@ use std::path::Path;
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::package_file_name;
-use berth_formats::spec::InstallerSpec;
-use berth_formats::versions::{VERSIONS_FILE, VersionsFile, compare_versions};
+use berth_formats::spec::{InstallerSpec, SpecError};
+use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
 use super::{
@@ -139,7 +139,16 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         // filled in, so that they count in the configuration hash.
         versions
             .apply_fields(&name, &version, &mut config)
-            .map_err(versions_error)?;
+            .map_err(|error| match (error, spec.addons.get(&name)) {
+                // A field refused is named by its line, as a YAML error is.
+                (VersionsError::Fields(refused), Some(addon)) => EngineError::Spec(SpecError {
+                    path: source.spec_path.clone(),
+                    line: addon.lines.get(&refused.field).copied(),
+                    problem: refused.message,
+                    hint: None,
+                }),
+                (error, _) => versions_error(error),
+            })?;
         let config_hash =
             Sha256Digest::of(&serde_json::to_vec(&Value::Object(config.clone())).expect("JSON"));
         let target = Target {

@@ -24,13 +24,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use berth_formats::release::{berth_binary_file, berth_binary_name, checksum_file};
 use berth_formats::spec::{InstallerSpec, MAX_SPEC_BYTES};
-use berth_formats::versions::VERSIONS_FILE;
+use berth_formats::versions::{VERSIONS_FILE, VersionsError};
 use tokio::sync::Semaphore;
 
 use crate::deliver::bundle;
 use crate::deliver::installers::{Inserted, Installer, InstallerStore};
 use crate::deliver::scripts::{self, SCRIPTS, ScriptContext};
-use crate::publish::release::Release;
+use crate::publish::release::{Release, ReleaseError};
 use crate::publish::store::StoreError;
 
 /// What the server holds.
@@ -137,6 +137,17 @@ async fn post_installer(
     // the installer's URL installs is fixed from now on.
     let lock = match server.release.lock(&spec).await {
         Ok(lock) => lock,
+        // A field its add-on refuses is named by its line, as a YAML error is.
+        Err(ReleaseError::Versions(VersionsError::Fields(refused))) => {
+            let location = spec.addons.get(&refused.addon).map_or_else(
+                || "installer.yaml".to_string(),
+                |addon| addon.locate(Path::new("installer.yaml"), &refused.field),
+            );
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("{location}: {}", refused.message),
+            );
+        }
         Err(error) => return release_error(&server, error),
     };
     let store = Arc::clone(&server);
