@@ -112,7 +112,14 @@ function demo_start() {
     echo "waiting for demo $DEMO_VERSION to answer on port $(demo_port)"
     spinner_until 30 demo_answers_or_ended || true
     if ! demo_answers; then
-        bail "demo $DEMO_VERSION did not answer on port $(demo_port); it said: $(tail -n 3 "$log" | tr '\n' ' ')"
+        local ended="it still runs"
+        if ! demo_running; then
+            ended="its container stopped"
+            # The shim copies the container's output as it comes: its last line may lag its
+            # exit, and a container that ends at once may leave none.
+            spinner_until 2 test -s "$log" || true
+        fi
+        bail "demo $DEMO_VERSION did not answer on port $(demo_port): $ended; it said: $(tail -n 3 "$log" | tr '\n' ' ')(a port another address of this node holds stops it: ss -ltn)"
     fi
 }
 
