@@ -41,8 +41,8 @@ fn the_readmes_quick_start_runs_as_written() {
     let release = work_path.join("target/release");
     fs_err::create_dir_all(&release).unwrap();
     let builder = Path::new(env!("CARGO_BIN_EXE_berth-build"));
-    std::os::unix::fs::symlink(builder, release.join("berth-build")).unwrap();
-    std::os::unix::fs::symlink(
+    fs_err::os::unix::fs::symlink(builder, release.join("berth-build")).unwrap();
+    fs_err::os::unix::fs::symlink(
         built_beside(env!("CARGO_BIN_EXE_berth-build"), "berth"),
         release.join("berth"),
     )
@@ -60,7 +60,7 @@ fn the_readmes_quick_start_runs_as_written() {
             fs_err::copy(entry.path(), &to).unwrap();
         }
     }
-    std::os::unix::fs::symlink(repository.join("examples"), work_path.join("examples")).unwrap();
+    fs_err::os::unix::fs::symlink(repository.join("examples"), work_path.join("examples")).unwrap();
     let built = Command::new(builder)
         .args(["build", "addons", "--out", "dist"])
         .env("BERTH_CACHE_DIR", work_path.join("cache"))
