@@ -83,7 +83,7 @@ pub enum JoinError {
     )]
     BadKey { key: String },
     #[error(
-        "no installer is recorded on this node\nhint: run the join command on a node installed with `berth install`"
+        "no installer is recorded on this node, so it has no join command to print\nhint: run `berth join-command` on the cluster's first node, the one `berth install` (or install.sh) installed"
     )]
     NotInstalled,
     #[error(

@@ -74,6 +74,11 @@ fn a_node_with_nothing_installed_says_so() {
         plan.contains("give the Installer spec with --spec"),
         "with no installer run yet, plan says what it needs: {plan}"
     );
+    let join = failed(&node.berth(&["join-command"]));
+    assert!(
+        join.contains("run `berth join-command` on the cluster's first node"),
+        "{join}"
+    );
 }
 
 #[test]

@@ -57,6 +57,12 @@ fn a_killed_demo_container_degrades_demo_and_running_the_installer_again_repairs
     let container = &health["components"][0];
     assert_eq!(container["name"], "container");
     assert_eq!(container["matchLabels"]["berth.addon"], "demo");
+    // Shown as probed: its values rendered.
+    let root = container["matchLabels"]["berth.root"].as_str().unwrap();
+    assert!(
+        !root.contains("{{") && root.starts_with('/'),
+        "{container:#}"
+    );
     assert_eq!(container["refs"][0]["kind"], "container");
     assert_eq!(container["refs"][0]["conditions"][0]["reason"], "Running");
     assert_eq!(
@@ -84,6 +90,22 @@ fn a_killed_demo_container_degrades_demo_and_running_the_installer_again_repairs
     assert!(
         table.contains("demo: Degraded: not healthy: container"),
         "{table}"
+    );
+    // Its answer is down too, said in a few words: the cause, not the HTTP client's chain.
+    let health = node.status()["demo"]["health"].clone();
+    let answers = health["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|component| component["name"] == "answers")
+        .unwrap()["conditions"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        answers.ends_with("Connection refused (os error 111)")
+            && !answers.contains("error sending request"),
+        "{answers}"
     );
     let output = node.berth(&["health", "demo"]);
     assert_eq!(output.status.code(), Some(1), "{}", printed(&output));

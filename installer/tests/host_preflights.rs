@@ -109,6 +109,10 @@ fn ignore_and_enforce_warnings_change_the_result_as_kurl_does() {
     let node = Node::new().env("TRACE", &trace);
     let output = succeeded(&node.install(&spec, &dist.url(), &[]));
     assert!(output.contains("WARN"), "{output}");
+    assert!(
+        output.contains("to silence them: spec.kurl.excludeBuiltinHostPreflights: true"),
+        "{output}"
+    );
     assert_eq!(take_trace(&trace), ["pre_init", "install"]);
 
     // Enforced, as a script word or a spec field, they stop the run.

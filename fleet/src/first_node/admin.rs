@@ -30,12 +30,20 @@ pub fn prepare(
     let identity = Identity::load_or_create(&paths.dir)?;
     // The first node is in its own registry, as the primary it is.
     let mut registry = Registry::load(&paths.registry())?;
+    // Its address as the others' are listed: the host, not the fleet's port.
+    let host = match address.parse::<std::net::SocketAddr>() {
+        Ok(socket) => socket.ip().to_string(),
+        Err(_) => address
+            .rsplit_once(':')
+            .map_or(address, |(host, _)| host)
+            .to_string(),
+    };
     let own = NodeInfo {
         name: name.to_string(),
         machine_id: crate::node::machine_id(paths)?,
         role: Role::Primary,
         labels: Default::default(),
-        address: address.to_string(),
+        address: host,
     };
     registry
         .register(&identity.pin(), own, ITSELF, &now())

@@ -335,6 +335,8 @@ fn probe_all(
     let (sender, receiver) = mpsc::channel::<(usize, Vec<Found>)>();
     let started = Instant::now();
     let mut results: Vec<Option<Vec<Found>>> = vec![None; health.components.len()];
+    // Shown as probed: rendered, its values in place (as written when it did not render).
+    let mut shown = health.components.clone();
     let mut deadlines = Vec::new();
     for (index, component) in health.components.iter().enumerate() {
         let timeout = component.timeout();
@@ -352,6 +354,7 @@ fn probe_all(
                 continue;
             }
         };
+        shown[index] = component.clone();
         let sender = sender.clone();
         let kubeconfig = layout.kubeconfig();
         let runtime = runtime.clone();
@@ -387,8 +390,7 @@ fn probe_all(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    health
-        .components
+    shown
         .iter()
         .zip(results)
         .map(|(component, found)| {

@@ -429,6 +429,15 @@ fn tcp_probe(probe: &TcpProbe, timeout: Duration) -> Found {
     last
 }
 
+/// The innermost error of `error`'s chain.
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut deepest = error;
+    while let Some(source) = deepest.source() {
+        deepest = source;
+    }
+    deepest.to_string()
+}
+
 fn http_probe(probe: &HttpProbe, timeout: Duration) -> Found {
     let url = probe.url.as_str();
     let found = |healthy, reason: &str, message| Found::new("url", url, healthy, reason, message);
@@ -449,7 +458,9 @@ fn http_probe(probe: &HttpProbe, timeout: Duration) -> Found {
                 format!("no answer within {}", seconds(timeout)),
             );
         }
-        Err(error) => return found(false, "Unreachable", berth_formats::report::chain(&error)),
+        // The URL is the component's name already: the deepest cause says the rest
+        // (`Connection refused`), where the client's chain repeats the URL and its layers.
+        Err(error) => return found(false, "Unreachable", root_cause(&error)),
     };
     let status = response.status().as_u16();
     if status != probe.status {

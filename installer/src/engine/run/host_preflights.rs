@@ -275,7 +275,9 @@ fn confirm(reporter: &dyn Reporter) -> bool {
         .write(true)
         .open("/dev/tty")
     else {
-        reporter.step("host preflights have warnings; no terminal to ask on, going on");
+        reporter.step(
+            "host preflights have warnings; no terminal to ask on, going on (to silence them: spec.kurl.excludeBuiltinHostPreflights: true leaves out the host preflights, the built-in checks of CPUs, memory and clock among them, as kURL's does)",
+        );
         return false;
     };
     let _ = write!(
