@@ -197,3 +197,27 @@ fn a_reader_that_went_away_is_not_a_panic() {
         assert!(output.status.success(), "{arguments:?}: {stderr}");
     }
 }
+
+/// A command that fails on an empty node leaves nothing behind, and a reset leaves a root of
+/// its own as empty as it found it.
+#[test]
+fn a_failed_run_and_a_reset_leave_no_folders_behind() {
+    let node = Node::new();
+    let missing = node.root.path().join("nothere.yaml");
+    let dist = TestDist::new();
+    failed(&node.install(&missing, &dist.url(), &[]));
+    let left: Vec<_> = fs_err::read_dir(node.root.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    let (_dist, node, _) = installed();
+    succeeded(&node.berth(&["reset"]));
+    let left: Vec<_> = walkdir::WalkDir::new(node.root.path())
+        .min_depth(1)
+        .into_iter()
+        .map(|entry| entry.unwrap().path().to_path_buf())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -33,6 +33,13 @@ pub fn run(args: ResetArgs) -> anyhow::Result<ExitCode> {
         "the reset did not finish; nothing was removed yet; run it again once the cause is fixed",
     )?;
     drop(lock);
+    // Under a root of its own (a second node tried on one machine), the folders Berth's paths
+    // hang off go too, when nothing else is in them; `/` keeps its own.
+    if layout.root() != std::path::Path::new("/") {
+        for folder in ["var/lib", "var/log", "var", "etc"] {
+            let _ = fs_err::remove_dir(layout.root().join(folder));
+        }
+    }
     if args.json {
         show!("{}", serde_json::to_string_pretty(&report)?);
     } else {
