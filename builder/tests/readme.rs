@@ -18,6 +18,11 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The repository this test is part of.
+fn repository() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
 /// The first `sh` block after `heading` in the README.
 fn block_after(readme: &str, heading: &str) -> String {
     let start = readme
@@ -41,7 +46,7 @@ struct Workbench {
 
 impl Workbench {
     fn new() -> Workbench {
-        let repository = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let repository = repository();
         let work = tempfile::tempdir().unwrap();
         let path = work.path();
         let release = path.join("target/release");
@@ -94,7 +99,7 @@ impl Workbench {
     /// Runs the README's `sh` block under `heading`, line by line, stopping at the first that
     /// fails; returns what it printed on standard output.
     fn run(&self, heading: &str) -> String {
-        let repository = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let repository = repository();
         let readme = fs_err::read_to_string(repository.join("README.md")).unwrap();
         let block = block_after(&readme, heading);
         let path = self.work.path();

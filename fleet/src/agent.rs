@@ -230,9 +230,12 @@ fn execute(
     if !before_spec.exists() {
         let facts = host.addon(&work.addon).unwrap_or_default();
         let before = Before {
-            version: facts.current.map(|(version, _)| version),
+            version: facts
+                .current
+                .as_ref()
+                .map(|current| current.version.clone()),
             config_hash: applied_hashes(paths).get(&work.addon).cloned(),
-            package_sha256: facts.package,
+            package_sha256: facts.current.map(|current| current.package),
         };
         write(&folder.join(BEFORE), &serde_json::to_vec_pretty(&before)?)?;
         let spec = fs_err::read(&last.spec)?;
@@ -390,8 +393,8 @@ fn already_done(paths: &FleetPaths, host: &dyn Host, work: &Work, folder: &Path)
         matches!((time(applied_at), time(&started)), (Some(applied), Some(started)) if applied >= started)
     };
     succeeded
-        && facts.current.is_some_and(|(version, applied_at)| {
-            Some(&version) == wanted.as_ref() && since(&applied_at)
+        && facts.current.is_some_and(|current| {
+            Some(&current.version) == wanted.as_ref() && since(&current.applied_at)
         })
 }
 

@@ -60,12 +60,20 @@ pub struct LastRun {
 /// One add-on's record on a node, as much as a rollout's agent needs of it.
 #[derive(Debug, Clone, Default)]
 pub struct AddonFacts {
-    /// The version in place, and when it was applied (RFC 3339).
-    pub current: Option<(String, String)>,
-    /// The sha256 of the package in place.
-    pub package: Option<Sha256Digest>,
+    /// What is in place, if anything.
+    pub current: Option<InPlace>,
     /// The Progressing condition: its reason (`Succeeded`, `Failed`…), message and time.
     pub progressing: Option<Condition>,
+}
+
+/// The version of an add-on a node runs.
+#[derive(Debug, Clone)]
+pub struct InPlace {
+    pub version: String,
+    /// When it was applied (RFC 3339).
+    pub applied_at: String,
+    /// The sha256 of its package.
+    pub package: Sha256Digest,
 }
 
 #[derive(Debug, Clone)]

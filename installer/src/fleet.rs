@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use berth_fleet::{
-    AddonFacts, Condition, FleetPaths, Host, JoinParams, LastRun, NewParam, Pin, Upgrade,
+    AddonFacts, Condition, FleetPaths, Host, InPlace, JoinParams, LastRun, NewParam, Pin, Upgrade,
 };
 use berth_formats::fleet::AddonReport;
 use berth_formats::lock::{LOCK_SCHEMA_VERSION, Lock, LockedAddon};
@@ -90,13 +90,11 @@ impl Host for Node {
     fn addon(&self, name: &str) -> Option<AddonFacts> {
         let state = StateStore::new(self.layout.state_dir()).load(name).ok()?;
         Some(AddonFacts {
-            package: state
-                .current
-                .as_ref()
-                .map(|applied| applied.target.package_digest),
-            current: state
-                .current
-                .map(|applied| (applied.target.version, applied.applied_at)),
+            current: state.current.map(|applied| InPlace {
+                version: applied.target.version,
+                applied_at: applied.applied_at,
+                package: applied.target.package_digest,
+            }),
             progressing: state.progressing.map(|condition| Condition {
                 reason: condition.reason.to_string(),
                 message: condition.message,

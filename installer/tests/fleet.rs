@@ -62,15 +62,7 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
         "--name",
         "first",
     ]));
-    let mut command = String::new();
-    wait_until(
-        "the fleet's join parameters",
-        Duration::from_secs(30),
-        || {
-            command = text(&first.berth(&["join-command", "--airgap"]).stdout);
-            command.contains("fleet-token=")
-        },
-    );
+    let command = fleet_join_command(|| first.berth(&["join-command", "--airgap"]));
     let (address, pin, token) = (
         join_param(&command, "fleet-address"),
         join_param(&command, "fleet-pin"),
@@ -520,15 +512,7 @@ fn a_fleet_upgrade_installs_only_the_package_its_rollout_pinned() {
     let mut server = spawn_quietly(
         &mut first.command(&["fleet", "serve", "--listen", &address, "--name", "first"]),
     );
-    let mut command = String::new();
-    wait_until(
-        "the fleet's join parameters",
-        Duration::from_secs(30),
-        || {
-            command = text(&first.berth(&["join-command", "--airgap"]).stdout);
-            command.contains("fleet-token=")
-        },
-    );
+    let command = fleet_join_command(|| first.berth(&["join-command", "--airgap"]));
     let second = installed_node(&dist, &spec);
     succeeded(&second.berth(&[
         "fleet",

@@ -79,15 +79,7 @@ fn a_registered_node_is_heard_through_a_flood_of_strangers() {
         "--name",
         "first",
     ]));
-    let mut command = String::new();
-    wait_until(
-        "the fleet's join parameters",
-        Duration::from_secs(30),
-        || {
-            command = text(&first.berth(&["join-command", "--airgap"]).stdout);
-            command.contains("fleet-token=")
-        },
-    );
+    let command = fleet_join_command(|| first.berth(&["join-command", "--airgap"]));
     let (pin, token) = (
         join_param(&command, "fleet-pin"),
         join_param(&command, "fleet-token"),

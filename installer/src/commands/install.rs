@@ -117,6 +117,24 @@ pub struct InstallArgs {
     run: RunArgs,
 }
 
+impl InstallArgs {
+    /// The run's settings from these arguments.
+    fn settings(&self, mode: Mode) -> anyhow::Result<(SpecSource, RunSettings)> {
+        settings(
+            &self.spec,
+            self.decisions,
+            &self.run,
+            mode,
+            self.run.dry_run,
+        )
+    }
+
+    /// Plans, and carries the plan out unless only the plan was asked for.
+    fn execute(&self, source: &SpecSource, settings: RunSettings) -> anyhow::Result<ExitCode> {
+        execute(&self.spec, &self.run, source, settings, false)
+    }
+}
+
 /// `berth join`: the install arguments, and the join command's `key=value` words.
 #[derive(clap::Args)]
 pub struct JoinArgs {
@@ -154,14 +172,8 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
-    let (source, settings) = settings(
-        &args.spec,
-        args.decisions,
-        &args.run,
-        Mode::Install,
-        args.run.dry_run,
-    )?;
-    execute(&args.spec, &args.run, &source, settings, false)
+    let (source, settings) = args.settings(Mode::Install)?;
+    args.execute(&source, settings)
 }
 
 /// `berth upgrade`, what upgrade.sh runs: as kURL's upgrade, an install on the node that
@@ -175,31 +187,18 @@ pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
     if let Some(word) = args.words.iter().find(|word| !word.contains('=')) {
         bail!("`{word}`: this node installed the cluster; an upgrade takes only key=value pairs");
     }
-    let install = &args.install;
-    let (source, mut settings) = settings(
-        &install.spec,
-        install.decisions,
-        &install.run,
-        Mode::Install,
-        install.run.dry_run,
-    )?;
+    let (source, mut settings) = args.install.settings(Mode::Install)?;
     for word in &args.words {
         if let Some((key, value)) = word.split_once('=') {
             settings.params.push((key.to_string(), value.to_string()));
         }
     }
-    execute(&install.spec, &install.run, &source, settings, false)
+    args.install.execute(&source, settings)
 }
 
 pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let install = &args.install;
-    let (source, mut settings) = settings(
-        &install.spec,
-        install.decisions,
-        &install.run,
-        Mode::Join,
-        install.run.dry_run,
-    )?;
+    let (source, mut settings) = install.settings(Mode::Join)?;
     for word in &args.words {
         match word.split_once('=') {
             Some((key, value)) if !key.is_empty() => {
@@ -216,7 +215,7 @@ pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     }
     check_expiry(&mut settings.params)?;
     let (layout, params) = (settings.layout.clone(), settings.params.clone());
-    let code = execute(&install.spec, &install.run, &source, settings, false)?;
+    let code = install.execute(&source, settings)?;
     if code == ExitCode::SUCCESS && !install.run.dry_run {
         let registered =
             berth_fleet::node::register_after_join(&berth::fleet::paths(&layout), &params)

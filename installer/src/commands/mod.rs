@@ -79,3 +79,13 @@ impl berth::engine::Reporter for Stderr {
 pub fn print_error(error: &anyhow::Error) {
     say!("{}", berth_formats::report::render(error.as_ref()));
 }
+
+/// Whether `text` reaches a terminal with nothing that steers it: no control character but a
+/// line break, no bidirectional override.
+#[cfg(test)]
+pub(crate) fn terminal_safe(text: &str) -> bool {
+    !text.chars().any(|character| {
+        (character.is_control() && character != '\n')
+            || matches!(character, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}

@@ -224,15 +224,7 @@ impl Fleet {
         let listen = format!("{}:7433", first.host.address());
         let serve = ["fleet", "serve", "--listen", &listen, "--name", "node-1"];
         let coordinator = Some(first.spawn(&serve, "serve.log"));
-        let mut command = String::new();
-        wait_until(
-            "the fleet's join parameters",
-            Duration::from_secs(30),
-            || {
-                command = text(&first.berth(&["join-command", "--airgap"]).stdout);
-                command.contains("fleet-token=")
-            },
-        );
+        let command = super::fleet_join_command(|| first.berth(&["join-command", "--airgap"]));
         let params: Vec<String> = command
             .split_whitespace()
             .skip_while(|word| *word != "-s")

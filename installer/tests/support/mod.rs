@@ -121,6 +121,21 @@ pub fn spawn_quietly(command: &mut Command) -> std::process::Child {
         .unwrap()
 }
 
+/// The first node's airgap join command (what `join_command` prints), once its `berth fleet
+/// serve` has published the fleet's parameters in it.
+pub fn fleet_join_command(join_command: impl Fn() -> Output) -> String {
+    let mut command = String::new();
+    wait_until(
+        "the fleet's join parameters",
+        std::time::Duration::from_secs(30),
+        || {
+            command = text(&join_command().stdout);
+            command.contains("fleet-token=")
+        },
+    );
+    command
+}
+
 /// The value of `key` among the `key=value` words of a join command.
 pub fn join_param(command: &str, key: &str) -> String {
     command
