@@ -94,7 +94,7 @@ impl fmt::Display for Decision {
             }
             Decision::Reapply { because } | Decision::Retry { because } => write!(f, "{because}"),
             Decision::Repair { because } => {
-                write!(f, "applied as asked, but not healthy: {because}")
+                write!(f, "applied as asked, but {because}")
             }
             Decision::AlreadyApplied => write!(
                 f,

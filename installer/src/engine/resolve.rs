@@ -215,7 +215,7 @@ fn repair_unhealthy(layout: &Layout, planned: &mut [PlannedAddon]) {
             .filter(|condition| !condition.message.is_empty())
             .map(|condition| condition.message.clone())
             .next()
-            .unwrap_or_else(|| "its components do not answer".to_string());
+            .unwrap_or_else(|| "not healthy: its components do not answer".to_string());
         addon.decision = Decision::Repair { because };
         addon.reason = addon.decision.to_string();
     }
