@@ -24,8 +24,14 @@ berth=target/x86_64-unknown-linux-gnu/release/berth
 if [ ! -e "$root/boot" ] || ! ls "$root"/boot/vmlinuz-* >/dev/null 2>&1; then
     rm -rf "$root"
     mkdir -p "$cache"
+    # A root debootstrap did not finish is not kept (one cut short is redone next time too:
+    # it has no kernel).
     debootstrap --variant=minbase --include=systemd-sysv,udev,dbus,iproute2,linux-image-cloud-amd64,initramfs-tools \
-        "$suite" "$root" "$mirror" >&2
+        "$suite" "$root" "$mirror" >&2 || {
+        rm -rf "$root"
+        echo "vm-check: debootstrap could not make a $suite root from $mirror" >&2
+        exit 1
+    }
 fi
 
 work=$(mktemp -d /tmp/berth-vm.XXXXXX)
