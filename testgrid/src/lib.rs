@@ -3,6 +3,7 @@
 
 pub mod apt;
 mod file_server;
+pub mod grid;
 pub mod images;
 mod kubernetes_api;
 pub mod machine;

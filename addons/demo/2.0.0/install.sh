@@ -83,7 +83,53 @@ function demo_outro() {
 
 function demo_reset() {
     demo_stop
+    demo_boot_unit_remove
     rm -rf "$DIR/demo"
+}
+
+# Where systemd runs the node (and Berth's root is the node's own), a unit starts the demo
+# container again at boot, as the service it stands for would be: a container `ctr run`
+# started does not outlive a reboot. It carries the join token, so only root reads it.
+DEMO_BOOT_UNIT=/etc/systemd/system/berth-demo.service
+
+function demo_boot_unit_wanted() {
+    [ "${BERTH_ROOT:-/}" = / ] && [ -d /run/systemd/system ] && commandExists systemctl
+}
+
+# demo_boot_unit TOKEN EXPIRES LOG: the unit for the container demo_start just ran.
+function demo_boot_unit() {
+    demo_boot_unit_wanted || return 0
+    local ctr
+    ctr=$(command -v ctr)
+    (
+        umask 077
+        cat >"$DEMO_BOOT_UNIT" <<UNIT
+[Unit]
+Description=Berth's demo add-on: its container, started again at boot
+After=containerd.service network-online.target
+Wants=network-online.target
+Requires=containerd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStartPre=-$ctr --namespace k8s.io task delete --force $DEMO_CONTAINER
+ExecStartPre=-$ctr --namespace k8s.io container delete $DEMO_CONTAINER
+ExecStart=$ctr --namespace k8s.io run --detach --net-host --log-uri file://$3 --label berth.addon=demo --label berth.root=/ docker.io/berth/demo:$DEMO_VERSION $DEMO_CONTAINER /demo $(demo_port) $1 $2
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+    )
+    systemctl daemon-reload
+    systemctl enable berth-demo.service >/dev/null 2>&1
+}
+
+function demo_boot_unit_remove() {
+    [ -f "$DEMO_BOOT_UNIT" ] || return 0
+    systemctl disable berth-demo.service >/dev/null 2>&1 || true
+    rm -f "$DEMO_BOOT_UNIT"
+    systemctl daemon-reload || true
 }
 
 # Publishes what a joining node needs: this node's demo address and its join token (a secret
@@ -121,6 +167,7 @@ function demo_start() {
         fi
         bail "demo $DEMO_VERSION did not answer on port $(demo_port): $ended; it said: $(tail -n 3 "$log" | tr '\n' ' ')(a port another address of this node holds stops it: ss -ltn)"
     fi
+    demo_boot_unit "$1" "$2" "$log"
 }
 
 function demo_answers() {

@@ -1,0 +1,661 @@
+//! One cell of the grid: a test on an OS, step by step, as kURL's testgrid runs it: the spec
+//! posted to the installer server, nodes booted, preinit and pre-install scripts, the install
+//! on the first primary (online through the served script, or airgap from the bundle), the
+//! others joined with the command it prints, the post-install script, a reboot of the
+//! secondaries (Berth's), the upgrade on every node and the post-upgrade script; then each
+//! node's state and logs are collected, whatever happened.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
+
+use super::hosts::HostsFile;
+use super::node::{Node, Outcome};
+use super::qemu::{Qemu, Vm};
+use super::specs::{OsSpec, TestSpec, cell_slug, installer_yaml};
+
+/// Where a node keeps an unpacked bundle, and the upgrade's.
+const BUNDLE_DIR: &str = "/root/berth-bundle";
+const UPGRADE_BUNDLE_DIR: &str = "/root/berth-bundle-upgrade";
+
+/// Every script the grid runs starts here: bash's strict mode, and `berth` found where an
+/// online install links it or beside an airgap bundle's scripts.
+const PRELUDE: &str =
+    "set -euo pipefail\nexport PATH=\"$PATH:/usr/local/bin:/root/berth-bundle\"\ncd /root\n";
+
+/// Where a cell's nodes come from.
+pub enum Provider {
+    Qemu(Qemu),
+    Hosts(HostsFile),
+}
+
+impl Provider {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Provider::Qemu(_) => "qemu",
+            Provider::Hosts(_) => "ssh",
+        }
+    }
+}
+
+/// A cell's nodes, alive as long as this value (VMs stop when it is dropped).
+struct Machines {
+    nodes: Vec<Box<dyn Node>>,
+    _vms: Vec<Vm>,
+}
+
+/// The installer server the cells post their specs to, reached by nodes through their SSH
+/// connection as their own `127.0.0.1:<port>`.
+pub struct Server {
+    pub port: u16,
+    client: reqwest::blocking::Client,
+}
+
+impl Server {
+    pub fn new(port: u16) -> Server {
+        Server {
+            port,
+            client: reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(600))
+                .build()
+                .expect("an HTTP client with rustls"),
+        }
+    }
+
+    /// Posts an Installer spec; its URL, or the server's reason for refusing it.
+    fn post(&self, spec: &str) -> anyhow::Result<String> {
+        let response = self
+            .client
+            .post(format!("http://127.0.0.1:{}/installer", self.port))
+            .body(spec.to_string())
+            .send()
+            .context("the installer server did not answer")?;
+        let status = response.status();
+        let text = response.text().unwrap_or_default();
+        if !status.is_success() {
+            bail!(
+                "the installer server refused the spec ({status}): {}",
+                text.trim()
+            );
+        }
+        Ok(text.trim().to_string())
+    }
+
+    /// Downloads an installer's airgap bundle to `path`.
+    fn bundle(&self, url: &str, path: &Path) -> anyhow::Result<()> {
+        let id = url.rsplit('/').next().unwrap_or_default();
+        let mut response = self
+            .client
+            .get(format!("http://127.0.0.1:{}/bundle/{id}.tar.gz", self.port))
+            .send()
+            .context("the installer server did not answer")?;
+        if !response.status().is_success() {
+            bail!(
+                "the bundle of {id}: {} {}",
+                response.status(),
+                response.text().unwrap_or_default()
+            );
+        }
+        let mut file = fs_err::File::create(path)?;
+        response.copy_to(&mut file)?;
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Passed,
+    Failed,
+}
+
+/// What one step did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepResult {
+    pub name: String,
+    pub node: Option<String>,
+    pub status: StepStatus,
+    pub message: String,
+    pub seconds: f64,
+}
+
+/// What a cell did: written as `result.json` in its folder, which the report reads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CellResult {
+    pub test: String,
+    pub os_id: String,
+    pub os_title: String,
+    pub provider: String,
+    pub passed: bool,
+    /// The first failure: its step, node and message.
+    pub failure: Option<String>,
+    pub seconds: f64,
+    pub steps: Vec<StepResult>,
+    /// The cell's folder, relative to the report.
+    pub folder: String,
+    /// Files in its folder worth a link (logs, consoles, collected state).
+    pub files: Vec<String>,
+}
+
+/// A cell's folder in a report: `cells/<test>/<os>`.
+pub fn cell_folder(test: &str, os: &str) -> String {
+    format!("cells/{}/{}", cell_slug(test), os)
+}
+
+/// Timeouts of a cell's steps.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub step: Duration,
+    pub reboot: Duration,
+}
+
+/// Runs one cell; what happened is in its result, whatever failed.
+pub fn run(
+    test: &TestSpec,
+    os: &OsSpec,
+    provider: &Provider,
+    server: &Server,
+    out: &Path,
+    timeouts: Timeouts,
+) -> CellResult {
+    let folder = cell_folder(&test.name, &os.id);
+    let dir = out.join(&folder);
+    let _ = fs_err::remove_dir_all(&dir);
+    let mut cell = Cell {
+        test,
+        os,
+        dir: dir.clone(),
+        steps: Vec::new(),
+        timeouts,
+        started: Instant::now(),
+    };
+    if let Err(error) = fs_err::create_dir_all(&dir) {
+        cell.record("setup", None, Err(error.into()), Instant::now());
+    } else {
+        let result = cell.steps(provider, server);
+        if let Err(error) = result
+            && cell
+                .steps
+                .iter()
+                .all(|step| step.status == StepStatus::Passed)
+        {
+            cell.record("run", None, Err(error), Instant::now());
+        }
+    }
+    cell.finish(provider.name(), folder)
+}
+
+struct Cell<'a> {
+    test: &'a TestSpec,
+    os: &'a OsSpec,
+    dir: PathBuf,
+    steps: Vec<StepResult>,
+    timeouts: Timeouts,
+    started: Instant,
+}
+
+impl Cell<'_> {
+    fn log(&self, node: Option<&str>) -> PathBuf {
+        self.dir.join(format!("{}.log", node.unwrap_or("runner")))
+    }
+
+    fn record(
+        &mut self,
+        name: &str,
+        node: Option<&str>,
+        result: anyhow::Result<String>,
+        started: Instant,
+    ) -> bool {
+        let (status, message) = match result {
+            Ok(message) => (StepStatus::Passed, message),
+            Err(error) => (StepStatus::Failed, format!("{error:#}")),
+        };
+        let line = format!(
+            "==== {name}{}: {status:?} {message}\n",
+            node.map(|node| format!(" on {node}")).unwrap_or_default()
+        );
+        let _ = append(&self.log(None), &line);
+        eprintln!(
+            "berth-testgrid: {} on {}: {}",
+            self.test.name,
+            self.os.id,
+            line.trim_start_matches("==== ").trim_end()
+        );
+        self.steps.push(StepResult {
+            name: name.to_string(),
+            node: node.map(str::to_string),
+            status,
+            message,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+        status == StepStatus::Passed
+    }
+
+    /// Runs `script` on `node` as step `name`; fails the step unless the script succeeds.
+    fn script(&mut self, name: &str, node: &dyn Node, script: &str) -> anyhow::Result<Outcome> {
+        let started = Instant::now();
+        let log = self.log(Some(node.name()));
+        let _ = append(&log, &format!("\n==== {name} ====\n"));
+        let outcome = node.run(&format!("{PRELUDE}{script}\n"), self.timeouts.step, &log);
+        let result = match &outcome {
+            Ok(outcome) if outcome.success => Ok(outcome.status.clone()),
+            Ok(outcome) => Err(anyhow::anyhow!(
+                "{}; the last lines of {}.log:\n{}",
+                outcome.status,
+                node.name(),
+                tail(&log, 15)
+            )),
+            Err(error) => Err(anyhow::anyhow!("{error:#}")),
+        };
+        if self.record(name, Some(node.name()), result, started) {
+            outcome
+        } else {
+            bail!("step {name} failed on {}", node.name())
+        }
+    }
+
+    fn steps(&mut self, provider: &Provider, server: &Server) -> anyhow::Result<()> {
+        let test = self.test;
+        let runner_log = self.log(None);
+        // The spec first: a spec the server refuses fails the cell before any machine boots.
+        let started = Instant::now();
+        let url = server.post(&installer_yaml(&test.name, &test.installer_spec));
+        let url = match url {
+            Ok(url) => {
+                self.record("installer", None, Ok(url.clone()), started);
+                url
+            }
+            Err(error) => {
+                self.record("installer", None, Err(error), started);
+                bail!("no installer");
+            }
+        };
+        let upgrade_url = match &test.upgrade_spec {
+            Some(spec) => {
+                let started = Instant::now();
+                let posted = server.post(&installer_yaml(&test.name, spec));
+                let ok = posted
+                    .as_ref()
+                    .map(String::clone)
+                    .map_err(|e| anyhow::anyhow!("{e:#}"));
+                if !self.record("upgrade installer", None, ok, started) {
+                    bail!("no upgrade installer");
+                }
+                posted.ok()
+            }
+            None => None,
+        };
+
+        let started = Instant::now();
+        let names: Vec<String> = (1..=test.num_primary_nodes)
+            .map(|n| format!("primary-{n}"))
+            .chain((1..=test.num_secondary_nodes).map(|n| format!("secondary-{n}")))
+            .collect();
+        // An airgap node has no route to the server: no forward.
+        let forward = (!test.airgap).then_some(server.port);
+        let machines = self.machines(provider, &names, forward, &runner_log);
+        let machines = match machines {
+            Ok(machines) => {
+                self.record("boot", None, Ok(format!("{} nodes", names.len())), started);
+                machines
+            }
+            Err(error) => {
+                self.record("boot", None, Err(error), started);
+                bail!("no machines");
+            }
+        };
+        let result = self.on_machines(&machines, server, &url, upgrade_url.as_deref());
+        self.collect(&machines);
+        if let Provider::Hosts(_) = provider {
+            for node in &machines.nodes {
+                // A vendor's hosts are used again by the next cell: Berth's state goes.
+                let _ = node.run(
+                    &format!("{PRELUDE}if command -v berth >/dev/null; then berth reset; fi\nrm -rf {BUNDLE_DIR} {UPGRADE_BUNDLE_DIR}\n"),
+                    self.timeouts.step,
+                    &self.log(Some(node.name())),
+                );
+            }
+        }
+        result
+    }
+
+    fn machines(
+        &self,
+        provider: &Provider,
+        names: &[String],
+        forward: Option<u16>,
+        log: &Path,
+    ) -> anyhow::Result<Machines> {
+        match provider {
+            Provider::Qemu(qemu) => {
+                let image = qemu.image(self.os, log)?;
+                let vms = qemu.boot(&image, names, &self.dir, forward, log)?;
+                Ok(Machines {
+                    nodes: vms
+                        .iter()
+                        .map(|vm| Box::new(vm.node.clone()) as Box<dyn Node>)
+                        .collect(),
+                    _vms: vms,
+                })
+            }
+            Provider::Hosts(file) => {
+                let hosts: Vec<_> = file
+                    .hosts
+                    .iter()
+                    .filter(|host| host.os == self.os.id)
+                    .collect();
+                if hosts.len() < names.len() {
+                    bail!(
+                        "the hosts file has {} host(s) running `{}`; this test needs {}",
+                        hosts.len(),
+                        self.os.id,
+                        names.len()
+                    );
+                }
+                let known_hosts = self.dir.join("known_hosts");
+                let mut nodes: Vec<Box<dyn Node>> = Vec::new();
+                for (host, name) in hosts.iter().zip(names) {
+                    let node = host.node(name, &known_hosts, forward)?;
+                    node.wait_until_up(Duration::from_secs(60), log, || Ok(()))?;
+                    nodes.push(Box::new(node));
+                }
+                Ok(Machines {
+                    nodes,
+                    _vms: Vec::new(),
+                })
+            }
+        }
+    }
+
+    fn on_machines(
+        &mut self,
+        machines: &Machines,
+        server: &Server,
+        url: &str,
+        upgrade_url: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let test = self.test;
+        let nodes = &machines.nodes;
+        let primary = nodes[0].as_ref();
+        let secondaries: Vec<&dyn Node> = nodes
+            .iter()
+            .filter(|node| node.name().starts_with("secondary-"))
+            .map(|node| node.as_ref())
+            .collect();
+        for node in nodes {
+            if !self.os.preinit.trim().is_empty() {
+                self.script("preinit", node.as_ref(), &self.os.preinit.clone())?;
+            }
+            if !test.pre_install_script.trim().is_empty() {
+                self.script("pre-install", node.as_ref(), &test.pre_install_script)?;
+            }
+        }
+        if test.airgap {
+            self.deliver_bundle(nodes, server, url, BUNDLE_DIR, "bundle")?;
+        }
+        let flags = &test.flags;
+        let install = if test.airgap {
+            format!("cd {BUNDLE_DIR}\nbash install.sh airgap {flags}")
+        } else {
+            format!(
+                "curl -fsSL {} | bash -s {flags}",
+                berth_formats::shell::word(url)
+            )
+        };
+        self.script("install", primary, &install)?;
+        for node in &nodes[1..] {
+            let command = self.join_command(primary, node.as_ref())?;
+            let at = if test.airgap { BUNDLE_DIR } else { "/root" };
+            self.script("join", node.as_ref(), &format!("cd {at}\n{command}"))?;
+        }
+        for node in nodes {
+            self.healthy("health after install", node.as_ref())?;
+        }
+        if !test.post_install_script.trim().is_empty() {
+            self.script("post-install", primary, &test.post_install_script)?;
+        }
+        if test.reboot_secondaries {
+            for node in &secondaries {
+                let started = Instant::now();
+                let log = self.log(Some(node.name()));
+                let rebooted = node.reboot(self.timeouts.reboot, &log);
+                if !self.record(
+                    "reboot",
+                    Some(node.name()),
+                    rebooted.map(|()| "back".to_string()),
+                    started,
+                ) {
+                    bail!("reboot failed");
+                }
+                // What Berth installed is still there and healthy after the reboot.
+                self.healthy("health after reboot", *node)?;
+                if !test.post_reboot_script.trim().is_empty() {
+                    self.script("post-reboot", *node, &test.post_reboot_script)?;
+                }
+            }
+        }
+        if let Some(upgrade_url) = upgrade_url {
+            if test.airgap {
+                self.deliver_bundle(
+                    nodes,
+                    server,
+                    upgrade_url,
+                    UPGRADE_BUNDLE_DIR,
+                    "upgrade-bundle",
+                )?;
+            }
+            let upgrade = if test.airgap {
+                format!("cd {UPGRADE_BUNDLE_DIR}\nbash upgrade.sh airgap {flags}")
+            } else {
+                format!(
+                    "curl -fsSL {} | bash -s {flags}",
+                    berth_formats::shell::word(&format!("{upgrade_url}/upgrade.sh"))
+                )
+            };
+            self.script("upgrade", primary, &upgrade)?;
+            // The other nodes, as kURL upgrades them: the upgrade script with what the first
+            // node gives a joining node (its join command's parameters), which their join
+            // hooks take again.
+            for node in &nodes[1..] {
+                let command = self.join_command(primary, node.as_ref())?;
+                let (_, words) = command
+                    .split_once("bash -s")
+                    .context("the join command runs no script")?;
+                let words = words.trim_start().strip_prefix("airgap").unwrap_or(words);
+                self.script("upgrade", node.as_ref(), &format!("{upgrade} {words}"))?;
+            }
+            for node in nodes {
+                self.healthy("health after upgrade", node.as_ref())?;
+            }
+            if !test.post_upgrade_script.trim().is_empty() {
+                self.script("post-upgrade", primary, &test.post_upgrade_script)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The command the first primary prints for `node` to join (a control-plane join for
+    /// another primary).
+    fn join_command(&mut self, primary: &dyn Node, node: &dyn Node) -> anyhow::Result<String> {
+        let airgap = if self.test.airgap { " --airgap" } else { "" };
+        let control_plane = if node.name().starts_with("primary-") {
+            " --control-plane"
+        } else {
+            ""
+        };
+        let printed = self.script(
+            "join-command",
+            primary,
+            &format!("berth join-command{airgap}{control_plane}"),
+        )?;
+        Ok(printed
+            .stdout
+            .lines()
+            .rev()
+            .find(|line| line.contains("bash -s"))
+            .context("berth join-command printed no command")?
+            .to_string())
+    }
+
+    /// Fails unless every add-on Berth installed on `node` is Available, probed now.
+    fn healthy(&mut self, step: &str, node: &dyn Node) -> anyhow::Result<()> {
+        let status = self.script(&format!("{step}: add-ons"), node, "berth status --json")?;
+        let records: Vec<serde_json::Value> = serde_json::from_str(&status.stdout)
+            .context("berth status --json printed no list of add-ons")?;
+        let mut script = String::from("failed=0\n");
+        for record in &records {
+            let name = record["name"].as_str().unwrap_or_default();
+            if !super::specs::is_plain_id(name) {
+                bail!("berth status named an add-on `{name}`");
+            }
+            let word = berth_formats::shell::word(name);
+            script.push_str(&format!("berth health {word} || failed=1\n"));
+        }
+        script.push_str("exit \"$failed\"\n");
+        self.script(step, node, &script)?;
+        Ok(())
+    }
+
+    /// The installer's airgap bundle, downloaded here and unpacked on every node into `at`.
+    fn deliver_bundle(
+        &mut self,
+        nodes: &[Box<dyn Node>],
+        server: &Server,
+        url: &str,
+        at: &str,
+        step: &str,
+    ) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let local = self.dir.join(format!("{step}.tar.gz"));
+        let fetched = server.bundle(url, &local).map(|()| {
+            let size = fs_err::metadata(&local).map(|meta| meta.len()).unwrap_or(0);
+            format!("{} MiB", size >> 20)
+        });
+        if !self.record(step, None, fetched, started) {
+            bail!("no bundle");
+        }
+        for node in nodes {
+            let started = Instant::now();
+            let log = self.log(Some(node.name()));
+            let put = node
+                .put(&local, &format!("{at}.tar.gz"), &log)
+                .map(|()| "copied".to_string());
+            if !self.record(&format!("copy {step}"), Some(node.name()), put, started) {
+                bail!("bundle not copied");
+            }
+            self.script(
+                &format!("unpack {step}"),
+                node.as_ref(),
+                &format!(
+                    "rm -rf {at}\nmkdir -p {at}\ntar xzf {at}.tar.gz -C {at}\nrm -f {at}.tar.gz"
+                ),
+            )?;
+        }
+        // The bundle is large and the report keeps what it needs to explain a failure.
+        let _ = fs_err::remove_file(&local);
+        Ok(())
+    }
+
+    /// Each node's Berth state and journal, whatever happened; a node that cannot answer is
+    /// noted in its log.
+    fn collect(&self, machines: &Machines) {
+        for node in &machines.nodes {
+            let log = self.log(Some(node.name()));
+            let _ = append(&log, "\n==== collect ====\n");
+            for (file, script) in [
+                ("status.json", "berth status --json || true"),
+                (
+                    "journal.log",
+                    "journalctl -b --no-pager -o short-precise -n 5000 || true",
+                ),
+                (
+                    "services.txt",
+                    "systemctl list-units --all --no-pager --plain || true",
+                ),
+            ] {
+                let collected = node.run(
+                    &format!("export PATH=\"$PATH:/usr/local/bin:/root/berth-bundle\"\n{script}\n"),
+                    Duration::from_secs(120),
+                    &self.dir.join(format!("{}.collect.log", node.name())),
+                );
+                if let Ok(outcome) = collected {
+                    let _ = fs_err::write(
+                        self.dir.join(format!("{}.{file}", node.name())),
+                        outcome.stdout,
+                    );
+                }
+            }
+        }
+    }
+
+    fn finish(self, provider: &str, folder: String) -> CellResult {
+        let failure = self
+            .steps
+            .iter()
+            .find(|step| step.status == StepStatus::Failed)
+            .map(|step| {
+                format!(
+                    "{}{}: {}",
+                    step.name,
+                    step.node
+                        .as_ref()
+                        .map(|node| format!(" on {node}"))
+                        .unwrap_or_default(),
+                    step.message
+                )
+            });
+        let mut files: Vec<String> = fs_err::read_dir(&self.dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok())
+                    .filter_map(|entry| entry.file_name().into_string().ok())
+                    .filter(|name| {
+                        [".log", ".json", ".txt"]
+                            .iter()
+                            .any(|suffix| name.ends_with(suffix))
+                            && name != "result.json"
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        let result = CellResult {
+            test: self.test.name.clone(),
+            os_id: self.os.id.clone(),
+            os_title: self.os.title(),
+            provider: provider.to_string(),
+            passed: failure.is_none() && !self.steps.is_empty(),
+            failure,
+            seconds: self.started.elapsed().as_secs_f64(),
+            steps: self.steps,
+            folder,
+            files,
+        };
+        let _ = fs_err::write(
+            self.dir.join("result.json"),
+            serde_json::to_vec_pretty(&result).expect("a result serialises"),
+        );
+        result
+    }
+}
+
+fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(text.as_bytes())
+}
+
+/// The last `lines` lines of a log.
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs_err::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

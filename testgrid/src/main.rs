@@ -1,0 +1,450 @@
+//! `berth-testgrid`: runs a vendor's kURL testgrid specs on real machines and reports them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use berth_testgrid::grid::cell::{self, Provider, Server, Timeouts};
+use berth_testgrid::grid::qemu::Qemu;
+use berth_testgrid::grid::{hosts, report, specs};
+use clap::Parser as _;
+
+/// Runs kURL testgrid specs (tests × OSes) on VMs booted here or on hosts over SSH, and
+/// writes a JUnit XML file and an HTML grid of the results.
+#[derive(clap::Parser)]
+#[command(name = "berth-testgrid", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(clap::Subcommand)]
+enum Commands {
+    /// Run every test of the GRID files on every OS of the OS spec (less each test's
+    /// `unsupportedOSIDs`); exit 1 when a cell fails.
+    Run(RunArgs),
+    /// Join the reports of several shards into one.
+    Merge {
+        /// The shards' report folders.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Where the joined report goes.
+        #[arg(long, default_value = "testgrid-report")]
+        out: PathBuf,
+    },
+    /// Boot VMs of one OS with the qemu provider and keep them until Ctrl-C, writing a hosts
+    /// file the ssh provider reads.
+    Boot {
+        #[command(flatten)]
+        machines: QemuArgs,
+        /// The OS spec file.
+        #[arg(long, value_name = "FILE")]
+        os_spec: PathBuf,
+        /// The id of the OS to boot.
+        #[arg(long)]
+        os: String,
+        /// How many VMs.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=16))]
+        count: u32,
+        /// The hosts file to write.
+        #[arg(long, value_name = "FILE")]
+        hosts_out: PathBuf,
+        /// Where the VMs' overlays and consoles go.
+        #[arg(long, value_name = "DIR", default_value = "testgrid-vms")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Test spec files, as kURL's testgrid writes them.
+    #[arg(required = true, value_name = "GRID")]
+    grids: Vec<PathBuf>,
+    /// The OS spec file (kURL's `os-*.yaml`, with Berth's `debootstrap` and `packages`).
+    #[arg(long, value_name = "FILE")]
+    os_spec: PathBuf,
+    /// The dist folder the installers are served from (`berth-build build … --out DIST`).
+    #[arg(long, value_name = "DIR")]
+    dist: PathBuf,
+    /// The node binary the installers download: one that runs on every OS of the grid
+    /// (scripts/portable.sh builds it) [default: the portable build, else `berth` beside
+    /// this program].
+    #[arg(long, value_name = "FILE")]
+    berth: Option<PathBuf>,
+    /// Where the machines come from: `qemu` boots VMs here; `ssh` uses --hosts.
+    #[arg(long, default_value = "qemu", value_parser = ["qemu", "ssh"])]
+    provider: String,
+    /// The hosts file of the ssh provider.
+    #[arg(long, value_name = "FILE", required_if_eq("provider", "ssh"))]
+    hosts: Option<PathBuf>,
+    /// Run only shard K of N (cells dealt in turn), for a CI matrix; `merge` joins them.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<(usize, usize)>,
+    /// Where the report goes.
+    #[arg(long, default_value = "testgrid-report")]
+    out: PathBuf,
+    /// The most one step may take.
+    #[arg(long, default_value = "20m", value_parser = humantime::parse_duration)]
+    step_timeout: Duration,
+    #[command(flatten)]
+    machines: QemuArgs,
+}
+
+#[derive(clap::Args)]
+struct QemuArgs {
+    /// Where OS images and the runner's SSH key are kept.
+    #[arg(long, value_name = "DIR", default_value = ".vm-cache/testgrid")]
+    cache: PathBuf,
+    /// The most the cached images may take (`20GiB`); the least recently used go first.
+    #[arg(long, default_value = "20GiB", value_parser = parse_size)]
+    cache_limit: u64,
+    /// The Debian mirror images are built from.
+    #[arg(
+        long,
+        env = "BERTH_DEBIAN_MIRROR",
+        default_value = "http://deb.debian.org/debian"
+    )]
+    mirror: String,
+    /// QEMU's accelerator: `kvm` where /dev/kvm works, `tcg` (software emulation) anywhere.
+    #[arg(long, default_value = "tcg", value_parser = ["tcg", "kvm"])]
+    accel: String,
+    /// CPUs of each VM.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    cpus: u32,
+    /// Memory of each VM, in MiB (Berth's built-in host preflights ask for 4 GiB and more).
+    #[arg(long, default_value_t = 4608, value_parser = clap::value_parser!(u32).range(256..=262_144))]
+    memory: u32,
+    /// The most a VM may take to answer over SSH after it starts or reboots.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    boot_timeout: Duration,
+}
+
+impl QemuArgs {
+    fn qemu(&self) -> Qemu {
+        Qemu {
+            cache: self.cache.clone(),
+            cache_limit: self.cache_limit,
+            mirror: self.mirror.clone(),
+            accel: self.accel.clone(),
+            cpus: self.cpus,
+            memory_mib: self.memory,
+            boot_timeout: self.boot_timeout,
+        }
+    }
+}
+
+fn parse_shard(text: &str) -> Result<(usize, usize), String> {
+    let (k, n) = text.split_once('/').ok_or("a shard is K/N, as 2/4")?;
+    let k: usize = k.parse().map_err(|_| format!("`{k}` is not a number"))?;
+    let n: usize = n.parse().map_err(|_| format!("`{n}` is not a number"))?;
+    if n == 0 || k == 0 || k > n || n > 1000 {
+        return Err(format!("shard {k}/{n}: K is 1 to N, N at most 1000"));
+    }
+    Ok((k, n))
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, ""), |at| text.split_at(at));
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (20GiB)"))?;
+    let factor: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        "T" | "TiB" => 1 << 40,
+        other => return Err(format!("`{other}`: sizes are in B, KiB, MiB, GiB or TiB")),
+    };
+    number
+        .checked_mul(factor)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(error) = berth_testgrid::grid::watch_interrupts() {
+        eprintln!("berth-testgrid: cannot watch for Ctrl-C: {error}");
+        return ExitCode::from(2);
+    }
+    let result = match cli.command {
+        Commands::Run(args) => run(args),
+        Commands::Merge { shards, out } => merge(&shards, &out),
+        Commands::Boot {
+            machines,
+            os_spec,
+            os,
+            count,
+            hosts_out,
+            dir,
+        } => boot(&machines, &os_spec, &os, count, &hosts_out, &dir),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("berth-testgrid: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The portable node binary when it was built, else `berth` beside this program.
+fn default_berth() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let target = exe.parent()?.parent()?;
+    [
+        target.join("x86_64-unknown-linux-gnu/release/berth"),
+        exe.with_file_name("berth"),
+    ]
+    .into_iter()
+    .find(|path| path.is_file())
+}
+
+/// `berth-build serve` for the run, on a loopback port; stopped when dropped.
+struct Served {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dist: &Path, berth: &Path, out: &Path) -> anyhow::Result<Served> {
+    let exe = std::env::current_exe()?;
+    let builder = exe.with_file_name("berth-build");
+    let builder = if builder.is_file() {
+        builder
+    } else {
+        which::which("berth-build")
+            .context("berth-build is neither beside berth-testgrid nor on the PATH")?
+    };
+    let port = berth_testgrid::free_port();
+    let log = fs_err::File::create(out.join("serve.log"))?;
+    let child = Command::new(builder)
+        .arg("serve")
+        .arg("--from")
+        .arg(dist)
+        .arg("--berth")
+        .arg(berth)
+        .arg("--installers")
+        .arg(out.join("installers"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .stdout(log.file().try_clone()?)
+        .stderr(log.into_parts().0)
+        .spawn()
+        .context("cannot start berth-build serve")?;
+    let mut served = Served { child, port };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Some(status) = served.child.try_wait()? {
+            bail!(
+                "berth-build serve exited ({status}); see {}",
+                out.join("serve.log").display()
+            );
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("berth-build serve did not listen within 30s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(served)
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let oses = specs::read_oses(&args.os_spec)?;
+    let mut tests = Vec::new();
+    for grid in &args.grids {
+        for test in specs::read_tests(grid)? {
+            for field in test.ignored_fields() {
+                eprintln!(
+                    "berth-testgrid: warning: {}: test `{}`: `{field}` is not a field kURL's or Berth's testgrid reads; it is ignored",
+                    grid.display(),
+                    test.name
+                );
+            }
+            tests.push(test);
+        }
+    }
+    // The cells, in order: each test on each OS it supports.
+    let mut cells = Vec::new();
+    for test in &tests {
+        for os in &oses {
+            if !test.unsupported_os_ids.contains(&os.id) {
+                cells.push((test, os));
+            }
+        }
+    }
+    if let Some((k, n)) = args.shard {
+        cells = cells
+            .into_iter()
+            .enumerate()
+            .filter(|(index, _)| index % n == k - 1)
+            .map(|(_, cell)| cell)
+            .collect();
+    }
+    if !args.dist.is_dir() {
+        bail!(
+            "{} is not a dist folder; build one with `berth-build build addons --out {}`",
+            args.dist.display(),
+            args.dist.display()
+        );
+    }
+    let berth = args
+        .berth
+        .clone()
+        .or_else(default_berth)
+        .context("no node binary: build it with scripts/portable.sh, or give --berth")?;
+    let provider = match args.provider.as_str() {
+        "ssh" => Provider::Hosts(hosts::read(
+            args.hosts.as_deref().expect("required by clap"),
+        )?),
+        _ => Provider::Qemu(args.machines.qemu()),
+    };
+    fs_err::create_dir_all(&args.out)?;
+    let _ = fs_err::remove_dir_all(args.out.join("cells"));
+    let served = serve(&args.dist, &berth, &args.out)?;
+    let server = Server::new(served.port);
+    let timeouts = Timeouts {
+        step: args.step_timeout,
+        reboot: args.machines.boot_timeout,
+    };
+    eprintln!(
+        "berth-testgrid: {} cells ({} tests × {} OSes{}), provider {}",
+        cells.len(),
+        tests.len(),
+        oses.len(),
+        args.shard
+            .map(|(k, n)| format!(", shard {k}/{n}"))
+            .unwrap_or_default(),
+        provider.name()
+    );
+    let mut results = Vec::new();
+    for (test, os) in cells {
+        if berth_testgrid::grid::interrupted() {
+            break;
+        }
+        let result = cell::run(test, os, &provider, &server, &args.out, timeouts);
+        eprintln!(
+            "berth-testgrid: {} on {}: {} in {:.0}s",
+            result.test,
+            result.os_id,
+            if result.passed { "PASS" } else { "FAIL" },
+            result.seconds
+        );
+        results.push(result);
+        report::write(&args.out, &results)?;
+    }
+    report::write(&args.out, &results)?;
+    let failed = results.iter().filter(|result| !result.passed).count();
+    println!(
+        "{} of {} cells passed; report: {}",
+        results.len() - failed,
+        results.len(),
+        args.out.join("index.html").display()
+    );
+    if berth_testgrid::grid::interrupted() {
+        bail!("interrupted; the report has the cells that ran");
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn merge(shards: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
+    let mut results = Vec::new();
+    for shard in shards {
+        for result in report::read_results(shard)? {
+            let from = shard.join(&result.folder);
+            let to = out.join(&result.folder);
+            if from != to {
+                let _ = fs_err::remove_dir_all(&to);
+                fs_err::create_dir_all(&to)?;
+                for entry in fs_err::read_dir(&from)? {
+                    let entry = entry?;
+                    if entry.file_type()?.is_file() {
+                        fs_err::copy(entry.path(), to.join(entry.file_name()))?;
+                    }
+                }
+            }
+            results.push(result);
+        }
+    }
+    results.sort_by(|a, b| (&a.test, &a.os_id).cmp(&(&b.test, &b.os_id)));
+    report::write(out, &results)?;
+    let failed = results.iter().filter(|result| !result.passed).count();
+    println!(
+        "{} of {} cells passed; report: {}",
+        results.len() - failed,
+        results.len(),
+        out.join("index.html").display()
+    );
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn boot(
+    machines: &QemuArgs,
+    os_spec: &Path,
+    os: &str,
+    count: u32,
+    hosts_out: &Path,
+    dir: &Path,
+) -> anyhow::Result<ExitCode> {
+    let oses = specs::read_oses(os_spec)?;
+    let os = oses
+        .iter()
+        .find(|candidate| candidate.id == os)
+        .with_context(|| {
+            format!(
+                "{} has no OS `{os}`; it has: {}",
+                os_spec.display(),
+                oses.iter()
+                    .map(|os| os.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+    let qemu = machines.qemu();
+    fs_err::create_dir_all(dir)?;
+    let log = dir.join("boot.log");
+    let image = qemu.image(os, &log)?;
+    let names: Vec<String> = (1..=count).map(|n| format!("{}-{n}", os.id)).collect();
+    let vms = qemu.boot(&image, &names, dir, None, &log)?;
+    let file = hosts::HostsFile {
+        hosts: vms
+            .iter()
+            .map(|vm| hosts::HostEntry {
+                address: vm.node.address.clone(),
+                port: vm.node.port,
+                user: vm.node.user.clone(),
+                key: Some(std::path::absolute(&vm.node.key).unwrap_or(vm.node.key.clone())),
+                os: os.id.clone(),
+            })
+            .collect(),
+    };
+    fs_err::write(hosts_out, serde_norway::to_string(&file)?)?;
+    println!(
+        "{count} VM(s) of {} answer over SSH; hosts file: {}. Ctrl-C stops them.",
+        os.title(),
+        hosts_out.display()
+    );
+    while !berth_testgrid::grid::interrupted() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(vms);
+    Ok(ExitCode::SUCCESS)
+}
