@@ -25,109 +25,29 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use support::images::{busybox_layer, push_image};
+use support::kurl_dist::IMAGES;
 use support::machine::Machine;
 use support::network::Network;
-use support::{FileServer, Registry, kurl_fixtures, printed};
-
-/// Every image the fixture add-ons' Manifests name: (registry, repository, tag).
-const IMAGES: [(&str, &str, &str); 8] = [
-    ("registry.k8s.io", "pause", "3.6"),
-    ("registry.k8s.io", "pause", "3.10"),
-    ("docker.io", "replicated/ekco", "v0.28.14"),
-    ("docker.io", "library/haproxy", "3.4.2-alpine3.24"),
-    ("docker.io", "library/registry", "3.1.1"),
-    ("docker.io", "kurlsh/s3cmd", "20260224-0d00dd0"),
-    ("ghcr.io", "flannel-io/flannel", "v0.28.7"),
-    (
-        "ghcr.io",
-        "flannel-io/flannel-cni-plugin",
-        "v1.9.1-flannel2",
-    ),
-];
+use support::{kurl_fixtures, printed};
 
 /// Where `scripts/test.sh` downloads Debian's collectd and what it depends on.
 fn debian_packages() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../.test-packages/debian")
 }
 
-/// The stand-ins for the upstream the builder fetches from, and the dist it built.
+/// The dist `berth-build` built of the fixtures' kURL repository (`testgrid::kurl_dist`).
 struct Built {
     dist: tempfile::TempDir,
-    _registry: Registry,
-    _github: FileServer,
-    _apt: FileServer,
-    _served: tempfile::TempDir,
 }
 
-/// `berth-build build` over the fixtures' kURL repository, for Debian 12, through mirrors.
 fn build_the_fixture_addons() -> Built {
-    let registry = Registry::start();
-    for (_, repository, tag) in IMAGES {
-        push_image(&registry, repository, tag, vec![busybox_layer()]);
-    }
-    let served = tempfile::tempdir().unwrap();
-    // Debian's runc under the release path of the Manifests: containerd's hook copies it over
-    // the node's own runc, which must go on working.
-    for version in ["v1.3.1", "v1.3.6"] {
-        let release = served
-            .path()
-            .join("github/opencontainers/runc/releases/download")
-            .join(version);
-        fs_err::create_dir_all(&release).unwrap();
-        fs_err::copy(support::require("runc", "runc"), release.join("runc.amd64")).unwrap();
-    }
-    let github = FileServer::serve(&served.path().join("github"), None);
-    let suite = served.path().join("debian");
-    support::apt::deb(&suite, "collectd", "5.12.0-14", "amd64", &[]);
-    support::apt::index(&suite, "bookworm");
-    let apt = FileServer::serve(&suite, None);
-    let distros = served.path().join("distros.yaml");
-    fs_err::write(
-        &distros,
-        format!(
-            "distros:\n  - name: debian-12\n    format: deb\n    mirrors: [{}]\n    suite: bookworm\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n",
-            apt.url
-        ),
-    )
-    .unwrap();
-
     let dist = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let mut build = Command::new(support::built_beside(
-        env!("CARGO_BIN_EXE_berth"),
-        "berth-build",
-    ));
-    build
-        .arg("build")
-        .arg(kurl_fixtures("kurl-addons"))
-        .arg("--out")
-        .arg(dist.path())
-        .arg("--cache-dir")
-        .arg(cache.path())
-        .args(["--distros", distros.to_str().unwrap()])
-        .args(["--distro", "debian-12"])
-        .args([
-            "--asset-mirror",
-            &format!("https://github.com/={}/", github.url),
-        ]);
-    for mirrored in ["registry.k8s.io", "docker.io", "ghcr.io"] {
-        build.args([
-            "--registry-mirror",
-            &format!("{mirrored}={}", registry.address),
-        ]);
-    }
-    let output = build.output().unwrap();
-    assert!(output.status.success(), "berth-build: {}", printed(&output));
-    Built {
-        dist,
-        _registry: registry,
-        _github: github,
-        _apt: apt,
-        _served: served,
-    }
+    let builder = support::built_beside(env!("CARGO_BIN_EXE_berth"), "berth-build");
+    support::kurl_dist::build(&builder, dist.path(), cache.path())
+        .unwrap_or_else(|error| panic!("{error}"));
+    Built { dist }
 }
 
 /// A machine set up as the module's comment says: Ubuntu 22.04 by its os-release, Debian's

@@ -6,6 +6,7 @@ mod file_server;
 pub mod grid;
 pub mod images;
 mod kubernetes_api;
+pub mod kurl_dist;
 pub mod machine;
 pub mod network;
 pub mod rpm;
@@ -67,6 +68,15 @@ pub fn kurl_fixtures(part: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Standard output, then standard error.
+pub fn printed(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
 }
 
 /// Fails the test with a clear message when a tool the test needs is missing.

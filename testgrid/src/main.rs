@@ -33,6 +33,14 @@ enum Commands {
         #[arg(long, default_value = "testgrid-report")]
         out: PathBuf,
     },
+    /// Build kURL's add-ons from the shared fixtures into a dist for the grid, through
+    /// loopback stand-ins for the registries, GitHub and Debian's mirror (see
+    /// `testgrid/src/kurl_dist.rs`); needs docker-registry, skopeo, runc and dpkg-dev.
+    KurlDist {
+        /// The dist folder to write.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Boot VMs of one OS with the qemu provider and keep them until Ctrl-C, writing a hosts
     /// file the ssh provider reads.
     Boot {
@@ -174,6 +182,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Commands::Run(args) => run(args),
         Commands::Merge { shards, out } => merge(&shards, &out),
+        Commands::KurlDist { out } => kurl_dist(&out),
         Commands::Boot {
             machines,
             os_spec,
@@ -218,14 +227,7 @@ impl Drop for Served {
 }
 
 fn serve(dist: &Path, berth: &Path, out: &Path) -> anyhow::Result<Served> {
-    let exe = std::env::current_exe()?;
-    let builder = exe.with_file_name("berth-build");
-    let builder = if builder.is_file() {
-        builder
-    } else {
-        which::which("berth-build")
-            .context("berth-build is neither beside berth-testgrid nor on the PATH")?
-    };
+    let builder = berth_build()?;
     let port = berth_testgrid::free_port();
     let log = fs_err::File::create(out.join("serve.log"))?;
     let child = Command::new(builder)
@@ -359,6 +361,24 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn kurl_dist(out: &Path) -> anyhow::Result<ExitCode> {
+    let builder = berth_build()?;
+    let cache = tempfile::tempdir()?;
+    berth_testgrid::kurl_dist::build(&builder, out, cache.path()).map_err(anyhow::Error::msg)?;
+    println!("kURL's fixture add-ons are in {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `berth-build`, beside this program or on the PATH.
+fn berth_build() -> anyhow::Result<PathBuf> {
+    let beside = std::env::current_exe()?.with_file_name("berth-build");
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    which::which("berth-build")
+        .context("berth-build is neither beside berth-testgrid nor on the PATH")
 }
 
 fn merge(shards: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {

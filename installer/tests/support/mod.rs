@@ -149,11 +149,6 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Standard output, then standard error.
-pub fn printed(output: &Output) -> String {
-    format!("{}{}", text(&output.stdout), text(&output.stderr))
-}
-
 /// Asserts success and returns stdout + stderr.
 pub fn succeeded(output: &Output) -> String {
     let all = printed(output);

@@ -156,10 +156,13 @@ impl Qemu {
             fs_err::File::open(&ready)?.set_modified(SystemTime::now())?;
             return Ok(image);
         }
+        unmount_below(&dir)?;
         let _ = fs_err::remove_dir_all(&dir);
         fs_err::create_dir_all(&dir)?;
         let result = self.build(suite, os, &public, &dir, &image, log);
         if result.is_err() {
+            // debootstrap cut short leaves /proc and /sys mounted in its root.
+            unmount_below(&dir)?;
             let _ = fs_err::remove_dir_all(&dir);
         }
         result?;
@@ -358,6 +361,31 @@ impl Qemu {
         }
         Ok(vms)
     }
+}
+
+/// Unmounts whatever is mounted below `dir`, deepest first, so that removing it removes only
+/// its own files.
+fn unmount_below(dir: &Path) -> anyhow::Result<()> {
+    let Ok(dir) = fs_err::canonicalize(dir) else {
+        return Ok(());
+    };
+    let mounts = fs_err::read_to_string("/proc/self/mounts")?;
+    let mut below: Vec<&str> = mounts
+        .lines()
+        .filter_map(|line| line.split(' ').nth(1))
+        .filter(|point| Path::new(point).starts_with(&dir))
+        .collect();
+    below.sort_by_key(|point| std::cmp::Reverse(point.len()));
+    for point in below {
+        let status = Command::new("umount").args(["--lazy", point]).status()?;
+        if !status.success() {
+            bail!(
+                "cannot unmount {point}, below the image folder {}",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The newest `prefix*` file in `dir` (the kernel a root's /boot has).
