@@ -95,8 +95,36 @@ struct RunArgs {
     /// The most one step may take.
     #[arg(long, default_value = "20m", value_parser = humantime::parse_duration)]
     step_timeout: Duration,
+    /// Cells run side by side with the qemu provider [default: as many as the machine's cores
+    /// and memory hold, each cell's VMs taking --cpus and --memory each; the ssh provider runs
+    /// one at a time].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: Option<u16>,
     #[command(flatten)]
     machines: QemuArgs,
+}
+
+/// Cells the machine holds at once: a cell of two VMs takes 2 × --cpus cores (a software
+/// emulated VM keeps its cores busy) and 2 × --memory.
+fn default_jobs(machines: &QemuArgs) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let by_cores = cores / (2 * machines.cpus as usize).max(1);
+    let memory_mib = fs_err::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemAvailable:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+        })
+        .map_or(0, |kib| kib / 1024);
+    let by_memory = (memory_mib / (2 * u64::from(machines.memory)).max(1)) as usize;
+    by_cores.min(by_memory).max(1)
 }
 
 #[derive(clap::Args)]
@@ -329,22 +357,69 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default(),
         provider.name()
     );
-    let mut results = Vec::new();
-    for (test, os) in cells {
-        if berth_testgrid::grid::interrupted() {
-            break;
+    // Every image the cells need, made before any cell boots: cells side by side must not
+    // build the same one.
+    if let Provider::Qemu(qemu) = &provider {
+        let mut prepared = std::collections::BTreeSet::new();
+        for (_, os) in &cells {
+            if prepared.insert(os.id.as_str()) {
+                eprintln!("berth-testgrid: the image of {}", os.title());
+                let log = args.out.join(format!("image-{}.log", os.id));
+                if let Err(error) = qemu.image(os, &log) {
+                    // Its cells fail at their boot step, saying so.
+                    eprintln!("berth-testgrid: {}: {error:#}", os.id);
+                }
+            }
         }
-        let result = cell::run(test, os, &provider, &server, &args.out, timeouts);
-        eprintln!(
-            "berth-testgrid: {} on {}: {} in {:.0}s",
-            result.test,
-            result.os_id,
-            if result.passed { "PASS" } else { "FAIL" },
-            result.seconds
-        );
-        results.push(result);
-        report::write(&args.out, &results)?;
     }
+    // The ssh provider's hosts serve one cell at a time.
+    let jobs = match provider {
+        Provider::Qemu(_) => args
+            .jobs
+            .map_or_else(|| default_jobs(&args.machines), usize::from),
+        Provider::Hosts(_) => 1,
+    };
+    let queue = std::sync::Mutex::new(cells.into_iter().enumerate().collect::<Vec<_>>());
+    let done = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| {
+                loop {
+                    if berth_testgrid::grid::interrupted() {
+                        break;
+                    }
+                    let next = {
+                        let mut queue = queue.lock().expect("no cell thread panics");
+                        (!queue.is_empty()).then(|| queue.remove(0))
+                    };
+                    let Some((index, (test, os))) = next else {
+                        break;
+                    };
+                    let result = cell::run(test, os, &provider, &server, &args.out, timeouts);
+                    eprintln!(
+                        "berth-testgrid: {} on {}: {} in {:.0}s",
+                        result.test,
+                        result.os_id,
+                        if result.passed { "PASS" } else { "FAIL" },
+                        result.seconds
+                    );
+                    let mut done = done.lock().expect("no cell thread panics");
+                    done.push((index, result));
+                    done.sort_by_key(|(index, _)| *index);
+                    let results: Vec<_> = done.iter().map(|(_, result)| result.clone()).collect();
+                    if let Err(error) = report::write(&args.out, &results) {
+                        eprintln!("berth-testgrid: cannot write the report: {error}");
+                    }
+                }
+            });
+        }
+    });
+    let results: Vec<_> = done
+        .into_inner()
+        .expect("no cell thread panics")
+        .into_iter()
+        .map(|(_, result)| result)
+        .collect();
     report::write(&args.out, &results)?;
     let failed = results.iter().filter(|result| !result.passed).count();
     println!(

@@ -97,3 +97,36 @@ impl HostEntry {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_or_user_that_could_become_an_ssh_option_is_refused() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        for (address, user) in [
+            ("-oProxyCommand=x", "root"),
+            ("192.0.2.1", "a b"),
+            ("h;reboot", "root"),
+        ] {
+            fs_err::write(
+                file.path(),
+                format!("hosts:\n  - {{address: '{address}', user: '{user}', os: debian-12}}\n"),
+            )
+            .unwrap();
+            let error = read(file.path()).unwrap_err().to_string();
+            assert!(error.contains("plain names"), "{address} {user}: {error}");
+        }
+        fs_err::write(
+            file.path(),
+            "hosts:\n  - {address: 192.0.2.1, os: debian-12}\n",
+        )
+        .unwrap();
+        let hosts = read(file.path()).unwrap();
+        assert_eq!(
+            (hosts.hosts[0].port, hosts.hosts[0].user.as_str()),
+            (22, "root")
+        );
+    }
+}

@@ -232,6 +232,20 @@ pub fn read_results(dir: &Path) -> anyhow::Result<Vec<CellResult>> {
             let bytes = fs_err::read(entry.path())?;
             let result: CellResult = serde_json::from_slice(&bytes)
                 .map_err(|error| anyhow::anyhow!("{}: {error}", entry.path().display()))?;
+            // A result names its own folder and files, which `merge` copies: only the folder
+            // its test and OS make, and plain file names in it.
+            if !super::specs::is_plain_id(&result.os_id)
+                || result.folder != super::cell::cell_folder(&result.test, &result.os_id)
+                || !result
+                    .files
+                    .iter()
+                    .all(|file| super::specs::is_plain_id(file))
+            {
+                anyhow::bail!(
+                    "{}: its folder or files are not those of a cell",
+                    entry.path().display()
+                );
+            }
             results.push(result);
         }
     }
@@ -288,6 +302,26 @@ mod tests {
         let page = cell_html(&results[1]);
         assert!(page.contains("href=\"primary-1.log\"") && page.contains("&lt;script&gt;"));
         assert!(page.contains("href=\"../../../index.html\""), "{page}");
+        let merged = tempfile::tempdir().unwrap();
+        write(merged.path(), &results).unwrap();
+        for result in &results {
+            fs_err::write(
+                merged.path().join(&result.folder).join("result.json"),
+                serde_json::to_vec(result).unwrap(),
+            )
+            .unwrap();
+        }
+        assert_eq!(read_results(merged.path()).unwrap().len(), 2);
+        // A result that names a folder or file of its own choosing is refused, not copied.
+        let mut crafted = results[1].clone();
+        crafted.files.push("../../../../etc/shadow".to_string());
+        fs_err::write(
+            merged.path().join(&crafted.folder).join("result.json"),
+            serde_json::to_vec(&crafted).unwrap(),
+        )
+        .unwrap();
+        let error = read_results(merged.path()).unwrap_err().to_string();
+        assert!(error.contains("not those of a cell"), "{error}");
         let xml = junit(&results);
         assert!(
             xml.contains("failures=\"1\"")
