@@ -80,8 +80,9 @@ struct RunArgs {
     /// this program].
     #[arg(long, value_name = "FILE")]
     berth: Option<PathBuf>,
-    /// Where the machines come from: `qemu` boots VMs here; `ssh` uses --hosts.
-    #[arg(long, default_value = "qemu", value_parser = ["qemu", "ssh"])]
+    /// Where the machines come from: `qemu` boots VMs here; `ssh` uses --hosts; `netns` makes
+    /// namespaces of this host (its own OS only, no reboot: quick runs).
+    #[arg(long, default_value = "qemu", value_parser = ["qemu", "ssh", "netns"])]
     provider: String,
     /// The hosts file of the ssh provider.
     #[arg(long, value_name = "FILE", required_if_eq("provider", "ssh"))]
@@ -337,6 +338,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         "ssh" => Provider::Hosts(hosts::read(
             args.hosts.as_deref().expect("required by clap"),
         )?),
+        "netns" => Provider::Namespaces,
         _ => Provider::Qemu(args.machines.qemu()),
     };
     fs_err::create_dir_all(&args.out)?;
@@ -377,7 +379,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Provider::Qemu(_) => args
             .jobs
             .map_or_else(|| default_jobs(&args.machines), usize::from),
-        Provider::Hosts(_) => 1,
+        Provider::Hosts(_) | Provider::Namespaces => 1,
     };
     let queue = std::sync::Mutex::new(cells.into_iter().enumerate().collect::<Vec<_>>());
     let done = std::sync::Mutex::new(Vec::new());

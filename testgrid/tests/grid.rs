@@ -1,10 +1,12 @@
-//! `berth-testgrid run` end to end with the qemu provider: a real Debian 12 VM (QEMU, software
-//! emulation unless told otherwise) installs Berth's demo through the served script and
-//! upgrades it, while a second test whose spec the server refuses fails; the report is then
-//! opened in headless Chromium, which must show the grid and reach the failing cell's logs.
-//!
-//! Its image is built with debootstrap from the Debian mirror (cached in `.vm-cache/testgrid`),
-//! so it is ignored unless asked for; `scripts/test.sh` runs it when the mirror answers.
+//! `berth-testgrid run` end to end.
+//! - With the qemu provider: a real Debian 12 VM (QEMU, software emulation unless told
+//!   otherwise) installs Berth's demo through the served script and upgrades it, while a second
+//!   test whose spec the server refuses fails; the report is then opened in headless Chromium,
+//!   which must show the grid and reach the failing cell's logs. Its image is built with
+//!   debootstrap from the Debian mirror (cached in `.vm-cache/testgrid`), so it is ignored
+//!   unless asked for; `scripts/test.sh` runs it when the mirror answers.
+//! - With the netns provider, in two shards joined by `merge`: online and airgap installs and
+//!   an upgrade pass; a reboot, and an OS other than this host's, fail saying why.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,6 +39,129 @@ fn links(html: &str) -> Vec<String> {
         .collect()
 }
 
+/// Berth's demo add-on built into a dist, as the README's first command builds it.
+fn demo_dist(testgrid: &str, work: &Path) -> PathBuf {
+    let addons = work.join("addons");
+    fs_err::create_dir_all(&addons).unwrap();
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(repository().join("addons/demo"))
+        .arg(&addons)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let dist = work.join("dist");
+    let built = Command::new(berth_testgrid::built_beside(testgrid, "berth-build"))
+        .arg("build")
+        .arg(&addons)
+        .arg("--out")
+        .arg(&dist)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        berth_testgrid::printed(&built)
+    );
+    dist
+}
+
+#[test]
+fn a_grid_runs_on_netns_machines_in_shards_and_merges() {
+    berth_testgrid::require("containerd", "containerd");
+    let testgrid = env!("CARGO_BIN_EXE_berth-testgrid");
+    let work = tempfile::tempdir().unwrap();
+    let dist = demo_dist(testgrid, work.path());
+    let own = berth_testgrid::grid::namespaces::host_os_id().unwrap();
+    let os_spec = work.path().join("os.yaml");
+    fs_err::write(
+        &os_spec,
+        format!(
+            "- id: {own}\n  name: This host\n  version: \"{own}\"\n  packages: [containerd]\n  preinit: systemctl start containerd\n- id: another-os\n  name: Another\n  version: \"1\"\n"
+        ),
+    )
+    .unwrap();
+    // One node each: the machines share this host's cgroups, where two demos of one name
+    // would share one.
+    let grid = work.path().join("grid.yaml");
+    fs_err::write(
+        &grid,
+        r#"- name: online
+  installerSpec:
+    demo: {version: 1.0.0}
+  upgradeSpec:
+    demo: {version: 2.0.0}
+  postInstallScript: curl -fsS http://127.0.0.1:8080/ | grep -x "demo 1.0.0"
+  postUpgradeScript: curl -fsS http://127.0.0.1:8080/ | grep -x "demo 2.0.0"
+- name: airgap
+  airgap: true
+  installerSpec:
+    demo: {version: 1.0.0}
+  postInstallScript: curl -fsS http://127.0.0.1:8080/ | grep -x "demo 1.0.0"
+- name: rebooted
+  installerSpec:
+    demo: {version: 1.0.0}
+  numSecondaryNodes: 1
+  rebootSecondaries: true
+"#,
+    )
+    .unwrap();
+    let berth = berth_testgrid::built_beside(testgrid, "berth");
+    let mut shards = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let out = work.path().join(format!("shard-{}", &shard[..1]));
+        let output = Command::new(testgrid)
+            .arg("run")
+            .arg(&grid)
+            .arg("--os-spec")
+            .arg(&os_spec)
+            .arg("--dist")
+            .arg(&dist)
+            .arg("--berth")
+            .arg(&berth)
+            .args(["--provider", "netns", "--shard", shard, "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        // Each shard has a failing cell.
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{}",
+            berth_testgrid::printed(&output)
+        );
+        shards.push(out);
+    }
+    let merged = work.path().join("merged");
+    let output = Command::new(testgrid)
+        .arg("merge")
+        .args(&shards)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let printed = berth_testgrid::printed(&output);
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("2 of 6 cells passed"), "{printed}");
+    let result = |test: &str, os: &str| {
+        fs_err::read_to_string(merged.join(format!("cells/{test}/{os}/result.json"))).unwrap()
+    };
+    for test in ["online", "airgap"] {
+        let passed = result(test, &own);
+        assert!(passed.contains("\"passed\": true"), "{passed}");
+    }
+    assert!(result("online", &own).contains("\"name\": \"upgrade\""));
+    let rebooted = result("rebooted", &own);
+    assert!(rebooted.contains("cannot reboot secondary-1"), "{rebooted}");
+    let elsewhere = result("online", "another-os");
+    assert!(
+        elsewhere.contains("needs the qemu or ssh provider"),
+        "{elsewhere}"
+    );
+    let junit = fs_err::read_to_string(merged.join("junit.xml")).unwrap();
+    assert!(junit.contains("tests=\"6\" failures=\"4\""), "{junit}");
+}
+
 #[test]
 #[ignore = "builds a Debian 12 VM image from the Debian mirror; scripts/test.sh runs it when the mirror answers"]
 fn a_grid_runs_on_a_vm_and_its_report_opens_in_chromium() {
@@ -58,30 +183,7 @@ fn a_grid_runs_on_a_vm_and_its_report_opens_in_chromium() {
     let testgrid = env!("CARGO_BIN_EXE_berth-testgrid");
     let work = tempfile::tempdir().unwrap();
 
-    // The dist: Berth's demo add-on, built as the README's first command builds it.
-    let addons = work.path().join("addons");
-    fs_err::create_dir_all(&addons).unwrap();
-    let copied = Command::new("cp")
-        .arg("-r")
-        .arg(repository().join("addons/demo"))
-        .arg(&addons)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    let dist = work.path().join("dist");
-    let built = Command::new(berth_testgrid::built_beside(testgrid, "berth-build"))
-        .arg("build")
-        .arg(&addons)
-        .arg("--out")
-        .arg(&dist)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-
+    let dist = demo_dist(testgrid, work.path());
     let grid = work.path().join("grid.yaml");
     fs_err::write(
         &grid,

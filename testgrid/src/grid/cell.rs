@@ -20,15 +20,16 @@ use super::specs::{OsSpec, TestSpec, cell_slug, installer_yaml};
 const BUNDLE_DIR: &str = "/root/berth-bundle";
 const UPGRADE_BUNDLE_DIR: &str = "/root/berth-bundle-upgrade";
 
-/// Every script the grid runs starts here: bash's strict mode, and `berth` found where an
-/// online install links it or beside an airgap bundle's scripts.
-const PRELUDE: &str =
-    "set -euo pipefail\nexport PATH=\"$PATH:/usr/local/bin:/root/berth-bundle\"\ncd /root\n";
+/// Every script the grid runs starts here: bash's strict mode, `berth` found where an
+/// online install links it or beside an airgap bundle's scripts, and `sudo` (which the
+/// printed join commands start with) run as root where a node has none.
+const PRELUDE: &str = "set -euo pipefail\nexport PATH=\"$PATH:/usr/local/bin:/root/berth-bundle\"\ncommand -v sudo >/dev/null || sudo() { \"$@\"; }\ncd /root\n";
 
 /// Where a cell's nodes come from.
 pub enum Provider {
     Qemu(Qemu),
     Hosts(HostsFile),
+    Namespaces,
 }
 
 impl Provider {
@@ -36,14 +37,17 @@ impl Provider {
         match self {
             Provider::Qemu(_) => "qemu",
             Provider::Hosts(_) => "ssh",
+            Provider::Namespaces => "netns",
         }
     }
 }
 
-/// A cell's nodes, alive as long as this value (VMs stop when it is dropped).
+/// A cell's nodes, alive as long as this value (VMs stop when it is dropped; namespace
+/// machines end before their network).
 struct Machines {
     nodes: Vec<Box<dyn Node>>,
     _vms: Vec<Vm>,
+    _network: Option<crate::network::Network>,
 }
 
 /// The installer server the cells post their specs to, reached by nodes through their SSH
@@ -340,6 +344,7 @@ impl Cell<'_> {
                         .map(|vm| Box::new(vm.node.clone()) as Box<dyn Node>)
                         .collect(),
                     _vms: vms,
+                    _network: None,
                 })
             }
             Provider::Hosts(file) => {
@@ -366,6 +371,18 @@ impl Cell<'_> {
                 Ok(Machines {
                     nodes,
                     _vms: Vec::new(),
+                    _network: None,
+                })
+            }
+            Provider::Namespaces => {
+                let (machines, network) = super::namespaces::start(self.os, names, forward)?;
+                Ok(Machines {
+                    nodes: machines
+                        .into_iter()
+                        .map(|node| Box::new(node) as Box<dyn Node>)
+                        .collect(),
+                    _vms: Vec::new(),
+                    _network: Some(network),
                 })
             }
         }

@@ -3,13 +3,14 @@
 //!
 //! - `specs`: the test and OS specs, as kURL writes them;
 //! - `node`: what a test does to a machine (run a script, copy a file, reboot), over SSH;
-//! - `qemu`, `hosts`: the providers, which give a cell its nodes: VMs booted here from cached
-//!   Debian images, or hosts a vendor already has;
+//! - `qemu`, `hosts`, `namespaces`: the providers, which give a cell its nodes: VMs booted
+//!   here from cached Debian images, hosts a vendor already has, or namespaces of this host;
 //! - `cell`: one test on one OS, step by step;
 //! - `report`: the results, as CI and people read them.
 
 pub mod cell;
 pub mod hosts;
+pub mod namespaces;
 pub mod node;
 pub mod qemu;
 pub mod report;
