@@ -108,7 +108,8 @@ pub trait Node: Send + Sync {
     fn run(&self, script: &str, timeout: Duration, log: &Path) -> anyhow::Result<Outcome>;
     /// Copies `local` to `remote` (a path on the node; its folder is made).
     fn put(&self, local: &Path, remote: &str, log: &Path) -> anyhow::Result<()>;
-    /// Reboots it and waits until it is back (a new boot id) or `timeout` passes.
+    /// Reboots it and waits until it is back (a new boot id) and its boot has finished, or
+    /// `timeout` passes.
     fn reboot(&self, timeout: Duration, log: &Path) -> anyhow::Result<()>;
     /// Its serial console, when the provider captures one.
     fn console(&self) -> Option<PathBuf>;
@@ -172,7 +173,7 @@ impl SshNode {
             .is_ok_and(|outcome| outcome.success)
     }
 
-    /// Waits until the node answers over SSH, while `alive` holds.
+    /// Waits until the node answers over SSH and has finished booting, while `alive` holds.
     pub fn wait_until_up(
         &self,
         timeout: Duration,
@@ -196,7 +197,26 @@ impl SshNode {
             }
             std::thread::sleep(Duration::from_secs(1));
         }
+        self.boot_finished(timeout.saturating_sub(started.elapsed()), log)?;
         Ok(started.elapsed())
+    }
+
+    /// Waits until systemd has finished starting the boot's services (running, or degraded:
+    /// what failed is the test's to see): sshd answers before they all have.
+    fn boot_finished(&self, timeout: Duration, log: &Path) -> anyhow::Result<()> {
+        let outcome = self.run(
+            "command -v systemctl >/dev/null || exit 0\nsystemctl is-system-running --wait || true\n",
+            timeout,
+            log,
+        )?;
+        if !outcome.success {
+            bail!(
+                "{} answers over SSH, but its boot did not finish ({})",
+                self.name,
+                outcome.status
+            );
+        }
+        Ok(())
     }
 
     fn boot_id(&self, log: &Path) -> anyhow::Result<String> {
@@ -272,7 +292,7 @@ impl Node for SshNode {
             if let Ok(now) = self.boot_id(log)
                 && now != before
             {
-                return Ok(());
+                return self.boot_finished(timeout.saturating_sub(started.elapsed()), log);
             }
             std::thread::sleep(Duration::from_secs(2));
         }
