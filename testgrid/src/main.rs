@@ -160,7 +160,9 @@ struct QemuArgs {
 impl QemuArgs {
     fn qemu(&self) -> Qemu {
         Qemu {
-            cache: self.cache.clone(),
+            // Absolute: an overlay names its image, which qemu-img resolves from the overlay's
+            // own folder.
+            cache: std::path::absolute(&self.cache).unwrap_or_else(|_| self.cache.clone()),
             cache_limit: self.cache_limit,
             mirror: self.mirror.clone(),
             accel: self.accel.clone(),

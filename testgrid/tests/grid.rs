@@ -66,6 +66,30 @@ fn demo_dist(testgrid: &str, work: &Path) -> PathBuf {
     dist
 }
 
+/// `berth-testgrid run GRID` with its OS spec, dist, node binary and report folder.
+fn grid_run(
+    testgrid: &str,
+    grid: &Path,
+    os_spec: &Path,
+    dist: &Path,
+    berth: &Path,
+    out: &Path,
+) -> Command {
+    let mut command = Command::new(testgrid);
+    command
+        .arg("run")
+        .arg(grid)
+        .arg("--os-spec")
+        .arg(os_spec)
+        .arg("--dist")
+        .arg(dist)
+        .arg("--berth")
+        .arg(berth)
+        .arg("--out")
+        .arg(out);
+    command
+}
+
 #[test]
 fn a_grid_runs_on_netns_machines_in_shards_and_merges() {
     berth_testgrid::require("containerd", "containerd");
@@ -110,17 +134,8 @@ fn a_grid_runs_on_netns_machines_in_shards_and_merges() {
     let mut shards = Vec::new();
     for shard in ["1/2", "2/2"] {
         let out = work.path().join(format!("shard-{}", &shard[..1]));
-        let output = Command::new(testgrid)
-            .arg("run")
-            .arg(&grid)
-            .arg("--os-spec")
-            .arg(&os_spec)
-            .arg("--dist")
-            .arg(&dist)
-            .arg("--berth")
-            .arg(&berth)
-            .args(["--provider", "netns", "--shard", shard, "--out"])
-            .arg(&out)
+        let output = grid_run(testgrid, &grid, &os_spec, &dist, &berth, &out)
+            .args(["--provider", "netns", "--shard", shard])
             .output()
             .unwrap();
         // Each shard has a failing cell.
@@ -207,19 +222,9 @@ fn a_grid_runs_on_a_vm_and_its_report_opens_in_chromium() {
     )
     .unwrap();
     let report = work.path().join("report");
-    let output = Command::new(testgrid)
-        .arg("run")
-        .arg(&grid)
-        .arg("--os-spec")
-        .arg(&os_spec)
-        .arg("--dist")
-        .arg(&dist)
-        .arg("--berth")
-        .arg(&portable)
+    let output = grid_run(testgrid, &grid, &os_spec, &dist, &portable, &report)
         .arg("--cache")
         .arg(repository().join(".vm-cache/testgrid"))
-        .arg("--out")
-        .arg(&report)
         .output()
         .unwrap();
     let printed = format!(

@@ -277,6 +277,7 @@ impl Qemu {
         let qemu_img = tool("qemu-img", "qemu-utils")?;
         let setpriv = tool("setpriv", "util-linux")?;
         let key = self.key()?;
+        let dir = &std::path::absolute(dir)?;
         let network_port = crate::free_port();
         let mut vms = Vec::new();
         for (index, name) in names.iter().enumerate() {
