@@ -6,7 +6,9 @@
 //! - the build (the README's first lines): the binaries this test suite built, and a dist of
 //!   the `demo` add-on built by the real `berth-build build`;
 //! - `sudo`: these tests run as root, and the machine may have no sudo;
-//! - the node's root `/`: a folder of the test's (`BERTH_ROOT`), and `/tmp` a folder of its own.
+//! - the node's root `/`: a folder of the test's (`BERTH_ROOT`), and `/tmp` a folder of its own;
+//! - the user's state folder (`XDG_STATE_HOME`, where `serve` keeps its installers): a
+//!   folder of the test's, as a new user's is empty.
 
 use std::path::Path;
 use std::process::Command;
@@ -124,6 +126,9 @@ impl Workbench {
             .host
             .command("bash")
             .args(["-c", &script])
+            // `serve` keeps the installers posted to it under the user's state folder, each
+            // with the lock it was first given: a fresh user's is empty.
+            .env("XDG_STATE_HOME", path.join("state"))
             .current_dir(path)
             .output()
             .unwrap();
