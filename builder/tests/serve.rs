@@ -212,6 +212,16 @@ fn a_package_changed_after_the_script_was_served_is_refused() {
     let changed = Sha256Digest::of(&fs_err::read(dist.dist.join("hello-1.0.0.tar.gz")).unwrap());
     assert_ne!(served, changed);
 
+    // Posting the spec again does not hand out the URL that would install the old package.
+    let (status, said) = post(&serving.url, &dist.spec(SPEC));
+    assert_eq!(status, "409", "{said}");
+    assert!(
+        said.contains(&served.hex())
+            && said.contains(&changed.hex())
+            && said.contains("metadata.name"),
+        "names both packages and the way out: {said}"
+    );
+
     let root = tempfile::tempdir().unwrap();
     let output = run_script(&script, root.path(), &[]);
     let all = format!("{}{}", text(&output.stdout), text(&output.stderr));

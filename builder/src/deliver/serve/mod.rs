@@ -151,6 +151,7 @@ async fn post_installer(
         Err(error) => return release_error(&server, error),
     };
     let store = Arc::clone(&server);
+    let fresh = lock.clone();
     let inserted = tokio::task::spawn_blocking(move || {
         store
             .installers
@@ -163,6 +164,20 @@ async fn post_installer(
         Err(error) => return installer_error(error),
     };
     let id = installer.spec.id();
+    // The same spec posted again is the same installer, whose URL installs the packages it
+    // was first given: where the dist no longer has them, that URL would fail on every node,
+    // so the post says so rather than hand it out.
+    if inserted == Inserted::Existing
+        && let Some(kept) = &installer.lock
+        && let Some(stale) = stale_addon(kept, &fresh)
+    {
+        return text(
+            StatusCode::CONFLICT,
+            format!(
+                "installer {id} (this spec, posted before) installs {stale}; its URL keeps installing what it was first given. Change the spec (another metadata.name makes another installer), or remove {id}.yaml and {id}.lock.json from the server's installer folder, and post it again"
+            ),
+        );
+    }
     let url = format!("{}/{id}", server.public_url);
     let status = match inserted {
         Inserted::New => StatusCode::CREATED,
@@ -174,6 +189,28 @@ async fn post_installer(
     } else {
         text(status, url)
     }
+}
+
+/// The first add-on `kept` pins at another version or package than the dist now offers
+/// (`fresh`), described for the poster.
+fn stale_addon(
+    kept: &berth_formats::lock::Lock,
+    fresh: &berth_formats::lock::Lock,
+) -> Option<String> {
+    kept.addons.iter().find_map(|old| {
+        let new = fresh.addons.iter().find(|new| new.name == old.name);
+        match new {
+            Some(new) if new.version == old.version && new.sha256 == old.sha256 => None,
+            Some(new) => Some(format!(
+                "{} {} with package {}, and the dist now has {} {} with package {}",
+                old.name, old.version, old.sha256, new.name, new.version, new.sha256
+            )),
+            None => Some(format!(
+                "{} {} with package {}, which the dist no longer resolves",
+                old.name, old.version, old.sha256
+            )),
+        }
+    })
 }
 
 async fn installer(server: &Shared, id: &str) -> Result<Arc<Installer>, Response> {
