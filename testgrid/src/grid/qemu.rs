@@ -22,7 +22,7 @@ use super::specs::OsSpec;
 const BASE_PACKAGES: &str = "systemd-sysv,udev,dbus,openssh-server,iproute2,linux-image-cloud-amd64,initramfs-tools,sudo,curl,ca-certificates";
 
 /// Bumped whenever the way an image is made changes, so cached images are made again.
-const RECIPE: &str = "berth-testgrid image 1";
+const RECIPE: &str = "berth-testgrid image 2";
 
 /// The private network's first three octets; VM N is `.10+N`.
 const SUBNET: &str = "10.77.0";
@@ -436,7 +436,7 @@ fn configure_root(root: &Path, public_key: &str) -> anyhow::Result<()> {
     )?;
     write(
         "usr/local/sbin/berth-grid-network",
-        "#!/bin/sh\n# The grid's addresses: eth0 is QEMU's user network (sshd, forwarded), eth1 the cell's\n# private network, with the default route, as a node's own network would have it.\nset -e\naddress=$(tr ' ' '\\n' </proc/cmdline | sed -n 's/^berth.address=//p')\nip link set lo up\nip link set eth0 up\nip address add 10.0.2.15/24 dev eth0\nip link set eth1 up\nif [ -n \"$address\" ]; then\n    ip address add \"$address\" dev eth1\n    ip route add default via 10.77.0.1 dev eth1 onlink\nfi\n",
+        "#!/bin/sh\n# The grid's addresses: eth0 is QEMU's user network (sshd, forwarded), eth1 the cell's\n# private network, with the default route, as a node's own network would have it.\nset -e\naddress=$(tr ' ' '\\n' </proc/cmdline | sed -n 's/^berth.address=//p')\nip link set lo up\n# The name resolves, as Debian's installer and cloud-init have it (collectd asks).\ngrep -qw \"$(hostname)\" /etc/hosts || echo \"127.0.1.1 $(hostname)\" >>/etc/hosts\nip link set eth0 up\nip address add 10.0.2.15/24 dev eth0\nip link set eth1 up\nif [ -n \"$address\" ]; then\n    ip address add \"$address\" dev eth1\n    ip route add default via 10.77.0.1 dev eth1 onlink\nfi\n",
     )?;
     fs_err::set_permissions(
         root.join("usr/local/sbin/berth-grid-network"),
