@@ -1,12 +1,13 @@
 //! `berth-testgrid`: runs a vendor's kURL testgrid specs on real machines and reports them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use berth_testgrid::grid::cell::{self, Provider, Server, Timeouts};
+use berth_testgrid::grid::cell::{self, Provider, Timeouts};
 use berth_testgrid::grid::qemu::Qemu;
+use berth_testgrid::grid::server::Server;
 use berth_testgrid::grid::{hosts, report, specs};
 use clap::Parser as _;
 
@@ -244,54 +245,6 @@ fn default_berth() -> Option<PathBuf> {
     .find(|path| path.is_file())
 }
 
-/// `berth-build serve` for the run, on a loopback port; stopped when dropped.
-struct Served {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dist: &Path, berth: &Path, out: &Path) -> anyhow::Result<Served> {
-    let builder = berth_build()?;
-    let port = berth_testgrid::free_port();
-    let log = fs_err::File::create(out.join("serve.log"))?;
-    let child = Command::new(builder)
-        .arg("serve")
-        .arg("--from")
-        .arg(dist)
-        .arg("--berth")
-        .arg(berth)
-        .arg("--installers")
-        .arg(out.join("installers"))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .stdin(Stdio::null())
-        .stdout(log.file().try_clone()?)
-        .stderr(log.into_parts().0)
-        .spawn()
-        .context("cannot start berth-build serve")?;
-    let mut served = Served { child, port };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Some(status) = served.child.try_wait()? {
-            bail!(
-                "berth-build serve exited ({status}); see {}",
-                out.join("serve.log").display()
-            );
-        }
-        if std::time::Instant::now() > deadline {
-            bail!("berth-build serve did not listen within 30s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok(served)
-}
-
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let oses = specs::read_oses(&args.os_spec)?;
     let mut tests = Vec::new();
@@ -345,8 +298,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     fs_err::create_dir_all(&args.out)?;
     let _ = fs_err::remove_dir_all(args.out.join("cells"));
-    let served = serve(&args.dist, &berth, &args.out)?;
-    let server = Server::new(served.port);
+    let server = Server::start(&berth_build()?, &args.dist, &berth, &args.out)?;
     let timeouts = Timeouts {
         step: args.step_timeout,
         reboot: args.machines.boot_timeout,

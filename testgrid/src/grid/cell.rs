@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use serde::{Deserialize, Serialize};
 
 use super::hosts::HostsFile;
 use super::node::{Node, Outcome};
 use super::qemu::{Qemu, Vm};
-use super::specs::{OsSpec, TestSpec, cell_slug, installer_yaml};
+use super::result::{CellResult, StepResult, StepStatus, cell_folder};
+use super::server::Server;
+use super::specs::{OsSpec, TestSpec, installer_yaml};
 
 /// Where a node keeps an unpacked bundle, and the upgrade's.
 const BUNDLE_DIR: &str = "/root/berth-bundle";
@@ -48,106 +49,6 @@ struct Machines {
     nodes: Vec<Box<dyn Node>>,
     _vms: Vec<Vm>,
     _network: Option<crate::network::Network>,
-}
-
-/// The installer server the cells post their specs to, reached by nodes through their SSH
-/// connection as their own `127.0.0.1:<port>`.
-pub struct Server {
-    pub port: u16,
-    client: reqwest::blocking::Client,
-}
-
-impl Server {
-    pub fn new(port: u16) -> Server {
-        Server {
-            port,
-            client: reqwest::blocking::Client::builder()
-                .timeout(Duration::from_secs(600))
-                .build()
-                .expect("an HTTP client with rustls"),
-        }
-    }
-
-    /// Posts an Installer spec; its URL, or the server's reason for refusing it.
-    fn post(&self, spec: &str) -> anyhow::Result<String> {
-        let response = self
-            .client
-            .post(format!("http://127.0.0.1:{}/installer", self.port))
-            .body(spec.to_string())
-            .send()
-            .context("the installer server did not answer")?;
-        let status = response.status();
-        let text = response.text().unwrap_or_default();
-        if !status.is_success() {
-            bail!(
-                "the installer server refused the spec ({status}): {}",
-                text.trim()
-            );
-        }
-        Ok(text.trim().to_string())
-    }
-
-    /// Downloads an installer's airgap bundle to `path`.
-    fn bundle(&self, url: &str, path: &Path) -> anyhow::Result<()> {
-        let id = url.rsplit('/').next().unwrap_or_default();
-        let mut response = self
-            .client
-            .get(format!("http://127.0.0.1:{}/bundle/{id}.tar.gz", self.port))
-            .send()
-            .context("the installer server did not answer")?;
-        if !response.status().is_success() {
-            bail!(
-                "the bundle of {id}: {} {}",
-                response.status(),
-                response.text().unwrap_or_default()
-            );
-        }
-        let mut file = fs_err::File::create(path)?;
-        response.copy_to(&mut file)?;
-        Ok(())
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StepStatus {
-    Passed,
-    Failed,
-}
-
-/// What one step did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepResult {
-    pub name: String,
-    pub node: Option<String>,
-    pub status: StepStatus,
-    pub message: String,
-    pub seconds: f64,
-}
-
-/// What a cell did: written as `result.json` in its folder, which the report reads.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CellResult {
-    pub test: String,
-    pub os_id: String,
-    pub os_title: String,
-    pub provider: String,
-    pub passed: bool,
-    /// The first failure: its step, node and message.
-    pub failure: Option<String>,
-    pub seconds: f64,
-    pub steps: Vec<StepResult>,
-    /// The cell's folder, relative to the report.
-    pub folder: String,
-    /// Files in its folder worth a link (logs, consoles, collected state).
-    pub files: Vec<String>,
-}
-
-/// A cell's folder in a report: `cells/<test>/<os>`.
-pub fn cell_folder(test: &str, os: &str) -> String {
-    format!("cells/{}/{}", cell_slug(test), os)
 }
 
 /// Timeouts of a cell's steps.

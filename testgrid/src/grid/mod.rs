@@ -5,7 +5,9 @@
 //! - `node`: what a test does to a machine (run a script, copy a file, reboot), over SSH;
 //! - `qemu`, `hosts`, `namespaces`: the providers, which give a cell its nodes: VMs booted
 //!   here from cached Debian images, hosts a vendor already has, or namespaces of this host;
+//! - `server`: `berth-build serve` for the run, and its client;
 //! - `cell`: one test on one OS, step by step;
+//! - `result`: what a cell did (`result.json`);
 //! - `report`: the results, as CI and people read them.
 
 pub mod cell;
@@ -14,6 +16,8 @@ pub mod namespaces;
 pub mod node;
 pub mod qemu;
 pub mod report;
+pub mod result;
+pub mod server;
 pub mod specs;
 
 use std::sync::Arc;

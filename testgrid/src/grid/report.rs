@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::cell::{CellResult, StepStatus};
+use super::result::{CellResult, StepStatus};
 
 /// Text as HTML or XML text and attribute values.
 pub fn escape(text: &str) -> String {
@@ -235,7 +235,7 @@ pub fn read_results(dir: &Path) -> anyhow::Result<Vec<CellResult>> {
             // A result names its own folder and files, which `merge` copies: only the folder
             // its test and OS make, and plain file names in it.
             if !super::specs::is_plain_id(&result.os_id)
-                || result.folder != super::cell::cell_folder(&result.test, &result.os_id)
+                || result.folder != super::result::cell_folder(&result.test, &result.os_id)
                 || !result
                     .files
                     .iter()
@@ -256,7 +256,7 @@ pub fn read_results(dir: &Path) -> anyhow::Result<Vec<CellResult>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grid::cell::StepResult;
+    use crate::grid::result::StepResult;
 
     fn cell(test: &str, os: &str, passed: bool) -> CellResult {
         CellResult {
@@ -278,7 +278,7 @@ mod tests {
                 message: "exit 1".to_string(),
                 seconds: 3.0,
             }],
-            folder: crate::grid::cell::cell_folder(test, os),
+            folder: crate::grid::result::cell_folder(test, os),
             files: vec!["primary-1.log".to_string()],
         }
     }
