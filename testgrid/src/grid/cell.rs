@@ -163,35 +163,27 @@ impl Cell<'_> {
         }
     }
 
+    /// Posts `spec` as step `step`; its installer's URL.
+    fn post(
+        &mut self,
+        server: &Server,
+        step: &str,
+        spec: &serde_norway::Value,
+    ) -> anyhow::Result<String> {
+        let started = Instant::now();
+        let posted = server.post(&installer_yaml(&self.test.name, spec));
+        let url = posted.as_ref().ok().cloned();
+        self.record(step, None, posted, started);
+        url.with_context(|| format!("no {step}"))
+    }
+
     fn steps(&mut self, provider: &Provider, server: &Server) -> anyhow::Result<()> {
         let test = self.test;
         let runner_log = self.log(None);
-        // The spec first: a spec the server refuses fails the cell before any machine boots.
-        let started = Instant::now();
-        let url = server.post(&installer_yaml(&test.name, &test.installer_spec));
-        let url = match url {
-            Ok(url) => {
-                self.record("installer", None, Ok(url.clone()), started);
-                url
-            }
-            Err(error) => {
-                self.record("installer", None, Err(error), started);
-                bail!("no installer");
-            }
-        };
+        // The specs first: a spec the server refuses fails the cell before any machine boots.
+        let url = self.post(server, "installer", &test.installer_spec)?;
         let upgrade_url = match &test.upgrade_spec {
-            Some(spec) => {
-                let started = Instant::now();
-                let posted = server.post(&installer_yaml(&test.name, spec));
-                let ok = posted
-                    .as_ref()
-                    .map(String::clone)
-                    .map_err(|e| anyhow::anyhow!("{e:#}"));
-                if !self.record("upgrade installer", None, ok, started) {
-                    bail!("no upgrade installer");
-                }
-                posted.ok()
-            }
+            Some(spec) => Some(self.post(server, "upgrade installer", spec)?),
             None => None,
         };
 
