@@ -488,7 +488,7 @@ impl Cell<'_> {
                 ),
             ] {
                 let collected = node.run(
-                    &format!("export PATH=\"$PATH:/usr/local/bin:/root/berth-bundle\"\n{script}\n"),
+                    &format!("{PRELUDE}{script}\n"),
                     Duration::from_secs(120),
                     &self.dir.join(format!("{}.collect.log", node.name())),
                 );

@@ -104,7 +104,12 @@ impl Node for NamespaceNode {
     fn run(&self, script: &str, timeout: Duration, log: &Path) -> anyhow::Result<Outcome> {
         let mut command = self.machine.command("bash");
         command.arg("-s");
-        run_bounded(&mut command, script.as_bytes().to_vec(), timeout, log)
+        run_bounded(
+            &mut command,
+            std::io::Cursor::new(script.to_owned()),
+            timeout,
+            log,
+        )
     }
 
     fn put(&self, local: &Path, remote: &str, log: &Path) -> anyhow::Result<()> {
@@ -117,7 +122,7 @@ impl Node for NamespaceNode {
         ]);
         let outcome = run_bounded(
             &mut command,
-            fs_err::read(local)?,
+            fs_err::File::open(local)?,
             Duration::from_secs(600),
             log,
         )?;

@@ -21,11 +21,12 @@ pub struct Outcome {
 
 const KEPT_OUTPUT: usize = 1 << 20;
 
-/// Runs `command`, feeding it `stdin`, until it ends or `timeout` passes (then it is killed);
-/// its standard error, and its standard output as well, are appended to `log`.
+/// Runs `command`, feeding it `stdin` (streamed: a bundle is not held in memory), until it
+/// ends or `timeout` passes (then it is killed); its standard error, and its standard output
+/// as well, are appended to `log`.
 pub fn run_bounded(
     command: &mut Command,
-    stdin: Vec<u8>,
+    mut stdin: impl Read + Send + 'static,
     timeout: Duration,
     log: &Path,
 ) -> anyhow::Result<Outcome> {
@@ -40,10 +41,7 @@ pub fn run_bounded(
         .spawn()
         .with_context(|| format!("cannot start {:?}", command.get_program()))?;
     let mut input = child.stdin.take().expect("piped");
-    let feeder = std::thread::spawn(move || {
-        // A command that exits without reading its input is not an error of the feeder.
-        let _ = input.write_all(&stdin);
-    });
+    let feeder = std::thread::spawn(move || std::io::copy(&mut stdin, &mut input));
     let mut output = child.stdout.take().expect("piped");
     let mut log_copy = log_file.file().try_clone()?;
     let reader = std::thread::spawn(move || {
@@ -71,9 +69,22 @@ pub fn run_bounded(
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let _ = feeder.join();
+    // A command that exits without reading all its input broke the pipe, which is its own
+    // business; input that could not be read makes its success worth nothing (a copy cut
+    // short would look whole).
+    let unsent = match feeder.join() {
+        Ok(Err(error)) if error.kind() != std::io::ErrorKind::BrokenPipe => Some(error),
+        _ => None,
+    };
     let kept = reader.join().unwrap_or_default();
     let stdout = String::from_utf8_lossy(&kept).into_owned();
+    if let Some(error) = unsent {
+        return Ok(Outcome {
+            success: false,
+            status: format!("its input could not be sent: {error}"),
+            stdout,
+        });
+    }
     Ok(match status {
         Some(status) => Outcome {
             success: status.success(),
@@ -169,7 +180,7 @@ impl SshNode {
     pub fn answers(&self, log: &Path) -> bool {
         let mut command = self.ssh(false);
         command.arg("true");
-        run_bounded(&mut command, Vec::new(), Duration::from_secs(20), log)
+        run_bounded(&mut command, std::io::empty(), Duration::from_secs(20), log)
             .is_ok_and(|outcome| outcome.success)
     }
 
@@ -244,7 +255,12 @@ impl Node for SshNode {
     fn run(&self, script: &str, timeout: Duration, log: &Path) -> anyhow::Result<Outcome> {
         let mut command = self.ssh(true);
         command.arg(self.root_bash());
-        run_bounded(&mut command, script.as_bytes().to_vec(), timeout, log)
+        run_bounded(
+            &mut command,
+            std::io::Cursor::new(script.to_owned()),
+            timeout,
+            log,
+        )
     }
 
     fn put(&self, local: &Path, remote: &str, log: &Path) -> anyhow::Result<()> {
@@ -257,11 +273,11 @@ impl Node for SshNode {
                 "mkdir -p \"$(dirname {quoted})\" && cat > {quoted}.partial && mv -f {quoted}.partial {quoted}"
             ))
         ));
-        let bytes = fs_err::read(local)?;
-        let size = bytes.len() as u64;
+        let file = fs_err::File::open(local)?;
+        let size = file.metadata()?.len();
         // A minute, and a minute for every 100 MiB more.
         let timeout = Duration::from_secs(60 + 60 * (size >> 20) / 100);
-        let outcome = run_bounded(&mut command, bytes, timeout, log)?;
+        let outcome = run_bounded(&mut command, file, timeout, log)?;
         if !outcome.success {
             bail!(
                 "cannot copy {} to {}:{remote} ({})",
@@ -313,7 +329,7 @@ mod tests {
         let started = Instant::now();
         let outcome = run_bounded(
             Command::new("sleep").arg("30"),
-            Vec::new(),
+            std::io::empty(),
             Duration::from_millis(300),
             log.path(),
         )
@@ -332,7 +348,7 @@ mod tests {
         let log = tempfile::NamedTempFile::new().unwrap();
         let outcome = run_bounded(
             Command::new("bash").arg("-s"),
-            b"echo out; echo err >&2; exit 3".to_vec(),
+            &b"echo out; echo err >&2; exit 3"[..],
             Duration::from_secs(10),
             log.path(),
         )

@@ -191,7 +191,12 @@ impl Qemu {
             .args(["--variant=minbase", &format!("--include={include}"), suite])
             .arg(&root)
             .arg(&self.mirror);
-        let outcome = run_bounded(&mut debootstrap, Vec::new(), Duration::from_secs(1800), log)?;
+        let outcome = run_bounded(
+            &mut debootstrap,
+            std::io::empty(),
+            Duration::from_secs(1800),
+            log,
+        )?;
         if !outcome.success {
             bail!(
                 "debootstrap could not make a {suite} root from {} ({}); its log: {}",
@@ -211,7 +216,7 @@ impl Qemu {
             .arg(&root)
             .arg(&raw)
             .arg("8G");
-        let outcome = run_bounded(&mut mkfs, Vec::new(), Duration::from_secs(600), log)?;
+        let outcome = run_bounded(&mut mkfs, std::io::empty(), Duration::from_secs(600), log)?;
         if !outcome.success {
             bail!(
                 "mkfs.ext4 could not make the disk ({}): {}",
@@ -224,7 +229,12 @@ impl Qemu {
             .args(["convert", "-O", "qcow2"])
             .arg(&raw)
             .arg(&image.disk);
-        let outcome = run_bounded(&mut convert, Vec::new(), Duration::from_secs(600), log)?;
+        let outcome = run_bounded(
+            &mut convert,
+            std::io::empty(),
+            Duration::from_secs(600),
+            log,
+        )?;
         if !outcome.success {
             bail!(
                 "qemu-img could not convert the disk ({}): {}",
@@ -287,7 +297,7 @@ impl Qemu {
                 .args(["create", "-q", "-f", "qcow2", "-F", "qcow2", "-b"])
                 .arg(&image.disk)
                 .arg(&overlay);
-            let outcome = run_bounded(&mut create, Vec::new(), Duration::from_secs(60), log)?;
+            let outcome = run_bounded(&mut create, std::io::empty(), Duration::from_secs(60), log)?;
             if !outcome.success {
                 bail!(
                     "qemu-img could not make {} ({})",
