@@ -208,13 +208,17 @@ impl Cell<'_> {
         let result = self.on_machines(&machines, server, &url, upgrade_url.as_deref());
         self.collect(&machines);
         if let Provider::Hosts(_) = provider {
+            // A vendor's hosts are used again by the next cell: Berth's state goes, and a host
+            // it could not be taken from fails this cell, as the next one would not start clean.
             for node in &machines.nodes {
-                // A vendor's hosts are used again by the next cell: Berth's state goes.
-                let _ = node.run(
-                    &format!("{PRELUDE}if command -v berth >/dev/null; then berth reset; fi\nrm -rf {BUNDLE_DIR} {UPGRADE_BUNDLE_DIR}\n"),
-                    self.timeouts.step,
-                    &self.log(Some(node.name())),
+                let reset = self.script(
+                    "reset",
+                    node.as_ref(),
+                    &format!("if command -v berth >/dev/null; then berth reset; fi\nrm -rf {BUNDLE_DIR} {UPGRADE_BUNDLE_DIR}"),
                 );
+                if let (Ok(()), Err(error)) = (&result, reset) {
+                    return Err(error);
+                }
             }
         }
         result
