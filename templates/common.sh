@@ -6,9 +6,10 @@
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
 # nothing); `allow-downgrade` (install and upgrade: let an add-on go back to the older
 # version the spec names); `force-reapply` (run every add-on's hooks again, even one applied
-# as asked and healthy); `yes` (kURL's: accept every prompt, ASSUME_YES=1);
-# `key=value` pairs (`public-address=10.0.0.1`), which hooks see as environment variables
-# (PUBLIC_ADDRESS).
+# as asked and healthy); and kURL's flags, merged into the spec as kURL merges them: its bare
+# words (`ha`, `yes`, `ipv6`, `preserve-selinux-config`, `host-preflight-ignore`, …) and
+# `key=value` pairs (`public-address=10.0.0.1`, `labels=zone=edge`, …). Other `key=value`
+# pairs reach hooks as environment variables (`demo-port=8080` as DEMO_PORT).
 #
 # The whole script is one function, called on its last line: a download cut short defines
 # part of a function and runs nothing.
@@ -25,11 +26,10 @@ berth_fail() {
     exit 1
 }
 
-# berth_reject_words USAGE WORD…: fails on the first bare word a script does not take.
-berth_reject_words() {
-    if [ "$#" -gt 1 ]; then
-        berth_fail "unknown argument '$2'; $1"
-    fi
+# berth_pass_words WORD…: the bare words this script does not take itself go to berth with
+# the key=value pairs; berth refuses one that is not kURL's, listing those it takes.
+berth_pass_words() {
+    berth_params+=("$@")
 }
 
 berth_airgap=0
@@ -45,7 +45,6 @@ for berth_argument in "$@"; do
         allow-downgrade) berth_allow_downgrade=1 ;;
         force-reapply) berth_force_reapply=1 ;;
         control-plane) berth_params+=("control-plane=1") ;;
-        yes) berth_params+=("assume-yes=1") ;;
         *=*) berth_params+=("$berth_argument") ;;
         *) berth_words+=("$berth_argument") ;;
     esac

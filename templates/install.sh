@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 {% include "common.sh" %}
-berth_reject_words "give airgap, plan, allow-downgrade, force-reapply or key=value" "${berth_words[@]+"${berth_words[@]}"}"
+berth_pass_words "${berth_words[@]+"${berth_words[@]}"}"
 
 berth_command=install
 if [ "$berth_plan_only" = 1 ]; then

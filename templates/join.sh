@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 {% include "common.sh" %}
-berth_reject_words "give airgap, control-plane, force-reapply or the key=value pairs of the join command" "${berth_words[@]+"${berth_words[@]}"}"
+berth_pass_words "${berth_words[@]+"${berth_words[@]}"}"
 [ "$berth_allow_downgrade" = 0 ] || berth_fail "allow-downgrade is for install.sh and upgrade.sh; a joining node takes the versions the cluster has"
 
 # The key=value pairs are the join parameters the first node printed (control-plane came in

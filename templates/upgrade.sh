@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 {% include "common.sh" %}
-berth_reject_words "give airgap, plan, allow-downgrade, force-reapply or key=value" "${berth_words[@]+"${berth_words[@]}"}"
+berth_pass_words "${berth_words[@]+"${berth_words[@]}"}"
 
 # An upgrade is an install of the spec's newer versions: each add-on whose version moved goes
 # through Upgrading, the others stay as they are. As kURL's upgrade, a node that joined the

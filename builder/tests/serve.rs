@@ -1162,3 +1162,77 @@ fn a_downgrade_the_script_refuses_goes_through_with_allow_downgrade() {
         text(&joined.stderr)
     );
 }
+
+/// kURL's flags on the served scripts, as kURL's `get_patch_yaml` and `bashmerge` read them:
+/// bare words and pairs merge into the spec, and hooks see kURL's variables with kURL's
+/// derived values; a word kURL does not take is refused with those it does, before anything
+/// is written.
+#[test]
+fn kurls_script_flags_reach_hooks_under_kurls_names() {
+    let dist = Dist::new();
+    dist.addons.write(
+        "addons/hello/1.0.0/install.sh",
+        "function hello() {\n    env > \"$DIR/hello-environment\"\n}\n",
+    );
+    dist.rebuild();
+    let serving = serve(&dist.dist, &[]);
+    let (_, url) = post(&serving.url, &dist.spec(SPEC));
+    let script = curl(&["-fsSL", &url]).stdout;
+
+    let root = tempfile::tempdir().unwrap();
+    let refused = run_script(&script, root.path(), &["preserve-everything"]);
+    let said = text(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("unknown argument `preserve-everything`")
+            && said.contains("preserve-selinux-config"),
+        "names the word and lists kURL's: {said}"
+    );
+    let refused = run_script(&script, root.path(), &["public-address"]);
+    assert!(
+        text(&refused.stderr).contains("flag public-address does not have a value"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(
+        !root.path().join("var/lib/berth/addons").exists(),
+        "a refused word wrote no add-on"
+    );
+
+    let output = run_script(
+        &script,
+        root.path(),
+        &[
+            "ha",
+            "ipv6",
+            "yes",
+            "preserve-selinux-config",
+            "skip-system-package-install",
+            "kubernetes-master-address=10.0.0.9:6443",
+            "labels=zone=edge",
+            "primary-host=10.0.0.1",
+            "primary-host=10.0.0.2",
+            "host-preflight-ignore",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let environment =
+        fs_err::read_to_string(root.path().join("var/lib/berth/hello-environment")).unwrap();
+    for line in [
+        "HA_CLUSTER=1",
+        "IPV6_ONLY=1",
+        "ASSUME_YES=1",
+        "PRESERVE_SELINUX_CONFIG=1",
+        "DISABLE_SELINUX=",
+        "SKIP_SYSTEM_PACKAGE_INSTALL=1",
+        "KUBERNETES_MASTER_ADDR=10.0.0.9:6443",
+        "NODE_LABELS=zone=edge",
+        "PRIMARY_HOST=10.0.0.1,10.0.0.2",
+        "HOST_PREFLIGHT_IGNORE=1",
+    ] {
+        assert!(
+            environment.lines().any(|seen| seen == line),
+            "{line} in:\n{environment}"
+        );
+    }
+}

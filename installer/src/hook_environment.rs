@@ -220,7 +220,17 @@ impl HookEnvironment {
         Ok(())
     }
 
-    /// kURL's `key=value` script argument: `public-address` becomes `PUBLIC_ADDRESS`.
+    /// A variable one of kURL's script flags sets (`NODE_LABELS` from `labels=`).
+    pub fn flag(&mut self, name: &str, value: &str, flag: &str) -> Result<(), EnvironmentError> {
+        self.set(
+            name.to_string(),
+            value.to_string(),
+            format!("the flag `{flag}`"),
+        )
+    }
+
+    /// A `key=value` script argument that is not one of kURL's flags: `demo-port` becomes
+    /// `DEMO_PORT`.
     pub fn param(&mut self, key: &str, value: &str) -> Result<(), EnvironmentError> {
         let origin = format!("the argument `{key}=…`");
         let plain = !key.is_empty()

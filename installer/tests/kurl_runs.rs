@@ -179,7 +179,7 @@ fn master_is_set_as_kurls_scripts_set_it() {
     dist.addon(
         "a",
         "1.0.0",
-        "function a() { echo \"a MASTER=$MASTER\" >> \"$TRACE\"; }\nfunction a_join() { echo \"a_join MASTER=$MASTER CONTROL_PLANE=${CONTROL_PLANE:-} ASSUME_YES=${ASSUME_YES:-}\" >> \"$TRACE\"; }\n",
+        "function a() { echo \"a MASTER=$MASTER\" >> \"$TRACE\"; }\nfunction a_join() { echo \"a_join MASTER=$MASTER HA_CLUSTER=$HA_CLUSTER ASSUME_YES=${ASSUME_YES:-}\" >> \"$TRACE\"; }\n",
     );
     let spec = dist.spec("spec.yaml", &[("a", "version: latest")]);
     let trace_file = dist.addons.root().join("trace");
@@ -199,10 +199,15 @@ fn master_is_set_as_kurls_scripts_set_it() {
         take_trace(&trace_file)
     };
     assert_eq!(
-        join(&["control-plane", "assume-yes=1"]),
-        ["a_join MASTER=1 CONTROL_PLANE=1 ASSUME_YES=1"]
+        join(&["control-plane", "ha", "yes"]),
+        ["a_join MASTER=1 HA_CLUSTER=1 ASSUME_YES=1"]
     );
-    assert_eq!(join(&[]), ["a_join MASTER= CONTROL_PLANE= ASSUME_YES="]);
+    // Berth's older spelling of `yes` still answers.
+    assert_eq!(
+        join(&["assume-yes=1"]),
+        ["a_join MASTER= HA_CLUSTER= ASSUME_YES=1"]
+    );
+    assert_eq!(join(&[]), ["a_join MASTER= HA_CLUSTER= ASSUME_YES="]);
 }
 
 /// kURL installs the runtime before any other add-on's install hook, wherever the runtime's

@@ -379,6 +379,7 @@ fn kind_of(value: &Value) -> &'static str {
 
 mod bounds;
 mod environment;
+pub mod flags;
 pub mod kurl_type;
 
 use bounds::{is_forbidden, line_of, line_of_path, too_deep};

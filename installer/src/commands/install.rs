@@ -14,6 +14,7 @@ use berth::layout::Layout;
 use berth::node_lock::NodeLock;
 use berth::plan::Permissions;
 use berth_formats::lock::Lock;
+use berth_formats::spec::flags::check_word;
 use berth_formats::spec::parse_scalar;
 use berth_formats::table::{self, Align};
 use berth_formats::versions::VersionsError;
@@ -39,9 +40,10 @@ pub struct SpecArgs {
     /// Override an add-on field for this node: `addon.field=value` (repeatable).
     #[arg(long = "set", value_name = "ADDON.FIELD=VALUE")]
     set: Vec<String>,
-    /// A kURL script argument `key=value` (repeatable): hooks see it as an environment
-    /// variable (`public-address=10.0.0.1` as `PUBLIC_ADDRESS=10.0.0.1`).
-    #[arg(long = "param", value_name = "KEY=VALUE")]
+    /// A kURL script argument (repeatable): one of kURL's flags, merged into the spec as kURL
+    /// merges it (`ha`, `public-address=10.0.0.1`), or another `key=value` that hooks see as
+    /// an environment variable (`demo-port=8080` as `DEMO_PORT=8080`).
+    #[arg(long = "param", value_name = "KEY=VALUE|WORD")]
     params: Vec<String>,
     /// Read more `key=value` arguments from standard input, each ended by a NUL byte: the
     /// served scripts pass them so, since a command line is every user's to read and the
@@ -140,9 +142,9 @@ impl InstallArgs {
 pub struct JoinArgs {
     #[command(flatten)]
     install: InstallArgs,
-    /// The join parameters the first node printed (`key=value`), and `control-plane` for a
-    /// node that joins the control plane.
-    #[arg(value_name = "KEY=VALUE")]
+    /// The join parameters the first node printed (`key=value`), `control-plane` for a node
+    /// that joins the control plane, and kURL's other flags.
+    #[arg(value_name = "KEY=VALUE|WORD")]
     words: Vec<String>,
 }
 
@@ -184,14 +186,9 @@ pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
     if joined {
         return join(args);
     }
-    if let Some(word) = args.words.iter().find(|word| !word.contains('=')) {
-        bail!("`{word}`: this node installed the cluster; an upgrade takes only key=value pairs");
-    }
     let (source, mut settings) = args.install.settings(Mode::Install)?;
     for word in &args.words {
-        if let Some((key, value)) = word.split_once('=') {
-            settings.params.push((key.to_string(), value.to_string()));
-        }
+        settings.params.push(argument(word)?);
     }
     args.install.execute(&source, settings)
 }
@@ -200,18 +197,7 @@ pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let install = &args.install;
     let (source, mut settings) = install.settings(Mode::Join)?;
     for word in &args.words {
-        match word.split_once('=') {
-            Some((key, value)) if !key.is_empty() => {
-                settings.params.push((key.to_string(), value.to_string()));
-            }
-            // kURL's join.sh takes the bare word; the engine sets MASTER from it.
-            _ if word == "control-plane" => {
-                settings.params.push(("control-plane".into(), "1".into()));
-            }
-            _ => {
-                bail!("`{word}`: expected the key=value pairs of a join command, or control-plane")
-            }
-        }
+        settings.params.push(argument(word)?);
     }
     check_expiry(&mut settings.params)?;
     let (layout, params) = (settings.layout.clone(), settings.params.clone());
@@ -426,7 +412,8 @@ fn print_plan(plan: &Plan, json: bool, out: &mut dyn std::io::Write) -> anyhow::
     Ok(())
 }
 
-/// The `--param` words, and those on standard input with `--params-from-stdin`.
+/// The `--param` words, and those on standard input with `--params-from-stdin`: `key=value`
+/// pairs and kURL's bare words.
 pub(crate) fn params(args: &SpecArgs) -> anyhow::Result<Vec<(String, String)>> {
     args.params
         .iter()
@@ -436,11 +423,19 @@ pub(crate) fn params(args: &SpecArgs) -> anyhow::Result<Vec<(String, String)>> {
         } else {
             Vec::new()
         })
-        .map(|text| {
-            text.split_once('=')
-                .filter(|(key, _)| !key.is_empty())
-                .map(|(key, value)| (key.to_string(), value.to_string()))
-                .with_context(|| format!("argument `{text}`: expected KEY=VALUE"))
-        })
+        .map(|text| argument(&text))
         .collect()
+}
+
+/// One script argument: a `key=value` pair, or one of kURL's bare words (`ha`), which reads as
+/// the flag with an empty value.
+fn argument(text: &str) -> anyhow::Result<(String, String)> {
+    match text.split_once('=') {
+        Some(("", _)) => bail!("argument `{text}`: expected KEY=VALUE or one of kURL's words"),
+        Some((key, value)) => Ok((key.to_string(), value.to_string())),
+        None => {
+            check_word(text)?;
+            Ok((text.to_string(), String::new()))
+        }
+    }
 }

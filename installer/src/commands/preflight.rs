@@ -68,18 +68,21 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn from_files(args: &PreflightArgs) -> anyhow::Result<Report> {
-    let spec = args
+    let params = crate::commands::install::params(&args.install)?;
+    let mut spec = args
         .install
         .spec
         .as_deref()
         .map(InstallerSpec::load)
         .transpose()?;
+    if let Some(spec) = &mut spec {
+        spec.merge_flags(&engine::script_flags(&params)?);
+    }
     let role = Role {
         primary: args.primary || !args.join,
         join: args.join,
         upgrade: args.upgrade,
     };
-    let params = crate::commands::install::params(&args.install)?;
     let documents = engine::file_documents(spec.as_ref(), role, &params, &args.files)?;
     let limits = Limits {
         filesystem_performance: !args.skip_filesystem_performance,

@@ -43,7 +43,7 @@ use crate::session::HookError;
 use crate::state::{AddonState, StateError, Target};
 use crate::unpack::UnpackError;
 
-pub use resolve::{node_overrides, plan, record_refusal, rollback_plan};
+pub use resolve::{node_overrides, plan, record_refusal, rollback_plan, script_flags};
 pub use run::{PreflightRecord, apply, file_documents, preflight};
 
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
@@ -146,11 +146,10 @@ pub struct RunSettings {
 }
 
 impl RunSettings {
-    /// Whether the run's arguments join the control plane (kURL's `control-plane` flag).
+    /// Whether the run's arguments join the control plane (kURL's `control-plane` flag, which
+    /// kURL takes with any value or none).
     pub fn joins_control_plane(&self) -> bool {
-        self.params
-            .iter()
-            .any(|(key, value)| key == "control-plane" && value == "1")
+        self.params.iter().any(|(key, _)| key == "control-plane")
     }
 }
 
@@ -216,6 +215,8 @@ impl Plan {
 pub enum EngineError {
     #[error(transparent)]
     Spec(#[from] SpecError),
+    #[error(transparent)]
+    Flag(#[from] berth_formats::spec::flags::FlagError),
     #[error("{location}")]
     Versions {
         location: String,

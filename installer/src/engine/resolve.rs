@@ -18,10 +18,24 @@ use crate::last_installer::LastInstaller;
 use crate::layout::Layout;
 use crate::plan::{Decision, decide};
 use crate::state::{Applied, Reason, StateStore, Target};
+use berth_formats::spec::flags::ScriptFlags;
+
+/// The run's script arguments read as kURL reads them.
+pub fn script_flags(params: &[(String, String)]) -> Result<ScriptFlags, EngineError> {
+    Ok(ScriptFlags::read(params)?)
+}
 
 /// Resolves the spec and decides for each add-on. Reads state; changes nothing.
 pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineError> {
-    let spec = InstallerSpec::load(&source.spec_path)?;
+    let mut spec = InstallerSpec::load(&source.spec_path)?;
+    // The installer's id is the spec's as written (the lock's); kURL's script flags are then
+    // merged into it, as kURL merges them before it reads the spec.
+    let id = spec.id();
+    let flags = script_flags(&settings.params)?;
+    for notice in &flags.notices {
+        eprintln!("berth: {notice}");
+    }
+    spec.merge_flags(&flags);
     let versions_bytes = settings
         .dist
         .read(VERSIONS_FILE)
@@ -63,7 +77,6 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
     }
 
     let store = StateStore::new(settings.layout.state_dir());
-    let id = spec.id();
     if let Some(lock) = &source.lock
         && lock.id != id
     {

@@ -88,24 +88,17 @@ struct Settings {
 
 impl Run<'_> {
     fn preflight_settings(&self) -> Settings {
+        // kURL's flags (`host-preflight-ignore`, …) are merged into the plan's settings.
         let kurl = self.plan.settings.get("kurl");
         let field = |name: &str| kurl.and_then(|kurl| kurl.get(name)) == Some(&Value::Bool(true));
-        let word = |names: &[&str]| {
-            self.settings.params.iter().any(|(key, value)| {
-                names.contains(&key.as_str()) && !matches!(value.as_str(), "0" | "false")
-            })
-        };
+        let assume_yes = self.settings.params.iter().any(|(key, value)| {
+            key == "yes" || (key == "assume-yes" && !matches!(value.as_str(), "" | "0" | "false"))
+        });
         Settings {
-            ignore: field("hostPreflightIgnore")
-                || word(&["host-preflight-ignore", "preflight-ignore"]),
-            enforce_warnings: field("hostPreflightEnforceWarnings")
-                || word(&["host-preflight-enforce-warnings"]),
-            exclude_builtin: field("excludeBuiltinHostPreflights")
-                || word(&[
-                    "exclude-builtin-host-preflights",
-                    "exclude-builtin-preflights",
-                ]),
-            assume_yes: word(&["yes"]),
+            ignore: field("hostPreflightIgnore"),
+            enforce_warnings: field("hostPreflightEnforceWarnings"),
+            exclude_builtin: field("excludeBuiltinHostPreflights"),
+            assume_yes,
         }
     }
 

@@ -382,11 +382,14 @@ impl<'a> Run<'a> {
         }
         let sections = self.spec_sections();
         environment.kurl(kurl_environment(|key| sections.get(key)))?;
-        for (key, value) in &self.settings.params {
-            // `airgap=1` is what the scripts pass for an airgap install.
-            if key == "airgap" && self.plan.airgap {
-                continue;
-            }
+        // kURL's flags are merged into the plan's spec; those that set a variable of their own
+        // (`labels=` is NODE_LABELS) set it here, and the other pairs are Berth's and the
+        // add-ons' (`demo-port=` is DEMO_PORT).
+        let flags = super::resolve::script_flags(&self.settings.params)?;
+        for variable in &flags.variables {
+            environment.flag(variable.name, &variable.value, variable.flag)?;
+        }
+        for (key, value) in &flags.others {
             environment.param(key, value)?;
         }
         Ok(environment.into_vec())
