@@ -1,7 +1,8 @@
 //! The bash helper library hooks call (`scripts/common/*.sh`), carried inside the binary so a
 //! node needs nothing but `berth`. It is written under `$DIR/scripts/common/` and sourced into
 //! the hook session before any add-on's install.sh; `$DIR/bin/kurl`, the utility program
-//! kURL's hooks run as `$BIN_KURL`, is a link to `berth` itself.
+//! kURL's hooks run as `$BIN_KURL`, and kURL's other programs (`$DIR/bin/bcrypt`, `htpasswd`,
+//! `toml`, `yamlutil`, `pvmigrate`) are links to `berth` itself.
 
 use std::path::{Path, PathBuf};
 
@@ -60,9 +61,12 @@ const FILES: [(&str, &str); 15] = [
 const ENTRY_POINT: &str = "berth.sh";
 
 /// Writes the library into the node's helpers folder, leaving files that already hold the same
-/// text, and links `bin/kurl` to this program.
+/// text, and links `bin/kurl` and kURL's other programs to this program.
 pub fn install(layout: &Layout) -> std::io::Result<()> {
-    link_kurl(&layout.kurl_program())?;
+    link_to_berth(&layout.kurl_program())?;
+    for program in crate::kurl_programs::PROGRAMS {
+        link_to_berth(&layout.programs_dir().join(program))?;
+    }
     let dir = layout.helpers_dir();
     fs_err::create_dir_all(&dir)?;
     let mut entry = String::from("# Sources the Berth helper library.\n");
@@ -95,7 +99,8 @@ pub fn entry_point(layout: &Layout) -> PathBuf {
 }
 
 /// `bin/kurl` → the running `berth`, replacing whatever stood there (an older binary's link).
-fn link_kurl(link: &Path) -> std::io::Result<()> {
+/// Links `link` to this program, unless it already is.
+fn link_to_berth(link: &Path) -> std::io::Result<()> {
     let berth = std::env::current_exe()?;
     if fs_err::read_link(link).is_ok_and(|target| target == berth) {
         return Ok(());

@@ -158,6 +158,16 @@ impl HookEnvironment {
         berth("DIR", layout.install_dir().display().to_string());
         berth("BERTH_ROOT", layout.root().display().to_string());
         berth("BIN_KURL", layout.kurl_program().display().to_string());
+        // kURL's names for its programs that add-ons and helpers run.
+        let programs = layout.programs_dir();
+        berth(
+            "BIN_YAMLUTIL",
+            programs.join("yamlutil").display().to_string(),
+        );
+        berth(
+            "BIN_PVMIGRATE",
+            programs.join("pvmigrate").display().to_string(),
+        );
         if let Ok(binary) = std::env::current_exe() {
             berth("BERTH_BIN", binary.display().to_string());
         }

@@ -37,7 +37,12 @@ impl Layout {
 
     /// `$DIR/bin/kurl`: kURL's utility program as hooks run it (`$BIN_KURL`).
     pub fn kurl_program(&self) -> PathBuf {
-        self.install_dir().join("bin/kurl")
+        self.programs_dir().join("kurl")
+    }
+
+    /// `$DIR/bin`: kURL's utility programs, links to `berth`.
+    pub fn programs_dir(&self) -> PathBuf {
+        self.install_dir().join("bin")
     }
 
     pub fn helpers_dir(&self) -> PathBuf {

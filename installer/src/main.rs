@@ -90,7 +90,20 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let arguments = commands::kurl::arguments_under_kurls_name(std::env::args_os().collect());
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Called as one of kURL's utility programs (`$DIR/bin/bcrypt`): that program's command line.
+    if let Some(program) = berth::kurl_programs::called_as(&arguments) {
+        let Some(words) = arguments[1..]
+            .iter()
+            .map(|word| word.to_str().map(str::to_string))
+            .collect::<Option<Vec<String>>>()
+        else {
+            say!("{program}: an argument is not UTF-8 text");
+            return ExitCode::from(2);
+        };
+        return berth::kurl_programs::run(program, &words);
+    }
+    let arguments = commands::kurl::arguments_under_kurls_name(arguments);
     // Only a plan or a preflight takes the installer the node ran last.
     let require = commands::install::require_spec_and_dist;
     let matches = Cli::command()

@@ -214,6 +214,14 @@ impl<'a> Run<'a> {
             .into_parts()
             .0;
         let work = layout.work_dir().join(&self.run_id);
+        // Hooks start in `work`, where kURL's start in its install folder: the registry's
+        // runs `./bin/htpasswd`.
+        fs_err::create_dir_all(&work).map_err(io_error(&work))?;
+        let programs = work.join("bin");
+        if fs_err::symlink_metadata(&programs).is_err() {
+            fs_err::os::unix::fs::symlink(layout.programs_dir(), &programs)
+                .map_err(io_error(&programs))?;
+        }
         let mut session = Session::start(&work, &self.environment()?, Box::new(log))
             .map_err(|source| self.hook_error(None, "bash", source))?;
         let helpers = crate::helpers::entry_point(&layout);
