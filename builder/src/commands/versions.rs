@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use berth_build::package::build::repository_versions;
+use berth_build::package::build::{RepositoryVersions, repository_versions};
 
 #[derive(clap::Args)]
 pub struct VersionsArgs {
@@ -15,7 +15,20 @@ pub struct VersionsArgs {
 }
 
 pub fn run(args: VersionsArgs) -> anyhow::Result<ExitCode> {
-    let (path, existing, generated) = repository_versions(&args.addons)?;
+    let RepositoryVersions {
+        path,
+        existing,
+        generated,
+        rules,
+    } = repository_versions(&args.addons)?;
+    // What `latest` means for each add-on, and the rule that says so.
+    for (name, rule) in &rules {
+        let latest = generated
+            .addon(name)
+            .and_then(|addon| addon.versions.first())
+            .map_or("", |entry| entry.version.as_str());
+        eprintln!("{name}: latest is {latest} ({rule})");
+    }
     // Every range must read as semver before the file is written or passed.
     for addon in &generated.addons {
         for entry in &addon.versions {
@@ -61,7 +74,7 @@ pub fn run(args: VersionsArgs) -> anyhow::Result<ExitCode> {
         if now.iter().all(|entry| wanted.contains(entry))
             && wanted.iter().all(|entry| now.contains(entry))
         {
-            eprintln!("  the order differs (versions go newest first)");
+            eprintln!("  the order differs (see each add-on's rule above)");
         }
         eprintln!(
             "hint: run `berth-build versions {}` to rewrite it",

@@ -149,6 +149,7 @@ pub async fn prepare(
                         .entry(&addon.name, &addon.version)
                         .and_then(|entry| entry.fields.clone()),
                 }],
+                order: Default::default(),
             })
             .collect(),
     };

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile};
+use berth_formats::versions::{OrderRule, VERSIONS_FILE, VersionsError, VersionsFile};
 
 use crate::package::{self, BuildContext, PackageError, PackageOutcome, PackageSettings};
 use crate::source::repository;
@@ -53,7 +53,8 @@ pub fn write_versions(
         .map(|outcome| (outcome.name.clone(), outcome.version.clone()))
         .collect();
     let path = out_dir.join(VERSIONS_FILE);
-    let mut versions = VersionsFile::generate(existing.as_ref(), &found);
+    let lists = kurl_lists(addons)?;
+    let (mut versions, _) = VersionsFile::generate_ordered(existing.as_ref(), &found, &lists);
     for outcome in built {
         if let Some(entry) = versions.entry_mut(&outcome.name, &outcome.version) {
             entry.fields.clone_from(&outcome.fields);
@@ -70,9 +71,7 @@ pub fn write_versions(
 /// The repository's `versions.json` (its path, and what it holds now, if it exists) and the
 /// one its add-on folders call for: every `<name>/<version>/` with a Manifest, newest first,
 /// in the install order and with the `kubernetesVersion` ranges the file already gives.
-pub fn repository_versions(
-    addons: &Path,
-) -> Result<(PathBuf, Option<VersionsFile>, VersionsFile), WriteVersionsError> {
+pub fn repository_versions(addons: &Path) -> Result<RepositoryVersions, WriteVersionsError> {
     let root = addons_root(addons);
     let path = root.parent().map_or_else(
         || PathBuf::from(VERSIONS_FILE),
@@ -93,8 +92,45 @@ pub fn repository_versions(
         .filter(|location| location.kind.is_addon())
         .map(|location| (location.name, location.version))
         .collect();
-    let generated = VersionsFile::generate(existing.as_ref(), &found);
-    Ok((path, existing, generated))
+    let (generated, rules) =
+        VersionsFile::generate_ordered(existing.as_ref(), &found, &kurl_lists(addons)?);
+    Ok(RepositoryVersions {
+        path,
+        existing,
+        generated,
+        rules,
+    })
+}
+
+/// What [`repository_versions`] finds.
+pub struct RepositoryVersions {
+    /// Where the repository keeps its versions.json.
+    pub path: PathBuf,
+    /// What it holds now, if it exists.
+    pub existing: Option<VersionsFile>,
+    /// What its add-on folders call for.
+    pub generated: VersionsFile,
+    /// How each add-on's versions were ordered, which says what `latest` is.
+    pub rules: Vec<(String, OrderRule)>,
+}
+
+/// kURL's version lists of the repository holding `addons` (`web/src/installers/versions.js`),
+/// by add-on folder: kURL keys some by spec key (`certManager`).
+fn kurl_lists(
+    addons: &Path,
+) -> Result<std::collections::BTreeMap<String, Vec<String>>, WriteVersionsError> {
+    let Some(repository) = addons_root(addons).parent().map(Path::to_path_buf) else {
+        return Ok(Default::default());
+    };
+    let repository = if repository.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        repository
+    };
+    Ok(crate::source::kurl_version_lists::read(&repository)?
+        .into_iter()
+        .map(|(key, list)| (berth_formats::spec::addon_folder(&key).to_string(), list))
+        .collect())
 }
 
 /// Puts what each add-on folder declares in its `fields.yaml` on its version's entry, for a
@@ -129,6 +165,8 @@ pub enum WriteVersionsError {
     },
     #[error("the repository's versions.json is refused")]
     Read(#[from] VersionsError),
+    #[error(transparent)]
+    KurlLists(#[from] crate::source::kurl_version_lists::ListsError),
     #[error("failed to write {path}")]
     Write {
         path: PathBuf,

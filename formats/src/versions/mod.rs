@@ -28,8 +28,51 @@ pub struct VersionsFile {
 pub struct AddonVersions {
     #[serde(deserialize_with = "crate::name::plain_name")]
     pub name: String,
-    /// Newest first.
+    /// The first is what `latest` means: the newest, or the one the vendor listed first.
     pub versions: Vec<VersionEntry>,
+    /// How the list is kept when versions.json is made again.
+    #[serde(default, skip_serializing_if = "VersionOrder::is_newest_first")]
+    pub order: VersionOrder,
+}
+
+/// How an add-on's versions are ordered, which decides what `latest` means (kURL's "first
+/// version of each is latest").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionOrder {
+    /// Newest first: `latest` is the newest.
+    #[default]
+    NewestFirst,
+    /// As the vendor listed them: `latest` is the first listed, which may pin an older one.
+    Listed,
+}
+
+impl VersionOrder {
+    fn is_newest_first(&self) -> bool {
+        *self == VersionOrder::NewestFirst
+    }
+}
+
+/// Where an add-on's order came from when versions.json was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderRule {
+    /// Newest first (no list said otherwise).
+    NewestFirst,
+    /// The order the existing versions.json lists (marked `"order": "listed"`, or not newest
+    /// first), new versions after it.
+    KeptAsListed,
+    /// The order kURL's layout lists (`web/src/installers/versions.js`), other versions after.
+    KurlList,
+}
+
+impl std::fmt::Display for OrderRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OrderRule::NewestFirst => "newest first",
+            OrderRule::KeptAsListed => "kept as versions.json lists it",
+            OrderRule::KurlList => "as kURL's web/src/installers/versions.js lists it",
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,6 +165,17 @@ pub struct ResolvedAddon {
     pub version: String,
     /// Its place in install order.
     pub position: usize,
+}
+
+impl AddonVersions {
+    /// Whether the vendor ordered the list: marked so, or not newest first.
+    pub fn is_listed(&self) -> bool {
+        self.order == VersionOrder::Listed
+            || self
+                .versions
+                .windows(2)
+                .any(|pair| compare_versions(&pair[0].version, &pair[1].version).is_lt())
+    }
 }
 
 impl VersionsFile {
@@ -300,9 +354,56 @@ impl VersionsFile {
 
 impl VersionsFile {
     /// The versions.json for the add-on versions `found`: add-ons in the order `existing`
-    /// gives them (others after, by name), versions newest first, each keeping the
-    /// `kubernetesVersion` range `existing` has for it.
+    /// gives them (others after, by name), versions newest first unless a list orders them
+    /// (see [`Self::generate_ordered`]), each keeping the `kubernetesVersion` range `existing`
+    /// has for it.
     pub fn generate(existing: Option<&VersionsFile>, found: &[(String, String)]) -> Self {
+        Self::generate_ordered(existing, found, &std::collections::BTreeMap::new()).0
+    }
+
+    /// [`Self::generate`], with kURL's lists of versions by add-on (`kurl_lists`, from
+    /// `web/src/installers/versions.js`), and the rule that ordered each add-on. An add-on's
+    /// versions go in the order of its kURL list; else, when `existing` lists them in an order
+    /// of its own (marked `"order": "listed"`, or not newest first), in that order; else newest
+    /// first. Versions no list names go after the listed ones, newest first.
+    pub fn generate_ordered(
+        existing: Option<&VersionsFile>,
+        found: &[(String, String)],
+        kurl_lists: &std::collections::BTreeMap<String, Vec<String>>,
+    ) -> (Self, Vec<(String, OrderRule)>) {
+        let mut file = Self::generate_newest_first(existing, found);
+        let mut rules = Vec::new();
+        for addon in &mut file.addons {
+            let listed_before = existing.and_then(|file| file.addon(&addon.name));
+            let (rule, list): (OrderRule, Vec<String>) =
+                match (kurl_lists.get(&addon.name), listed_before) {
+                    (Some(list), _) => (OrderRule::KurlList, list.clone()),
+                    (None, Some(before)) if before.is_listed() => (
+                        OrderRule::KeptAsListed,
+                        before
+                            .versions
+                            .iter()
+                            .map(|entry| entry.version.clone())
+                            .collect(),
+                    ),
+                    _ => (OrderRule::NewestFirst, Vec::new()),
+                };
+            if rule != OrderRule::NewestFirst {
+                // Listed versions first, in the list's order; the rest stay newest first.
+                let place = |version: &str| {
+                    list.iter()
+                        .position(|listed| listed == version)
+                        .unwrap_or(usize::MAX)
+                };
+                addon.versions.sort_by_key(|entry| place(&entry.version));
+                addon.order = VersionOrder::Listed;
+            }
+            rules.push((addon.name.clone(), rule));
+        }
+        (file, rules)
+    }
+
+    fn generate_newest_first(existing: Option<&VersionsFile>, found: &[(String, String)]) -> Self {
         let mut names: Vec<&str> = found.iter().map(|(name, _)| name.as_str()).collect();
         names.sort();
         names.dedup();
@@ -334,6 +435,7 @@ impl VersionsFile {
                 AddonVersions {
                     name: name.to_string(),
                     versions,
+                    order: VersionOrder::NewestFirst,
                 }
             })
             .collect();
@@ -565,6 +667,65 @@ mod tests {
                 .as_deref(),
             Some(">=1.26, <1.28")
         );
+    }
+
+    /// kURL's "first version of each is latest": a list in an order of its own keeps it when
+    /// the file is made again, new versions going after it; kURL's lists win over it.
+    #[test]
+    fn a_vendors_order_is_kept_and_says_what_latest_is() {
+        let existing = VersionsFile::parse(
+            "versions.json",
+            br#"{"addons": [
+                {"name": "kubernetes", "versions": [{"version": "1.19.16"}, {"version": "1.29.1"}]},
+                {"name": "flannel", "versions": [{"version": "0.24.0"}, {"version": "0.23.1"}]}]}"#,
+        )
+        .unwrap();
+        let found = [
+            ("kubernetes", "1.29.1"),
+            ("kubernetes", "1.19.16"),
+            ("kubernetes", "1.30.0"),
+            ("flannel", "0.23.1"),
+            ("flannel", "0.24.0"),
+            ("flannel", "0.25.0"),
+        ]
+        .map(|(name, version)| (name.to_string(), version.to_string()));
+        let none = std::collections::BTreeMap::new();
+        let (file, rules) = VersionsFile::generate_ordered(Some(&existing), &found, &none);
+        let listed = |file: &VersionsFile, name: &str| -> Vec<String> {
+            file.addon(name)
+                .unwrap()
+                .versions
+                .iter()
+                .map(|entry| entry.version.clone())
+                .collect()
+        };
+        assert_eq!(listed(&file, "kubernetes"), ["1.19.16", "1.29.1", "1.30.0"]);
+        assert_eq!(
+            file.resolve("kubernetes", "latest", None).unwrap(),
+            "1.19.16"
+        );
+        assert_eq!(listed(&file, "flannel"), ["0.25.0", "0.24.0", "0.23.1"]);
+        assert_eq!(
+            rules,
+            [
+                ("kubernetes".to_string(), OrderRule::KeptAsListed),
+                ("flannel".to_string(), OrderRule::NewestFirst)
+            ]
+        );
+        // Written and read back, the mark keeps the order even where it is newest first.
+        let again = VersionsFile::parse("versions.json", &file.to_bytes()).unwrap();
+        assert_eq!(
+            again.addon("kubernetes").unwrap().order,
+            VersionOrder::Listed
+        );
+        let kurl = std::collections::BTreeMap::from([(
+            "flannel".to_string(),
+            vec!["0.23.1".to_string(), "0.24.0".to_string()],
+        )]);
+        let (file, rules) = VersionsFile::generate_ordered(Some(&again), &found, &kurl);
+        assert_eq!(listed(&file, "flannel"), ["0.23.1", "0.24.0", "0.25.0"]);
+        assert_eq!(rules[1].1, OrderRule::KurlList);
+        assert_eq!(file.resolve("flannel", "0.25.x", None).unwrap(), "0.25.0");
     }
 
     #[test]
