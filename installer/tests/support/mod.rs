@@ -344,6 +344,7 @@ impl TestDist {
                 .map(|name| berth_formats::versions::AddonVersions {
                     name: name.clone(),
                     versions: Vec::new(),
+                    order: Default::default(),
                 })
                 .collect(),
         };
