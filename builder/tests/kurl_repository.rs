@@ -51,7 +51,7 @@ fn check_over_a_kurl_shaped_tree_exits_zero() {
 /// `build` packages every kind of folder under kURL's names; versions.json lists only what a
 /// spec can ask for, and a template's Manifest is never built.
 #[test]
-fn build_names_kubernetes_and_host_packages_as_kurl_does() {
+fn build_names_kubernetes_and_host_packages_as_kurl_does_and_offers_kubernetes() {
     let served = tempfile::tempdir().unwrap();
     for file in ["kubeadm", "conformance.txt", "openssl.txt"] {
         fs_err::write(served.path().join(file), format!("{file} stand-in\n")).unwrap();
@@ -107,13 +107,26 @@ fn build_names_kubernetes_and_host_packages_as_kurl_does() {
     .unwrap()
     .expect("the asset is packaged");
     assert_eq!(kubeadm, b"kubeadm stand-in\n");
+    // Kubernetes is offered as an add-on (kURL's install order puts it before the others),
+    // its package carrying Berth's hooks as its install.sh; conformance and host packages are not.
+    let (_, hooks) = berth_formats::archive::read_entry(
+        fs_err::File::open(out.path().join("kubernetes-1.30.8.tar.gz")).unwrap(),
+        |path| path.ends_with("/install.sh"),
+    )
+    .unwrap()
+    .expect("Berth's hooks are packaged");
+    let hooks = String::from_utf8(hooks).unwrap();
+    assert!(
+        hooks.contains("function kubernetes()") && hooks.contains("function kubernetes_join()"),
+        "{hooks}"
+    );
     let versions = VersionsFile::load(&out.path().join("versions.json")).unwrap();
     let names: Vec<&str> = versions
         .addons
         .iter()
         .map(|addon| addon.name.as_str())
         .collect();
-    assert_eq!(names, ["hello"]);
+    assert_eq!(names, ["kubernetes", "hello"]);
 }
 
 /// kURL's real containerd add-on, read in place, built for Debian 12 the way restricted CI

@@ -25,6 +25,7 @@ pub mod hook_environment;
 pub mod images;
 pub mod interrupt;
 pub mod join;
+pub mod kubeadm_config;
 pub mod kurl_programs;
 pub mod kustomization;
 pub mod last_installer;

@@ -79,6 +79,9 @@ enum Command {
     /// kURL's utility commands hooks run as `$BIN_KURL` (a link to `berth` named `kurl`).
     #[command(subcommand)]
     Kurl(commands::kurl::KurlCommand),
+    /// kubeadm's configuration as kURL renders it, from a hook session's variables.
+    #[command(name = "kubeadm-config", hide = true)]
+    KubeadmConfig(commands::kubeadm_config::KubeadmConfigArgs),
     /// The fleet: the first node serving the others; a node registering and reporting.
     #[command(subcommand)]
     Fleet(commands::fleet::FleetCommand),
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Kustomization(command) => commands::kustomization::run(command),
         Command::Kurl(command) => commands::kurl::run(command),
+        Command::KubeadmConfig(args) => commands::kubeadm_config::run(args),
         Command::Fleet(command) => commands::fleet::run(command),
         Command::Nodes(args) => commands::fleet::nodes(args),
         Command::Rollout(command) => commands::rollout::run(command),

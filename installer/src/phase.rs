@@ -25,6 +25,12 @@ pub fn installs_runtime(name: &str) -> bool {
     name == "containerd"
 }
 
+/// Whether add-on `name` is Kubernetes, whose join hook (`kubeadm join`) runs after every
+/// other add-on's, as kURL's join.sh joins once the add-ons' join hooks have run.
+pub fn joins_last(name: &str) -> bool {
+    name == "kubernetes"
+}
+
 /// A hook phase, in kURL's names (`pre_init` runs `<addon>_pre_init`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {

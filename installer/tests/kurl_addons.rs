@@ -314,3 +314,132 @@ fn kurls_cluster_hooks_reach_kubectl_and_fail_with_its_error() {
         assert!(!printed.contains("command not found"), "{printed}");
     }
 }
+
+/// kURL's test-grid specs against a dist of kURL's folders with its `packages/kubernetes`:
+/// every spec names Kubernetes, and each whose Kubernetes version the dist offers plans it
+/// (with the spec's add-ons the dist has); one asking for another version is told which the
+/// dist offers, not that Berth cannot install Kubernetes.
+#[test]
+fn kurls_test_grid_specs_naming_kubernetes_plan_against_a_dist_of_kurls_folders() {
+    let built = build_the_fixture_addons();
+    let versions =
+        berth_formats::versions::VersionsFile::load(&built.dist.path().join("versions.json"))
+            .unwrap();
+    let offered: Vec<&str> = versions
+        .addons
+        .iter()
+        .map(|addon| addon.name.as_str())
+        .collect();
+    assert_eq!(offered[..2], ["containerd", "kubernetes"], "{offered:?}");
+    let mut files: Vec<PathBuf> = fs_err::read_dir(kurl_fixtures("kurl-specs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "yaml")
+        })
+        .collect();
+    files.sort();
+    let (mut planned, mut other_versions) = (0, 0);
+    let work = tempfile::tempdir().unwrap();
+    for file in &files {
+        let text = fs_err::read_to_string(file)
+            .unwrap()
+            .replace("__testver__", "latest");
+        let mut document: serde_json::Value = serde_norway::from_str(&text).unwrap();
+        let spec = document["spec"].as_object_mut().unwrap();
+        assert!(spec.contains_key("kubernetes"), "{}", file.display());
+        let requested = spec["kubernetes"]["version"].as_str().unwrap().to_string();
+        // Kubernetes, the other add-ons at versions this dist has, and kURL's settings
+        // sections; no others.
+        spec.retain(|key, section| {
+            let version = match &section["version"] {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            key == "kubernetes"
+                || (offered.contains(&key.as_str())
+                    && versions.resolve(key, &version, None).is_ok())
+                || berth_formats::spec::SETTINGS_SECTIONS.contains(&key.as_str())
+                || key == "kurl"
+        });
+        let spec_path = work.path().join("spec.yaml");
+        fs_err::write(&spec_path, serde_norway::to_string(&document).unwrap()).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["plan", "--json", "--spec"])
+            .arg(&spec_path)
+            .arg("--dist")
+            .arg(built.dist.path())
+            .env("BERTH_ROOT", root.path())
+            .output()
+            .unwrap();
+        let name = file.file_name().unwrap().to_string_lossy();
+        let resolves = versions.resolve("kubernetes", &requested, None).is_ok();
+        if resolves {
+            assert!(output.status.success(), "{name}: {}", printed(&output));
+            let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            let kubernetes = plan["addons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|addon| addon["name"] == "kubernetes")
+                .unwrap_or_else(|| panic!("{name}: no kubernetes in {plan}"));
+            assert_eq!(
+                kubernetes["version"],
+                support::kurl_dist::KUBERNETES_VERSION
+            );
+            assert_eq!(kubernetes["decision"]["action"], "install", "{name}");
+            planned += 1;
+        } else {
+            let said = printed(&output);
+            assert!(!output.status.success(), "{name}: {said}");
+            assert!(
+                said.contains(&format!("kubernetes has no version `{requested}`"))
+                    && said.contains(support::kurl_dist::KUBERNETES_VERSION),
+                "{name}: {said}"
+            );
+            other_versions += 1;
+        }
+    }
+    eprintln!(
+        "{planned} specs planned Kubernetes {}; {other_versions} ask for a version this dist does not build",
+        support::kurl_dist::KUBERNETES_VERSION
+    );
+    assert!(planned > 0, "no spec asked for a version the dist has");
+    assert_eq!(planned + other_versions, files.len());
+}
+
+/// Kubernetes from kURL's `packages/kubernetes` on a host without a kubelet: refused before
+/// any add-on's install hook changes the node, saying what is missing and why; no kubeadm step
+/// runs (this machine has no kubelet to run one with).
+#[test]
+fn kubernetes_from_kurls_folder_stops_where_the_host_has_no_kubelet() {
+    let scene = Scene::new("kurl-kubernetes");
+    let (ok, printed) = scene.berth(
+        "install",
+        &format!(
+            "  containerd:\n    version: 1.6.33\n  kubernetes:\n    version: {}\n",
+            support::kurl_dist::KUBERNETES_VERSION
+        ),
+    );
+    assert!(!ok, "{printed}");
+    assert!(
+        printed.contains("needs kubelet on this host")
+            && printed.contains("kURL builds the kubelet and kubectl host packages apart"),
+        "names what is missing and why:\n{printed}"
+    );
+    assert!(
+        printed.contains("`kubernetes_pre_init` exited with status 1"),
+        "{printed}"
+    );
+    assert!(
+        !printed.contains("a stand-in for kubeadm"),
+        "no kubeadm step ran:\n{printed}"
+    );
+    assert_eq!(
+        hooks_run(&printed),
+        ["containerd_pre_init", "kubernetes_pre_init"],
+        "no install hook ran:\n{printed}"
+    );
+}

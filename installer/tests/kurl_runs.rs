@@ -322,3 +322,34 @@ function a() {
     );
     assert_eq!(trace[3..], ["refused"]);
 }
+
+/// kURL's join.sh runs `kubeadm join` once every add-on's `_join` has dropped its kubeadm
+/// patches: Kubernetes' join hook runs last, wherever it stands in the order.
+#[test]
+fn kubernetes_joins_after_every_other_addons_join_hook() {
+    let mut dist = TestDist::new();
+    for name in ["containerd", "kubernetes", "flannel"] {
+        dist.addon(
+            name,
+            "1.0.0",
+            &format!(
+                "function {name}() {{ :; }}\nfunction {name}_join() {{ echo {name}_join >> \"$TRACE\"; }}\n"
+            ),
+        );
+    }
+    let spec = dist.spec(
+        "spec.yaml",
+        &[
+            ("containerd", "version: latest"),
+            ("kubernetes", "version: latest"),
+            ("flannel", "version: latest"),
+        ],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    succeeded(&node.run("join", &spec, &dist.url(), &[]));
+    assert_eq!(
+        take_trace(&trace_file),
+        ["containerd_join", "flannel_join", "kubernetes_join"]
+    );
+}

@@ -4,6 +4,9 @@
 //!   (`registry.k8s.io/pause:3.6`, `docker.io/replicated/ekco:v0.28.14`, …), reached through
 //!   the builder's `--registry-mirror`;
 //! - a file server answers for github.com with Debian's own `runc`, through `--asset-mirror`;
+//! - Kubernetes' package (kURL's `packages/kubernetes/1.30.8` Manifest from the fixtures) gets
+//!   busybox under each image and, for kubeadm, crictl and kustomize, programs that say they
+//!   are stand-ins and fail;
 //! - an apt suite stands for Debian 12's mirror, with a stand-in `collectd` package for the
 //!   builder to resolve (nodes that run these add-ons have Debian's collectd already, as the
 //!   spec sets kURL's `skipSystemPackageInstall`).
@@ -16,6 +19,21 @@ use std::process::Command;
 
 use crate::images::{busybox_layer, push_image};
 use crate::{FileServer, Registry, kurl_fixtures};
+
+/// The Kubernetes version whose kURL Manifest (`kurl-manifests/kubernetes__<v>.Manifest`)
+/// stands in the dist's repository as `packages/kubernetes/<v>/Manifest`.
+pub const KUBERNETES_VERSION: &str = "1.30.8";
+
+/// The images of that Kubernetes Manifest: (registry, repository, tag).
+pub const KUBERNETES_IMAGES: [(&str, &str, &str); 7] = [
+    ("registry.k8s.io", "kube-apiserver", "v1.30.8"),
+    ("registry.k8s.io", "kube-controller-manager", "v1.30.8"),
+    ("registry.k8s.io", "kube-scheduler", "v1.30.8"),
+    ("registry.k8s.io", "kube-proxy", "v1.30.8"),
+    ("registry.k8s.io", "coredns/coredns", "v1.11.3"),
+    ("registry.k8s.io", "pause", "3.9"),
+    ("registry.k8s.io", "etcd", "3.5.15-0"),
+];
 
 /// Every image the fixture add-ons' Manifests name: (registry, repository, tag).
 pub const IMAGES: [(&str, &str, &str); 8] = [
@@ -38,7 +56,7 @@ pub const IMAGES: [(&str, &str, &str); 8] = [
 /// the builder printed.
 pub fn build(builder: &Path, dist: &Path, cache: &Path) -> Result<(), String> {
     let registry = Registry::start();
-    for (_, repository, tag) in IMAGES {
+    for (_, repository, tag) in IMAGES.iter().chain(&KUBERNETES_IMAGES) {
         push_image(&registry, repository, tag, vec![busybox_layer()]);
     }
     let served = tempfile::tempdir().map_err(|error| error.to_string())?;
@@ -53,7 +71,58 @@ pub fn build(builder: &Path, dist: &Path, cache: &Path) -> Result<(), String> {
         fs_err::create_dir_all(&release).map_err(|error| error.to_string())?;
         fs_err::copy(&runc, release.join("runc.amd64")).map_err(|error| error.to_string())?;
     }
+    // Kubernetes' assets: programs that say what they are and fail, so that nothing here can
+    // take a stand-in for kubeadm, crictl or kustomize.
+    let stand_in = |name: &str| {
+        format!("#!/bin/sh\necho 'a stand-in for {name} in a test dist, not {name}' >&2\nexit 1\n")
+    };
+    let kubeadm = served.path().join("dl-k8s/v1.30.8/bin/linux/amd64/kubeadm");
+    let crictl = served
+        .path()
+        .join("github/kubernetes-sigs/cri-tools/releases/download/v1.30.1/crictl-v1.30.1-linux-amd64.tar.gz");
+    let kustomize = served.path().join(
+        "github/kubernetes-sigs/kustomize/releases/download/kustomize%2Fv5.4.3/kustomize_v5.4.3_linux_amd64.tar.gz",
+    );
+    for path in [&kubeadm, &crictl, &kustomize] {
+        fs_err::create_dir_all(path.parent().expect("a folder"))
+            .map_err(|error| error.to_string())?;
+    }
+    fs_err::write(&kubeadm, stand_in("kubeadm")).map_err(|error| error.to_string())?;
+    for (archive, program) in [(&crictl, "crictl"), (&kustomize, "kustomize")] {
+        let folder = tempfile::tempdir().map_err(|error| error.to_string())?;
+        fs_err::write(folder.path().join(program), stand_in(program))
+            .map_err(|error| error.to_string())?;
+        let status = Command::new("tar")
+            .arg("-czf")
+            .arg(archive)
+            .arg("-C")
+            .arg(folder.path())
+            .arg(program)
+            .status()
+            .map_err(|error| error.to_string())?;
+        if !status.success() {
+            return Err(format!("tar could not write {}", archive.display()));
+        }
+    }
+    let dl_k8s = FileServer::serve(&served.path().join("dl-k8s"), None);
     let github = FileServer::serve(&served.path().join("github"), None);
+    // The repository: kURL's add-on folders and its Kubernetes package folder, each a link to
+    // the fixture it reads.
+    let repository = served.path().join("repository");
+    let kubernetes = repository
+        .join("packages/kubernetes")
+        .join(KUBERNETES_VERSION);
+    fs_err::create_dir_all(&kubernetes).map_err(|error| error.to_string())?;
+    fs_err::os::unix::fs::symlink(
+        kurl_fixtures("kurl-addons").join("addons"),
+        repository.join("addons"),
+    )
+    .map_err(|error| error.to_string())?;
+    fs_err::os::unix::fs::symlink(
+        kurl_fixtures("kurl-manifests").join(format!("kubernetes__{KUBERNETES_VERSION}.Manifest")),
+        kubernetes.join("Manifest"),
+    )
+    .map_err(|error| error.to_string())?;
     let suite = served.path().join("debian");
     crate::apt::deb(&suite, "collectd", "5.12.0-14", "amd64", &[]);
     crate::apt::index(&suite, "bookworm");
@@ -70,7 +139,7 @@ pub fn build(builder: &Path, dist: &Path, cache: &Path) -> Result<(), String> {
     let mut build = Command::new(builder);
     build
         .arg("build")
-        .arg(kurl_fixtures("kurl-addons"))
+        .arg(&repository)
         .arg("--out")
         .arg(dist)
         .arg("--cache-dir")
@@ -83,6 +152,8 @@ pub fn build(builder: &Path, dist: &Path, cache: &Path) -> Result<(), String> {
         .args([
             "--asset-mirror",
             &format!("https://github.com/={}/", github.url),
+            "--asset-mirror",
+            &format!("https://dl.k8s.io/={}/", dl_k8s.url),
         ]);
     for mirrored in ["registry.k8s.io", "docker.io", "ghcr.io"] {
         build.args([

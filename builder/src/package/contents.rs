@@ -81,6 +81,11 @@ impl Contents {
         self.add(relative, source, digest, size, false)
     }
 
+    /// Berth's own hooks, as the package's `install.sh`.
+    pub fn add_builtin_hooks(&mut self, text: &str) -> Result<(), PackageError> {
+        self.add_bytes("install.sh".to_string(), text.as_bytes().to_vec())
+    }
+
     /// The add-on folder's files and what `dockerout` builds produced, at their own paths.
     pub fn add_addon_files(
         &mut self,

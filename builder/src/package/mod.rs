@@ -148,6 +148,9 @@ pub async fn package(
     let root = package_index::package_root(&source.name, &source.version);
     let mut contents = Contents::new(root, settings.mtime, settings.compression);
     contents.add_addon_files(source.files.iter().cloned().chain(inputs.dockerout))?;
+    if let Some(hooks) = source.builtin_hooks {
+        contents.add_builtin_hooks(hooks)?;
+    }
     contents.add_assets(&inputs.assets)?;
     contents.add_images(&inputs.images, &context.cache)?;
     let host_packages = contents.add_host_archives(inputs.host_archives)?;

@@ -71,7 +71,13 @@ pub struct AddonSource {
     pub manifest: Manifest,
     pub files: Vec<AddonFile>,
     pub local_inputs: Vec<LocalInput>,
+    /// Berth's own hooks, packaged as the folder's `install.sh` where kURL's folder has none
+    /// (`packages/kubernetes/<version>/`, which kURL's own scripts install).
+    pub builtin_hooks: Option<&'static str>,
 }
+
+/// Berth's hooks for Kubernetes from kURL's `packages/kubernetes/<version>/`.
+pub const KUBERNETES_HOOKS: &str = include_str!("../../hooks/kubernetes.sh");
 
 impl AddonSource {
     /// Reads the add-on folder at `directory`: names from its path, the Manifest (every local
@@ -131,7 +137,11 @@ impl AddonSource {
                 });
             }
         }
+        let builtin_hooks = (kind == PackageKind::Kubernetes
+            && !files.iter().any(|file| file.relative == "install.sh"))
+        .then_some(KUBERNETES_HOOKS);
         Ok(AddonSource {
+            builtin_hooks,
             name,
             version,
             kind,
@@ -160,12 +170,17 @@ impl AddonSource {
             arch: &'a str,
             files: &'a [AddonFile],
             local_inputs: &'a [LocalInput],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            builtin_hooks: Option<Sha256Digest>,
         }
         let inputs = Inputs {
             schema: SCHEMA_VERSION,
             arch,
             files: &self.files,
             local_inputs: &self.local_inputs,
+            builtin_hooks: self
+                .builtin_hooks
+                .map(|hooks| Sha256Digest::of(hooks.as_bytes())),
         };
         Sha256Digest::of(&serde_json::to_vec(&inputs).expect("inputs serialize"))
     }

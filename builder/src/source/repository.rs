@@ -26,9 +26,10 @@ pub enum PackageKind {
 }
 
 impl PackageKind {
-    /// Whether a spec can ask for it, so that versions.json lists it.
+    /// Whether a spec can ask for it, so that versions.json lists it: an add-on, or
+    /// Kubernetes, which every kURL spec names (its package carries Berth's hooks).
     pub fn is_addon(self) -> bool {
-        self == PackageKind::Addon
+        matches!(self, PackageKind::Addon | PackageKind::Kubernetes)
     }
 }
 

@@ -93,9 +93,11 @@ pub struct VersionEntry {
 pub const KURL_CORE: [&str; 4] = ["kubernetes", "docker", "rke2", "k3s"];
 
 /// kURL's install order of its add-ons (`kubeadm_addon_for_each`, the container runtime
-/// first): where a generated `versions.json` puts a kURL add-on that had no place before.
-pub const KURL_ADDON_ORDER: [&str; 23] = [
+/// first, then Kubernetes, which kURL's install.sh sets up before the other add-ons' install
+/// hooks): where a generated `versions.json` puts a kURL add-on that had no place before.
+pub const KURL_ADDON_ORDER: [&str; 24] = [
     "containerd",
+    "kubernetes",
     "aws",
     "nodeless",
     "calico",

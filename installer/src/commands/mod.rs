@@ -5,6 +5,7 @@ pub mod fleet;
 pub mod health;
 pub mod install;
 pub mod join_command;
+pub mod kubeadm_config;
 pub mod kurl;
 pub mod kustomization;
 pub mod preflight;

@@ -27,7 +27,7 @@ use berth_formats::release::checksum_file;
 
 use crate::layout::Layout;
 use crate::node_lock::NodeLock;
-use crate::phase::{Phase, Step, hook_functions, installs_runtime};
+use crate::phase::{Phase, Step, hook_functions, installs_runtime, joins_last};
 use crate::plan::Decision;
 use crate::session::{HookError, Session};
 use crate::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
@@ -290,11 +290,18 @@ impl<'a> Run<'a> {
             order
         };
         let in_order: Vec<usize> = (0..self.members.len()).collect();
+        // Kubernetes joins last: kURL's join.sh runs every add-on's `_join` (which drop their
+        // kubeadm patches in join-patches) before `kubeadm join`.
+        let kubernetes_last: Vec<usize> = {
+            let mut order = in_order.clone();
+            order.sort_by_key(|&index| joins_last(&self.members[index].planned.name));
+            order
+        };
         for (phase_number, phase) in phases.iter().enumerate() {
-            let order = if *phase == Phase::Install {
-                &runtime_first
-            } else {
-                &in_order
+            let order = match phase {
+                Phase::Install => &runtime_first,
+                Phase::Join => &kubernetes_last,
+                _ => &in_order,
             };
             for &index in order {
                 check_interrupt()?;

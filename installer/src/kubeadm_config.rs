@@ -1,0 +1,374 @@
+//! kubeadm's configuration as kURL renders it for `kubeadm init` and `kubeadm join` (kURL's
+//! `scripts/kustomize/kubeadm/init-orig` and `join-orig` with the patches its `init` and
+//! `join` functions add), from the variables a hook session has: one YAML stream whose
+//! documents keep kURL's `metadata.name`s, so that the patches add-ons drop in
+//! `$DIR/kustomize/kubeadm/init-patches` and `join-patches` merge into them with kustomize as
+//! they do in kURL. Each value is a YAML scalar, never text spliced into YAML.
+
+use serde_json::{Value, json};
+
+/// Which configuration: the first primary's, or a joining node's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    Init,
+    Join,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("${0} is empty; kubeadm's configuration needs it")]
+    Missing(&'static str),
+    #[error("${name} is `{value}`: {problem}")]
+    Bad {
+        name: &'static str,
+        value: String,
+        problem: &'static str,
+    },
+}
+
+/// The kubelet's and API server's TLS cipher suites kURL sets.
+const CIPHER_SUITES: &str =
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384";
+
+/// Renders the configuration for `role`, reading each variable through `variable` (empty
+/// when unset).
+pub fn render(role: Role, variable: impl Fn(&str) -> String) -> Result<String, ConfigError> {
+    let required = |name: &'static str| {
+        let value = variable(name);
+        if value.is_empty() {
+            Err(ConfigError::Missing(name))
+        } else {
+            Ok(value)
+        }
+    };
+    let version = required("KUBERNETES_VERSION")?;
+    let minor: u32 = version
+        .split('.')
+        .nth(1)
+        .and_then(|minor| minor.parse().ok())
+        .ok_or(ConfigError::Bad {
+            name: "KUBERNETES_VERSION",
+            value: version.clone(),
+            problem: "not a version MAJOR.MINOR.PATCH",
+        })?;
+    // kURL: the kubeadm/v1beta3 API from Kubernetes 1.26 on, v1beta2 before.
+    let api = if minor >= 26 {
+        "kubeadm.k8s.io/v1beta3"
+    } else {
+        "kubeadm.k8s.io/v1beta2"
+    };
+    let private_address = required("PRIVATE_ADDRESS")?;
+    let labels = match variable("NODE_LABELS") {
+        extra if extra.is_empty() => "kurl.sh/cluster=true".to_string(),
+        extra => format!("kurl.sh/cluster=true,{extra}"),
+    };
+    let node_registration = json!({
+        "taints": [],
+        "kubeletExtraArgs": {"node-labels": labels, "node-ip": private_address},
+    });
+    let documents = match role {
+        Role::Init => {
+            let mut init = json!({
+                "apiVersion": api,
+                "kind": "InitConfiguration",
+                "metadata": {"name": "kubeadm-init-configuration"},
+                "bootstrapTokens": [{
+                    "groups": ["system:bootstrappers:kubeadm:default-node-token"],
+                    "token": required("BOOTSTRAP_TOKEN")?,
+                    "ttl": non_empty(variable("BOOTSTRAP_TOKEN_TTL"), "24h"),
+                    "usages": ["signing", "authentication"],
+                }],
+                "localAPIEndpoint": {"advertiseAddress": private_address},
+                "nodeRegistration": node_registration,
+            });
+            if variable("HA_CLUSTER") == "1" {
+                init["certificateKey"] = Value::String(required("CERT_KEY")?);
+            }
+            vec![
+                init,
+                cluster_configuration(api, &version, &variable)?,
+                kubelet_configuration(minor, &variable)?,
+                json!({
+                    "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+                    "kind": "KubeProxyConfiguration",
+                    "metadata": {"name": "kube-proxy-configuration"},
+                    "mode": "ipvs",
+                }),
+            ]
+        }
+        Role::Join => {
+            let mut join = json!({
+                "apiVersion": api,
+                "kind": "JoinConfiguration",
+                "metadata": {"name": "kubeadm-join-configuration"},
+                "nodeRegistration": node_registration,
+                "discovery": {"bootstrapToken": {
+                    "token": required("KUBEADM_TOKEN")?,
+                    "apiServerEndpoint": required("KUBERNETES_MASTER_ADDR")?,
+                    "caCertHashes": [required("KUBEADM_TOKEN_CA_HASH")?],
+                }},
+            });
+            if variable("MASTER") == "1" {
+                join["controlPlane"] = json!({
+                    "certificateKey": required("CERT_KEY")?,
+                    "localAPIEndpoint": {"advertiseAddress": private_address},
+                });
+            }
+            vec![join]
+        }
+    };
+    let mut text = String::new();
+    for document in documents {
+        text.push_str("---\n");
+        text.push_str(&serde_norway::to_string(&document).expect("a JSON value writes as YAML"));
+    }
+    Ok(text)
+}
+
+fn non_empty(value: String, default: &str) -> String {
+    if value.is_empty() {
+        default.to_string()
+    } else {
+        value
+    }
+}
+
+/// `host:port` of a load balancer address, kURL's default port 6443 when it names none.
+fn host_and_port(address: &str) -> (String, String) {
+    if let Some(rest) = address.strip_prefix('[')
+        && let Some((host, after)) = rest.split_once(']')
+    {
+        let port = after.strip_prefix(':').unwrap_or("6443");
+        return (format!("[{host}]"), non_empty(port.to_string(), "6443"));
+    }
+    match address.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => (host.to_string(), port.to_string()),
+        _ => (address.to_string(), "6443".to_string()),
+    }
+}
+
+fn cluster_configuration(
+    api: &str,
+    version: &str,
+    variable: &impl Fn(&str) -> String,
+) -> Result<Value, ConfigError> {
+    let private_address = variable("PRIVATE_ADDRESS");
+    let mut sans = vec![private_address];
+    let public_address = variable("PUBLIC_ADDRESS");
+    if !public_address.is_empty() {
+        sans.push(public_address);
+    }
+    let load_balancer = variable("LOAD_BALANCER_ADDRESS");
+    let mut endpoint = None;
+    if !load_balancer.is_empty() {
+        let (host, port) = host_and_port(&load_balancer);
+        endpoint = Some(format!("{host}:{port}"));
+        sans.push(host);
+    }
+    let mut networking = json!({});
+    let service_cidr = variable("SERVICE_CIDR");
+    if !service_cidr.is_empty() {
+        networking["serviceSubnet"] = Value::String(service_cidr);
+    }
+    let mut cluster = json!({
+        "apiVersion": api,
+        "kind": "ClusterConfiguration",
+        "metadata": {"name": "kubeadm-cluster-configuration"},
+        "kubernetesVersion": format!("v{version}"),
+        "certificatesDir": "/etc/kubernetes/pki",
+        "clusterName": non_empty(variable("KUBERNETES_CLUSTER_NAME"), "kubernetes"),
+        "controllerManager": {"extraArgs": {"profiling": "false"}},
+        "etcd": {"local": {
+            "dataDir": "/var/lib/etcd",
+            "extraArgs": {"cipher-suites": CIPHER_SUITES},
+        }},
+        "networking": networking,
+        "apiServer": {
+            "extraArgs": {
+                "service-node-port-range": "80-60000",
+                "tls-cipher-suites": CIPHER_SUITES,
+                "profiling": "false",
+                "audit-log-path": "/auditlog/k8s-audit.log",
+                "audit-policy-file": "/etc/kubernetes/audit.yaml",
+                "audit-log-maxage": "30",
+                "audit-log-maxsize": "100",
+                "audit-log-maxbackup": "10",
+            },
+            "extraVolumes": [
+                {"name": "audit", "hostPath": "/etc/kubernetes/audit.yaml",
+                 "mountPath": "/etc/kubernetes/audit.yaml", "readOnly": true, "pathType": "File"},
+                {"name": "auditlog", "hostPath": "/var/log/apiserver",
+                 "mountPath": "/auditlog", "pathType": "Directory"},
+            ],
+            "certSANs": sans,
+        },
+        "scheduler": {"extraArgs": {"profiling": "false"}},
+    });
+    if let Some(endpoint) = endpoint {
+        cluster["controlPlaneEndpoint"] = Value::String(endpoint);
+    }
+    Ok(cluster)
+}
+
+fn kubelet_configuration(
+    minor: u32,
+    variable: &impl Fn(&str) -> String,
+) -> Result<Value, ConfigError> {
+    let mut kubelet = json!({
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "metadata": {"name": "kubelet-configuration"},
+        "tlsCipherSuites": CIPHER_SUITES.split(',').collect::<Vec<_>>(),
+        "nodeStatusMaxImages": -1,
+    });
+    // kURL's patch-kubelet-21.yaml, from Kubernetes 1.21 on.
+    if minor >= 21 {
+        kubelet["shutdownGracePeriod"] = json!("30s");
+        kubelet["shutdownGracePeriodCriticalPods"] = json!("10s");
+    }
+    let size = variable("CONTAINER_LOG_MAX_SIZE");
+    if !size.is_empty() {
+        kubelet["containerLogMaxSize"] = Value::String(size);
+    }
+    for (name, field) in [
+        ("CONTAINER_LOG_MAX_FILES", "containerLogMaxFiles"),
+        ("KUBERNETES_MAX_PODS_PER_NODE", "maxPods"),
+    ] {
+        let value = variable(name);
+        if value.is_empty() {
+            continue;
+        }
+        let number: u32 = value.parse().map_err(|_| ConfigError::Bad {
+            name,
+            value: value.clone(),
+            problem: "not a whole number",
+        })?;
+        kubelet[field] = json!(number);
+    }
+    if variable("KUBERNETES_CIS_COMPLIANCE") == "1" {
+        kubelet["protectKernelDefaults"] = json!(true);
+        kubelet["eventRecordQPS"] = json!(0);
+        kubelet["streamingConnectionIdleTimeout"] = json!("5m");
+    }
+    Ok(kubelet)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn documents(text: &str) -> Vec<Value> {
+        use serde::Deserialize as _;
+        serde_norway::Deserializer::from_str(text)
+            .map(|document| Value::deserialize(document).unwrap())
+            .collect()
+    }
+
+    fn render_with(role: Role, pairs: &[(&str, &str)]) -> Result<Vec<Value>, ConfigError> {
+        let map: BTreeMap<&str, &str> = pairs.iter().copied().collect();
+        render(role, |name| map.get(name).unwrap_or(&"").to_string()).map(|text| documents(&text))
+    }
+
+    const BASE: [(&str, &str); 5] = [
+        ("KUBERNETES_VERSION", "1.30.8"),
+        ("PRIVATE_ADDRESS", "10.0.0.4"),
+        ("BOOTSTRAP_TOKEN", "abcdef.0123456789abcdef"),
+        ("SERVICE_CIDR", "10.96.0.0/22"),
+        ("NODE_LABELS", "zone=edge"),
+    ];
+
+    /// The documents and names kURL's init-orig gives, with the values of the variables.
+    #[test]
+    fn init_follows_kurls_documents_and_patches() {
+        let mut pairs = BASE.to_vec();
+        pairs.extend([
+            ("HA_CLUSTER", "1"),
+            ("CERT_KEY", "f00d"),
+            ("LOAD_BALANCER_ADDRESS", "10.0.0.100"),
+            ("PUBLIC_ADDRESS", "203.0.113.9"),
+            ("CONTAINER_LOG_MAX_FILES", "3"),
+        ]);
+        let rendered = render_with(Role::Init, &pairs).unwrap();
+        let kinds: Vec<(&str, &str)> = rendered
+            .iter()
+            .map(|document| {
+                (
+                    document["kind"].as_str().unwrap(),
+                    document["metadata"]["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("InitConfiguration", "kubeadm-init-configuration"),
+                ("ClusterConfiguration", "kubeadm-cluster-configuration"),
+                ("KubeletConfiguration", "kubelet-configuration"),
+                ("KubeProxyConfiguration", "kube-proxy-configuration"),
+            ]
+        );
+        let (init, cluster, kubelet) = (&rendered[0], &rendered[1], &rendered[2]);
+        assert_eq!(init["apiVersion"], "kubeadm.k8s.io/v1beta3");
+        assert_eq!(init["certificateKey"], "f00d");
+        assert_eq!(init["bootstrapTokens"][0]["ttl"], "24h");
+        assert_eq!(
+            init["nodeRegistration"]["kubeletExtraArgs"]["node-labels"],
+            "kurl.sh/cluster=true,zone=edge"
+        );
+        assert_eq!(cluster["kubernetesVersion"], "v1.30.8");
+        assert_eq!(cluster["clusterName"], "kubernetes");
+        assert_eq!(cluster["controlPlaneEndpoint"], "10.0.0.100:6443");
+        assert_eq!(
+            cluster["apiServer"]["certSANs"],
+            json!(["10.0.0.4", "203.0.113.9", "10.0.0.100"])
+        );
+        assert_eq!(cluster["apiServer"]["extraArgs"]["profiling"], "false");
+        assert_eq!(kubelet["containerLogMaxFiles"], 3);
+        assert_eq!(kubelet["shutdownGracePeriod"], "30s");
+        // Before 1.26, kubeadm's v1beta2.
+        pairs[0] = ("KUBERNETES_VERSION", "1.25.4");
+        let old = render_with(Role::Init, &pairs).unwrap();
+        assert_eq!(old[0]["apiVersion"], "kubeadm.k8s.io/v1beta2");
+    }
+
+    #[test]
+    fn join_carries_the_join_commands_values_and_a_control_plane_its_key() {
+        let mut pairs = BASE.to_vec();
+        pairs.extend([
+            ("KUBEADM_TOKEN", "abcdef.0123456789abcdef"),
+            ("KUBERNETES_MASTER_ADDR", "10.0.0.4:6443"),
+            ("KUBEADM_TOKEN_CA_HASH", "sha256:00"),
+        ]);
+        let worker = render_with(Role::Join, &pairs).unwrap();
+        assert_eq!(worker.len(), 1);
+        assert_eq!(
+            worker[0]["discovery"]["bootstrapToken"]["apiServerEndpoint"],
+            "10.0.0.4:6443"
+        );
+        assert!(worker[0].get("controlPlane").is_none());
+        pairs.push(("MASTER", "1"));
+        assert!(matches!(
+            render_with(Role::Join, &pairs),
+            Err(ConfigError::Missing("CERT_KEY"))
+        ));
+        pairs.push(("CERT_KEY", "f00d"));
+        let primary = render_with(Role::Join, &pairs).unwrap();
+        assert_eq!(primary[0]["controlPlane"]["certificateKey"], "f00d");
+    }
+
+    /// A value is a scalar: YAML in a label does not become structure.
+    #[test]
+    fn values_cannot_inject_yaml() {
+        let mut pairs = BASE.to_vec();
+        pairs[4] = ("NODE_LABELS", "a=b\n  evil: true");
+        let rendered = render_with(Role::Init, &pairs).unwrap();
+        assert_eq!(
+            rendered[0]["nodeRegistration"]["kubeletExtraArgs"]["node-labels"],
+            "kurl.sh/cluster=true,a=b\n  evil: true"
+        );
+        assert!(rendered[0]["nodeRegistration"].get("evil").is_none());
+        pairs[4] = ("KUBERNETES_MAX_PODS_PER_NODE", "many");
+        assert!(render_with(Role::Init, &pairs).is_err());
+    }
+}
