@@ -87,11 +87,21 @@ function __kubernetes_kubeadm_config() {
         echo "resources:"
         echo "- kubeadm.yaml"
     } > "$tree/kustomization.yaml"
-    local patch
+    # kURL's kubeadm_customize_config: each add-on patch takes the configuration's kubeadm API
+    # version, and loses the kubelet's --container-runtime from Kubernetes 1.24 on (removed in
+    # 1.27); its variables are rendered as kURL renders the whole configuration.
+    local api minor patch name
+    minor="$(echo "$KUBERNETES_VERSION" | cut -d. -f2)"
+    if [ "$minor" -ge 26 ]; then api=v1beta3; else api=v1beta2; fi
     for patch in "$DIR/kustomize/kubeadm/$role-patches"/*; do
         [ -f "$patch" ] || continue
-        cp "$patch" "$tree/"
-        insert_patches_strategic_merge "$tree/kustomization.yaml" "$(basename "$patch")"
+        name="$(basename "$patch")"
+        render_yaml_file_2 "$patch" > "$tree/$name"
+        sed -i "s|kubeadm.k8s.io/v1beta.*|kubeadm.k8s.io/$api|" "$tree/$name"
+        if [ "$minor" -ge 24 ]; then
+            sed -i '/container-runtime:/d' "$tree/$name"
+        fi
+        insert_patches_strategic_merge "$tree/kustomization.yaml" "$name"
     done
     kubectl kustomize "$tree" > "$file.raw"
     "$DIR/bin/yamlutil" -r -fp "$file.raw" -yp metadata
@@ -122,7 +132,11 @@ function kubernetes() {
     if [ -z "$BOOTSTRAP_TOKEN" ]; then
         BOOTSTRAP_TOKEN="$(kubeadm token generate)"
     fi
-    export BOOTSTRAP_TOKEN BOOTSTRAP_TOKEN_TTL="${BOOTSTRAP_TOKEN_TTL:-24h}"
+    export BOOTSTRAP_TOKEN
+    # As kURL's install.sh before init: the service range (and pod range) not in use.
+    [ -n "$SERVICE_CIDR" ] || discover_service_subnet
+    [ -n "$POD_CIDR" ] || discover_pod_subnet
+    export SERVICE_CIDR POD_CIDR
     local upload_certs=()
     if [ "$HA_CLUSTER" = "1" ]; then
         CERT_KEY="$(kubeadm certs certificate-key)"

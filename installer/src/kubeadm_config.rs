@@ -58,10 +58,8 @@ pub fn render(role: Role, variable: impl Fn(&str) -> String) -> Result<String, C
         "kubeadm.k8s.io/v1beta2"
     };
     let private_address = required("PRIVATE_ADDRESS")?;
-    let labels = match variable("NODE_LABELS") {
-        extra if extra.is_empty() => "kurl.sh/cluster=true".to_string(),
-        extra => format!("kurl.sh/cluster=true,{extra}"),
-    };
+    // kURL's template text, a trailing comma and all when there are no labels.
+    let labels = format!("kurl.sh/cluster=true,{}", variable("NODE_LABELS"));
     let node_registration = json!({
         "taints": [],
         "kubeletExtraArgs": {"node-labels": labels, "node-ip": private_address},
@@ -75,7 +73,8 @@ pub fn render(role: Role, variable: impl Fn(&str) -> String) -> Result<String, C
                 "bootstrapTokens": [{
                     "groups": ["system:bootstrappers:kubeadm:default-node-token"],
                     "token": required("BOOTSTRAP_TOKEN")?,
-                    "ttl": non_empty(variable("BOOTSTRAP_TOKEN_TTL"), "24h"),
+                    // Unset, as in kURL: kubeadm's default, 24 hours.
+                    "ttl": scalar_or_null(variable("BOOTSTRAP_TOKEN_TTL")),
                     "usages": ["signing", "authentication"],
                 }],
                 "localAPIEndpoint": {"advertiseAddress": private_address},
@@ -84,9 +83,16 @@ pub fn render(role: Role, variable: impl Fn(&str) -> String) -> Result<String, C
             if variable("HA_CLUSTER") == "1" {
                 init["certificateKey"] = Value::String(required("CERT_KEY")?);
             }
+            // kURL's kubernetes_configure_pause_image: before 1.27, the kubelet keeps
+            // containerd's sandbox image.
+            let pause_image = variable("CONTAINERD_PAUSE_IMAGE");
+            if minor < 27 && !pause_image.is_empty() {
+                init["nodeRegistration"]["kubeletExtraArgs"]["pod-infra-container-image"] =
+                    Value::String(pause_image);
+            }
             vec![
                 init,
-                cluster_configuration(api, &version, &variable)?,
+                cluster_configuration(api, minor, &version, &variable)?,
                 kubelet_configuration(minor, &variable)?,
                 json!({
                     "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
@@ -125,6 +131,15 @@ pub fn render(role: Role, variable: impl Fn(&str) -> String) -> Result<String, C
     Ok(text)
 }
 
+/// A value as kURL's templates leave it: empty is YAML's null.
+fn scalar_or_null(value: String) -> Value {
+    if value.is_empty() {
+        Value::Null
+    } else {
+        Value::String(value)
+    }
+}
+
 fn non_empty(value: String, default: &str) -> String {
     if value.is_empty() {
         default.to_string()
@@ -149,6 +164,7 @@ fn host_and_port(address: &str) -> (String, String) {
 
 fn cluster_configuration(
     api: &str,
+    minor: u32,
     version: &str,
     variable: &impl Fn(&str) -> String,
 ) -> Result<Value, ConfigError> {
@@ -185,7 +201,11 @@ fn cluster_configuration(
         "networking": networking,
         "apiServer": {
             "extraArgs": {
-                "service-node-port-range": "80-60000",
+                "service-node-port-range": if variable("USE_STANDARD_PORT_RANGE") == "1" {
+                    "30000-32767"
+                } else {
+                    "80-60000"
+                },
                 "tls-cipher-suites": CIPHER_SUITES,
                 "profiling": "false",
                 "audit-log-path": "/auditlog/k8s-audit.log",
@@ -207,6 +227,20 @@ fn cluster_configuration(
     if let Some(endpoint) = endpoint {
         cluster["controlPlaneEndpoint"] = Value::String(endpoint);
     }
+    // kURL's v1beta2 template (before 1.26).
+    if minor < 26 {
+        cluster["useHyperKubeImage"] = json!(false);
+        cluster["dns"] = json!({"type": "CoreDNS"});
+    }
+    // kURL's patch-cluster-config-cis-compliance (with the insecure port shut before 1.20).
+    if variable("KUBERNETES_CIS_COMPLIANCE") == "1" {
+        let arguments = &mut cluster["apiServer"]["extraArgs"];
+        arguments["enable-admission-plugins"] = json!("NodeRestriction");
+        arguments["kubelet-certificate-authority"] = json!("/etc/kubernetes/pki/ca.crt");
+        if minor < 20 {
+            arguments["insecure-port"] = json!("0");
+        }
+    }
     Ok(cluster)
 }
 
@@ -221,10 +255,41 @@ fn kubelet_configuration(
         "tlsCipherSuites": CIPHER_SUITES.split(',').collect::<Vec<_>>(),
         "nodeStatusMaxImages": -1,
     });
-    // kURL's patch-kubelet-21.yaml, from Kubernetes 1.21 on.
+    // kURL's patch-kubelet-21.yaml from Kubernetes 1.21 on, patch-kubelet-pre21.yaml before.
     if minor >= 21 {
         kubelet["shutdownGracePeriod"] = json!("30s");
         kubelet["shutdownGracePeriodCriticalPods"] = json!("10s");
+    } else {
+        kubelet["cgroupDriver"] = json!("systemd");
+    }
+    if variable("KUBERNETES_CIS_COMPLIANCE") == "1" {
+        kubelet["protectKernelDefaults"] = json!(true);
+        kubelet["serverTLSBootstrap"] = json!(true);
+    }
+    // kURL's kubeReserved: the share of this machine's memory and CPUs GKE reserves.
+    if variable("KUBE_RESERVED") == "1" {
+        let (memory, cpus) = machine_size();
+        kubelet["kubeReserved"] = json!({
+            "cpu": format!("{}m", cpu_millicores_to_reserve(cpus * 1000)),
+            "ephemeral-storage": "1Gi",
+            "memory": format!("{}Mi", memory_mebibytes_to_reserve(memory)),
+        });
+    }
+    // Maps kURL's spec writes as YAML text (`{"memory.available": "234Mi", …}`).
+    for (name, field) in [
+        ("EVICTION_THRESHOLD", "evictionHard"),
+        ("SYSTEM_RESERVED", "systemReserved"),
+    ] {
+        let text = variable(name);
+        if text.is_empty() {
+            continue;
+        }
+        let value: Value = serde_norway::from_str(&text).map_err(|_| ConfigError::Bad {
+            name,
+            value: text.clone(),
+            problem: "not YAML",
+        })?;
+        kubelet[field] = value;
     }
     let size = variable("CONTAINER_LOG_MAX_SIZE");
     if !size.is_empty() {
@@ -245,12 +310,72 @@ fn kubelet_configuration(
         })?;
         kubelet[field] = json!(number);
     }
-    if variable("KUBERNETES_CIS_COMPLIANCE") == "1" {
-        kubelet["protectKernelDefaults"] = json!(true);
-        kubelet["eventRecordQPS"] = json!(0);
-        kubelet["streamingConnectionIdleTimeout"] = json!("5m");
-    }
     Ok(kubelet)
+}
+
+/// This machine's memory in MiB (`free -m`'s total) and its CPUs (`nproc`), as kURL reads them.
+fn machine_size() -> (u64, u64) {
+    let memory = fs_err::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+        })
+        .map_or(0, |kibibytes| kibibytes / 1024);
+    let cpus = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map(|set| {
+            (0..nix::sched::CpuSet::count())
+                .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
+                .count() as u64
+        })
+        .unwrap_or(1);
+    (memory, cpus)
+}
+
+/// kURL's `get_resource_to_reserve_in_range`: `percentage` hundredths of a percent of the part
+/// of `total` between `start` and `end`.
+fn reserve_in_range(total: u64, start: u64, end: u64, percentage: u64) -> u64 {
+    if total > start {
+        (total.min(end) - start) * percentage / 100 / 100
+    } else {
+        0
+    }
+}
+
+/// kURL's `get_memory_mebibytes_to_reserve`: 255 MiB up to 1 GiB; else 25% of the first 4 GiB,
+/// 20% of the next 4, 10% of the next 8, 6% up to 128 GiB and 2% above.
+fn memory_mebibytes_to_reserve(total: u64) -> u64 {
+    if total <= 1024 {
+        return 255;
+    }
+    let ranges = [0, 4096, 8192, 16384, 131072, total];
+    [2500, 2000, 1000, 600, 200]
+        .iter()
+        .enumerate()
+        .map(|(index, &percentage)| {
+            reserve_in_range(total, ranges[index], ranges[index + 1], percentage)
+        })
+        .sum()
+}
+
+/// kURL's `get_cpu_millicores_to_reserve`: 6% of the first core, 1% of the second, 0.5% of the
+/// next two, 0.25% above.
+fn cpu_millicores_to_reserve(total: u64) -> u64 {
+    let ranges = [0, 1000, 2000, 4000, total];
+    [600, 100, 50, 25]
+        .iter()
+        .enumerate()
+        .map(|(index, &percentage)| {
+            reserve_in_range(total, ranges[index], ranges[index + 1], percentage)
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -311,7 +436,7 @@ mod tests {
         let (init, cluster, kubelet) = (&rendered[0], &rendered[1], &rendered[2]);
         assert_eq!(init["apiVersion"], "kubeadm.k8s.io/v1beta3");
         assert_eq!(init["certificateKey"], "f00d");
-        assert_eq!(init["bootstrapTokens"][0]["ttl"], "24h");
+        assert_eq!(init["bootstrapTokens"][0]["ttl"], Value::Null);
         assert_eq!(
             init["nodeRegistration"]["kubeletExtraArgs"]["node-labels"],
             "kurl.sh/cluster=true,zone=edge"
@@ -330,6 +455,18 @@ mod tests {
         pairs[0] = ("KUBERNETES_VERSION", "1.25.4");
         let old = render_with(Role::Init, &pairs).unwrap();
         assert_eq!(old[0]["apiVersion"], "kubeadm.k8s.io/v1beta2");
+        assert_eq!(old[1]["dns"]["type"], "CoreDNS");
+    }
+
+    /// kURL's reservation tables, at the edges of their ranges.
+    #[test]
+    fn reservations_follow_kurls_tables() {
+        assert_eq!(memory_mebibytes_to_reserve(512), 255);
+        assert_eq!(memory_mebibytes_to_reserve(4096), 1024);
+        assert_eq!(memory_mebibytes_to_reserve(8192), 1024 + 819);
+        assert_eq!(cpu_millicores_to_reserve(1000), 60);
+        assert_eq!(cpu_millicores_to_reserve(2000), 70);
+        assert_eq!(cpu_millicores_to_reserve(8000), 80 + 10);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
-use support::{Node, TestDist, kurl_fixtures, succeeded};
+use support::{Node, kurl_specs, succeeded};
 
 /// How kURL's conversion writes a value.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -527,35 +527,7 @@ const CONVERSION: &[(&str, &str, &str, Rule)] = &[
     ),
 ];
 
-/// The keys of kURL's spec that are settings, not add-ons.
-const SETTINGS: [&str; 6] = [
-    "kurl",
-    "selinuxConfig",
-    "iptablesConfig",
-    "firewalldConfig",
-    "ufwConfig",
-    "helm",
-];
-
-fn folder(key: &str) -> &str {
-    match key {
-        "certManager" => "cert-manager",
-        "metricsServer" => "metrics-server",
-        other => other,
-    }
-}
-
-/// A version that the spec's request names: itself, `X.Y.0` for `X.Y.x`, `1.0.0` for latest.
-fn version_for(request: &str) -> String {
-    match request {
-        "latest" | "__testver__" => "1.0.0".into(),
-        request => match request.strip_suffix(".x") {
-            Some(minor) => format!("{minor}.0"),
-            None => request.into(),
-        },
-    }
-}
-
+/// The variable kURL's conversion gives a field written `value` (or not written), by `rule`.
 fn expected(rule: Rule, value: Option<&Value>) -> String {
     let value = value.filter(|value| !value.is_null());
     let text = |value: &Value| match value {
@@ -616,44 +588,20 @@ fn read_environment(path: &Path) -> BTreeMap<String, String> {
 
 #[test]
 fn every_field_of_every_kurl_spec_reaches_hooks_as_kurl_names_it() {
-    let specs = kurl_fixtures("kurl-specs");
-    let mut files: Vec<_> = fs_err::read_dir(&specs)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 60, "{} specs", files.len());
+    let specs = kurl_specs::specs();
     let mut compared = 0;
-    for file in &files {
-        // kURL's test grid puts its version under test where `__testver__` stands.
-        let text = fs_err::read_to_string(file)
-            .unwrap()
-            .replace("__testver__", "latest");
-        let document: Value = serde_norway::from_str(&text).unwrap();
+    for (file, text) in &specs {
+        let document: Value = serde_norway::from_str(text).unwrap();
         let spec = document["spec"].as_object().unwrap();
-        let mut dist = TestDist::new();
-        let mut versions = BTreeMap::new();
         let dump_dir = tempfile::tempdir().unwrap();
         let dump = dump_dir.path().join("environment");
-        for (key, section) in spec {
-            if SETTINGS.contains(&key.as_str()) {
-                continue;
-            }
-            let request = match &section["version"] {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            let version = version_for(&request);
-            let name = folder(key);
-            let install = format!(
+        let (dist, versions) = kurl_specs::dist_for(spec, |name, _| {
+            format!(
                 "function {name}() {{ [ -s \"$DUMP\" ] || env -0 > \"$DUMP\"; }}\nfunction containerd_install() {{ {name}; }}\n"
-            );
-            dist.addon(name, &version, &install);
-            versions.insert(key.clone(), version);
-        }
+            )
+        });
         let spec_path = dist.addons.root().join("spec.yaml");
-        fs_err::write(&spec_path, &text).unwrap();
+        fs_err::write(&spec_path, text).unwrap();
         let node = Node::new().env("DUMP", &dump);
         succeeded(&node.install(&spec_path, &dist.url(), &[]));
         let environment = read_environment(&dump);
@@ -716,5 +664,5 @@ fn every_field_of_every_kurl_spec_reaches_hooks_as_kurl_names_it() {
             compared += 1;
         }
     }
-    assert_eq!(compared, files.len() * CONVERSION.len());
+    assert_eq!(compared, specs.len() * CONVERSION.len());
 }

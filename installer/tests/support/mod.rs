@@ -10,6 +10,7 @@ use std::sync::Arc;
 pub use berth_testgrid::*;
 
 pub mod fleet;
+pub mod kurl_specs;
 
 /// A node: Berth's root is a temporary folder, so state, packages and logs stay in it.
 pub struct Node {

@@ -1,0 +1,169 @@
+//! The kubeadm configuration Berth's Kubernetes hooks render (`berth kubeadm-config init`,
+//! from the variables of a real hook session), against the one kURL's own `init` renders for
+//! the same variables (`scripts/kurl-kubeadm-reference.sh`, which runs kURL's install.sh
+//! `init`, its helper library and its `kustomize/kubeadm` templates up to `kubeadm init`), for
+//! every spec of kURL's test grid in the fixtures.
+//!
+//! kURL's renderings are kept in `tests/kurl_kubeadm/<spec>.json` (its documents, without the
+//! `metadata` kubeadm refuses, by kind). With `BERTH_KURL_SOURCE` naming a kURL checkout's
+//! `scripts/` folder, the test runs kURL's code again and writes them anew (then `git diff`
+//! shows what kURL changed); without it, it compares with those kept.
+//!
+//! Compared: the documents' values, not their bytes. kURL's output is what `kubectl kustomize`
+//! prints; Berth's goes through the same kustomize on a node, which orders keys as it likes.
+//! The certificate key, random on both sides, is masked, and so are kubeReserved's CPU and
+//! memory, shares of the machine that rendered them.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::{Node, kurl_specs, succeeded};
+
+/// A certificate key for the runs: kURL makes a random one; Berth's hook asks kubeadm.
+const CERT_KEY: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+fn kept(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/kurl_kubeadm")
+        .join(format!("{name}.json"))
+}
+
+/// Documents by kind, without `metadata`, the certificate key masked.
+fn by_kind(text: &str) -> BTreeMap<String, Value> {
+    use serde::Deserialize as _;
+    serde_norway::Deserializer::from_str(text)
+        .map(|document| Value::deserialize(document).unwrap())
+        .filter(|document| !document.is_null())
+        .map(|mut document| {
+            let object = document.as_object_mut().unwrap();
+            object.remove("metadata");
+            if object.contains_key("certificateKey") {
+                object.insert("certificateKey".into(), Value::String("<masked>".into()));
+            }
+            // kubeReserved's CPU and memory are shares of the machine that rendered them (the
+            // unit tests pin kURL's tables); its other values are compared.
+            if let Some(reserved) = object
+                .get_mut("kubeReserved")
+                .and_then(Value::as_object_mut)
+            {
+                for share in ["cpu", "memory"] {
+                    if reserved.contains_key(share) {
+                        reserved.insert(share.into(), Value::String("<this machine's>".into()));
+                    }
+                }
+            }
+            (object["kind"].as_str().unwrap().to_string(), document)
+        })
+        .collect()
+}
+
+#[test]
+fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
+    let kurl_source = std::env::var_os("BERTH_KURL_SOURCE").map(PathBuf::from);
+    let mut compared = 0;
+    for (file, text) in kurl_specs::specs() {
+        let name = file.file_stem().unwrap().to_string_lossy().to_string();
+        let document: Value = serde_norway::from_str(&text).unwrap();
+        let spec = document["spec"].as_object().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        // Kubernetes' hook renders as the real one does, with the values kURL would have made
+        // or discovered (its token, its certificate key, its service range) fixed here.
+        let (dist, _) = kurl_specs::dist_for(spec, |addon, _| {
+            if addon == "kubernetes" {
+                format!(
+                    "function kubernetes() {{\n    BOOTSTRAP_TOKEN=\"${{BOOTSTRAP_TOKEN:-abcdef.0123456789abcdef}}\"\n    [ \"$HA_CLUSTER\" != 1 ] || CERT_KEY={CERT_KEY}\n    SERVICE_CIDR=\"${{SERVICE_CIDR:-10.96.0.0/22}}\"\n    export BOOTSTRAP_TOKEN CERT_KEY SERVICE_CIDR\n    \"$BERTH_BIN\" kubeadm-config init > \"$OUT/berth.yaml\"\n    env -0 > \"$OUT/environment\"\n}}\n"
+                )
+            } else {
+                format!("function {addon}() {{ :; }}\nfunction containerd_install() {{ :; }}\n")
+            }
+        });
+        let spec_path = dist.addons.root().join("spec.yaml");
+        fs_err::write(&spec_path, &text).unwrap();
+        let written_address = spec
+            .get("kurl")
+            .and_then(|kurl| kurl.get("privateAddress"))
+            .is_some();
+        // Host preflights (a disk latency probe among them) are not what this compares.
+        let mut arguments = vec!["--param", "exclude-builtin-host-preflights"];
+        if !written_address {
+            arguments.extend(["--param", "private-address=10.0.0.4"]);
+        }
+        let node = Node::new().env("OUT", out.path());
+        succeeded(&node.install(&spec_path, &dist.url(), &arguments));
+        let berth = by_kind(&fs_err::read_to_string(out.path().join("berth.yaml")).unwrap());
+
+        let kurl = match &kurl_source {
+            Some(source) => {
+                let rendered = out.path().join("kurl.yaml");
+                let output = std::process::Command::new(
+                    Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("../scripts/kurl-kubeadm-reference.sh"),
+                )
+                .arg(source)
+                .arg(out.path().join("environment"))
+                .arg(&rendered)
+                .env("BERTH_BIN", env!("CARGO_BIN_EXE_berth"))
+                .output()
+                .unwrap();
+                assert!(
+                    output.status.success(),
+                    "{name}: {}",
+                    support::printed(&output)
+                );
+                let kurl = by_kind(&fs_err::read_to_string(&rendered).unwrap());
+                let mut text = serde_json::to_string_pretty(&kurl).unwrap();
+                text.push('\n');
+                fs_err::write(kept(&name), text).unwrap();
+                kurl
+            }
+            None => {
+                let text = fs_err::read_to_string(kept(&name)).unwrap_or_else(|error| {
+                    panic!(
+                        "{name}: kURL's rendering is not kept ({error}); run with BERTH_KURL_SOURCE"
+                    )
+                });
+                serde_json::from_str(&text).unwrap()
+            }
+        };
+        assert_eq!(
+            berth.keys().collect::<Vec<_>>(),
+            kurl.keys().collect::<Vec<_>>(),
+            "{name}: the documents"
+        );
+        let mut differences = Vec::new();
+        for (kind, document) in &kurl {
+            differ(kind, &berth[kind], document, &mut differences);
+        }
+        assert!(
+            differences.is_empty(),
+            "{name}: Berth's configuration differs from kURL's:\n{}",
+            differences.join("\n")
+        );
+        compared += 1;
+    }
+    assert!(compared >= 60, "{compared} specs");
+}
+
+/// Where `berth` and `kurl` differ, by path: `ClusterConfiguration.networking.podSubnet: Berth
+/// has …, kURL has …`.
+fn differ(path: &str, berth: &Value, kurl: &Value, found: &mut Vec<String>) {
+    match (berth, kurl) {
+        (Value::Object(ours), Value::Object(theirs)) => {
+            let keys: std::collections::BTreeSet<&String> =
+                ours.keys().chain(theirs.keys()).collect();
+            for key in keys {
+                differ(
+                    &format!("{path}.{key}"),
+                    ours.get(key).unwrap_or(&Value::Null),
+                    theirs.get(key).unwrap_or(&Value::Null),
+                    found,
+                );
+            }
+        }
+        _ if berth != kurl => found.push(format!("{path}: Berth has {berth}, kURL has {kurl}")),
+        _ => {}
+    }
+}
