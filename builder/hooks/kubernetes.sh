@@ -133,6 +133,10 @@ function kubernetes() {
         BOOTSTRAP_TOKEN="$(kubeadm token generate)"
     fi
     export BOOTSTRAP_TOKEN
+    # As kURL's install.sh before init: the public address a cloud gives (for the API server's
+    # certificate), and the service range (and pod range) not in use.
+    discover_public_ip
+    export PUBLIC_ADDRESS
     # As kURL's install.sh before init: the service range (and pod range) not in use.
     [ -n "$SERVICE_CIDR" ] || discover_service_subnet
     [ -n "$POD_CIDR" ] || discover_pod_subnet

@@ -153,3 +153,205 @@ fn a_crafted_cidr_runs_nothing_in_subnet_discovery() {
     assert!(all.contains("refused"), "{all}");
     assert!(all.contains("10.32.16.0/20"), "{all}");
 }
+
+/// What kURL's own unit tests of its Docker version helpers expect (kURL's
+/// `scripts/common/test/docker-version-test.sh`, `parseDockerVersion` and
+/// `compareDockerVersions` in `common.sh`).
+#[test]
+fn docker_versions_parse_and_compare_as_kurls_do() {
+    for (version, parsed) in [
+        ("1.13.1", "1 13 1 -"),
+        ("17.03.0-ce", "17 03 0 ce"),
+        ("20.10.17-3.el8", "20 10 17 3"),
+        ("20.10", "20 10 - -"),
+        ("", "- - - -"),
+    ] {
+        let output = with_library(
+            "parseDockerVersion \"$V\"; echo \"${DOCKER_VERSION_MAJOR:--} ${DOCKER_VERSION_MINOR:--} ${DOCKER_VERSION_PATCH:--} ${DOCKER_VERSION_RELEASE:--}\"",
+            &[("V", version)],
+        );
+        assert_eq!(printed(&output).trim(), parsed, "{version}");
+    }
+    for (a, b, full, minor_only) in [
+        ("1.13.1", "1.13.1", "0", "0"),
+        ("17.03.0-ce", "17.03.0-ce", "0", "0"),
+        ("1.12.1", "1.13.1", "-1", "-1"),
+        ("1.13.0", "1.13.1", "-1", "0"),
+        ("1.13.1", "17.03.0-ce", "-1", "-1"),
+        ("17.03.1-ce", "17.03.0-ce", "1", "0"),
+        ("18.09.1", "17.03.0-ce", "1", "1"),
+        ("20.10", "20.10.1", "0", "0"),
+    ] {
+        let output = with_library(
+            "compareDockerVersions \"$A\" \"$B\"; full=$COMPARE_DOCKER_VERSIONS_RESULT; compareDockerVersionsIgnorePatch \"$A\" \"$B\"; echo \"$full $COMPARE_DOCKER_VERSIONS_RESULT\"",
+            &[("A", a), ("B", b)],
+        );
+        assert_eq!(
+            printed(&output).trim(),
+            format!("{full} {minor_only}"),
+            "{a} against {b}"
+        );
+    }
+}
+
+/// kURL's flag and JSON helpers (`common.sh`: `kebab_to_camel`, the `get_*_flag` builders,
+/// `insertOrReplaceJsonParam`, `common_list_images_in_manifest_file`,
+/// `common_upgrade_merge_images_list`), with kURL's tests' expectations; the JSON one writes
+/// JSON whatever the value holds, where kURL's sed breaks on `/`, `&` and `"`.
+#[test]
+fn flag_and_json_helpers_answer_as_kurls_do() {
+    for (text, camel) in [
+        ("kebab-case", "kebabCase"),
+        ("alreadyCamelCase", "alreadyCamelCase"),
+        ("cert-manager", "certManager"),
+        ("a--b", "a-b"),
+        ("abc-", "abc-"),
+        ("-lead", "Lead"),
+    ] {
+        let output = with_library("kebab_to_camel \"$T\"", &[("T", text)]);
+        assert_eq!(printed(&output).trim_end(), camel, "{text}");
+    }
+    let flags = with_library(
+        "get_docker_registry_ip_flag 10.96.0.7; get_docker_registry_ip_flag ''; get_skip_system_package_install_flag; get_exclude_builtin_host_preflights_flag; get_ipv6_flag; get_kurl_install_directory_flag /var/lib/kurl; get_kurl_install_directory_flag .; get_additional_no_proxy_addresses_flag 1 a,b; echo",
+        &[
+            ("SKIP_SYSTEM_PACKAGE_INSTALL", "1"),
+            ("EXCLUDE_BUILTIN_HOST_PREFLIGHTS", ""),
+            ("IPV6_ONLY", "1"),
+        ],
+    );
+    assert_eq!(
+        printed(&flags).trim_end(),
+        " docker-registry-ip=10.96.0.7 skip-system-package-install ipv6 kurl-install-directory=. additional-no-proxy-addresses=a,b"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = dir.path().join("docker/daemon.json");
+    let daemon_text = daemon.to_str().unwrap();
+    let output = with_library(
+        "insertOrReplaceJsonParam \"$F\" exec-opts 'native.cgroupdriver=systemd'; insertOrReplaceJsonParam \"$F\" log-driver json-file; insertOrReplaceJsonParam \"$F\" exec-opts 'a/b & \"c\"'",
+        &[
+            ("F", daemon_text),
+            ("BERTH_BIN", env!("CARGO_BIN_EXE_berth")),
+        ],
+    );
+    assert!(output.status.success(), "{}", printed(&output));
+    let written: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&daemon).unwrap()).unwrap();
+    assert_eq!(
+        written,
+        serde_json::json!({"exec-opts": "a/b & \"c\"", "log-driver": "json-file"})
+    );
+    fs_err::write(&daemon, "[1, 2]").unwrap();
+    let refused = with_library(
+        "insertOrReplaceJsonParam \"$F\" k v",
+        &[
+            ("F", daemon_text),
+            ("BERTH_BIN", env!("CARGO_BIN_EXE_berth")),
+        ],
+    );
+    assert!(!refused.status.success());
+    assert_eq!(fs_err::read_to_string(&daemon).unwrap(), "[1, 2]");
+
+    let manifest = dir.path().join("Manifest");
+    fs_err::write(
+        &manifest,
+        "image flannel ghcr.io/flannel-io/flannel:v0.28.7\nasset x https://example.com/x\nimage pause registry.k8s.io/pause:3.9\nimage busybox busybox\n",
+    )
+    .unwrap();
+    let listed = with_library(
+        "common_list_images_in_manifest_file \"$M\"",
+        &[("M", manifest.to_str().unwrap())],
+    );
+    assert_eq!(
+        printed(&listed).trim_end(),
+        "ghcr.io/flannel-io/flannel:v0.28.7 registry.k8s.io/pause:3.9 docker.io/library/busybox:latest"
+    );
+    let merged = with_library("common_upgrade_merge_images_list 'b a' 'c a'", &[]);
+    assert_eq!(printed(&merged).trim_end(), "a b c");
+}
+
+/// kURL's `discover_public_ip`: the first cloud metadata service that answers with an address
+/// gives PUBLIC_ADDRESS (here a loopback server stands in for them); one that answers with
+/// something else is passed over (kURL's stops there); an airgap install or a given address
+/// asks none; the caller's errexit stays as it was.
+#[test]
+fn the_public_address_comes_from_the_first_cloud_service_that_gives_one() {
+    let served = tempfile::tempdir().unwrap();
+    let gce = served
+        .path()
+        .join("computeMetadata/v1/instance/network-interfaces/0/access-configs/0/external-ip");
+    let ec2 = served.path().join("latest/meta-data/public-ipv4");
+    for (path, text) in [(&gce, "<html>not an address</html>"), (&ec2, "203.0.113.7")] {
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, text).unwrap();
+    }
+    let server = support::FileServer::serve(served.path(), None);
+    let host = server.url.trim_start_matches("http://").to_string();
+    let services = [
+        ("BERTH_METADATA_GCE", host.as_str()),
+        ("BERTH_METADATA_LINK_LOCAL", host.as_str()),
+    ];
+    let output = with_library(
+        "set +e; discover_public_ip; echo \"address=$PUBLIC_ADDRESS errexit=${-//[^e]/}\"",
+        &services,
+    );
+    assert_eq!(
+        printed(&output).trim(),
+        "address=203.0.113.7 errexit=",
+        "{}",
+        printed(&output)
+    );
+    let mut airgap = services.to_vec();
+    airgap.push(("AIRGAP", "1"));
+    let output = with_library(
+        "discover_public_ip; echo \"address=$PUBLIC_ADDRESS\"",
+        &airgap,
+    );
+    assert_eq!(printed(&output).trim(), "address=");
+    let mut given = services.to_vec();
+    given.push(("PUBLIC_ADDRESS", "198.51.100.1"));
+    let output = with_library(
+        "discover_public_ip; echo \"address=$PUBLIC_ADDRESS\"",
+        &given,
+    );
+    assert_eq!(printed(&output).trim(), "address=198.51.100.1");
+}
+
+/// kURL's upgrade-step helpers (`common.sh`: `common_upgrade_step_versions`,
+/// `common_upgrade_major_minor_less_one`, `common_upgrade_print_list_of_minor_upgrades`), with
+/// the expectations of kURL's `common-test.sh`.
+#[test]
+fn upgrade_steps_are_listed_as_kurl_lists_them() {
+    let steps =
+        "1.0.4-14.2.21 0.0.0 0.0.0 0.0.0 1.4.9 1.5.12 1.6.11 1.7.11 1.8.10 1.9.12 1.10.11 1.11.2";
+    for (from, to, expected) in [
+        ("1.6", "1.6", ""),
+        ("1.6", "1.9", "1.7.11 1.8.10 1.9.12"),
+        ("1.0", "1.2", "0.0.0 0.0.0"),
+        ("1.9", "1.11", "1.10.11 1.11.2"),
+        ("1.6", "1.4", ""),
+        ("1.9.3", "1.10.9", "1.10.9"),
+        ("1.9.3", "1.11.3", "1.10.11 1.11.3"),
+    ] {
+        let output = with_library(
+            "common_upgrade_step_versions \"$STEPS\" \"$FROM\" \"$TO\" | xargs",
+            &[("STEPS", steps), ("FROM", from), ("TO", to)],
+        );
+        assert_eq!(printed(&output).trim(), expected, "{from} to {to}");
+    }
+    for (from, to) in [("1.9", "1.15"), ("1.1", "2.1")] {
+        let output = with_library(
+            "common_upgrade_step_versions \"$STEPS\" \"$FROM\" \"$TO\"",
+            &[("STEPS", steps), ("FROM", from), ("TO", to)],
+        );
+        assert_eq!(output.status.code(), Some(1), "{from} to {to}: refused");
+    }
+    let output = with_library(
+        "common_upgrade_major_minor_less_one 1.9; common_upgrade_major_minor_less_one 1.0; common_upgrade_print_list_of_minor_upgrades 1.0 1.4",
+        &[],
+    );
+    assert_eq!(
+        printed(&output).trim(),
+        "1.8\n1.0\nThis involves upgrading from 1.0 to 1.1, 1.1 to 1.2, 1.2 to 1.3, and 1.3 to 1.4."
+    );
+}

@@ -249,3 +249,48 @@ function discover_service_subnet() {
     done
     bail "Failed to find an available /$size subnet for the service network within either 10.32.0.0/16 or 10.0.0.0/8. \n  Use Kubernetes's serviceCIDR parameter to set a pod network that is not already in use. \n  https://kurl.sh/docs/add-ons/kubernetes#advanced-install-options"
 }
+
+# discover_public_ip: sets PUBLIC_ADDRESS, as kURL's does, from the first cloud metadata service
+# that answers with an address: GCE's, EC2's (IMDSv2, then v1), Azure's. Nothing on an airgap
+# install, when PUBLIC_ADDRESS is set, or off a cloud (each service gets 2 s to connect and 5 to
+# answer). Unlike kURL's, an answer that is not an address moves on to the next service, and
+# the caller's errexit is left as it was. BERTH_METADATA_GCE and BERTH_METADATA_LINK_LOCAL
+# (metadata.google.internal, 169.254.169.254) name the services' hosts.
+function discover_public_ip() {
+    if [ "${AIRGAP:-}" = 1 ] || [ -n "${PUBLIC_ADDRESS:-}" ]; then
+        return 0
+    fi
+    local gce="${BERTH_METADATA_GCE:-metadata.google.internal}"
+    local link_local="${BERTH_METADATA_LINK_LOCAL:-169.254.169.254}"
+    local curl_options=(--noproxy '*' --connect-timeout 2 --max-time 5 -fsS)
+    local answer token
+    for provider in gce ec2v2 ec2v1 azure; do
+        answer=""
+        case "$provider" in
+            gce)
+                answer="$(curl "${curl_options[@]}" -H 'Metadata-Flavor: Google' \
+                    "http://$gce/computeMetadata/v1/instance/network-interfaces/0/access-configs/0/external-ip" 2>/dev/null)" || answer=""
+                ;;
+            ec2v2)
+                token="$(curl "${curl_options[@]}" -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 21600' \
+                    "http://$link_local/latest/api/token" 2>/dev/null)" || token=""
+                if [ -n "$token" ]; then
+                    answer="$(curl "${curl_options[@]}" -H "X-aws-ec2-metadata-token: $token" \
+                        "http://$link_local/latest/meta-data/public-ipv4" 2>/dev/null)" || answer=""
+                fi
+                ;;
+            ec2v1)
+                answer="$(curl "${curl_options[@]}" "http://$link_local/latest/meta-data/public-ipv4" 2>/dev/null)" || answer=""
+                ;;
+            azure)
+                answer="$(curl "${curl_options[@]}" -H 'Metadata: true' \
+                    "http://$link_local/metadata/instance/network/interface/0/ipv4/ipAddress/0/publicIpAddress?api-version=2017-08-01&format=text" 2>/dev/null)" || answer=""
+                ;;
+        esac
+        if isValidIpv4 "$answer" || isValidIpv6 "$answer"; then
+            PUBLIC_ADDRESS="$answer"
+            return 0
+        fi
+    done
+    return 0
+}

@@ -11,6 +11,17 @@ pub enum KurlCommand {
     /// Networking utility commands.
     #[command(subcommand)]
     Netutil(NetutilCommand),
+    /// Sets KEY of the JSON object in FILE to the string VALUE (the helper
+    /// insertOrReplaceJsonParam); a missing FILE is made.
+    #[command(name = "json-param", hide = true)]
+    JsonParam {
+        /// The JSON file (Docker's daemon.json, say).
+        file: std::path::PathBuf,
+        /// The top-level key.
+        key: String,
+        /// Its value, written as a JSON string.
+        value: String,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -30,8 +41,17 @@ pub enum NetutilCommand {
     },
 }
 
+/// The largest JSON file json-param rewrites.
+const MAX_JSON_BYTES: u64 = 1 << 20;
+
 pub fn run(command: KurlCommand) -> anyhow::Result<ExitCode> {
-    let KurlCommand::Netutil(command) = command;
+    let command = match command {
+        KurlCommand::Netutil(command) => command,
+        KurlCommand::JsonParam { file, key, value } => {
+            set_json_param(&file, &key, &value)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let interface = match command {
         NetutilCommand::InterfaceFromAddress { ip } => interface_with_address(ip)?,
         NetutilCommand::DefaultGatewayInterface { ipv6 } => default_route_interface(ipv6)?,
@@ -53,4 +73,48 @@ pub fn arguments_under_kurls_name(arguments: Vec<std::ffi::OsString>) -> Vec<std
     let mut rewritten = vec!["berth".into(), "kurl".into()];
     rewritten.extend(arguments.into_iter().skip(1));
     rewritten
+}
+
+/// Sets `key` in the JSON object in `file` (made, with its folder, when missing; an empty file
+/// is an empty object); anything but an object is refused and the file left as it was.
+fn set_json_param(file: &std::path::Path, key: &str, value: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let mut object = match fs_err::metadata(file) {
+        Ok(metadata) if metadata.len() > MAX_JSON_BYTES => {
+            anyhow::bail!(
+                "{}: {} bytes, more than {MAX_JSON_BYTES}",
+                file.display(),
+                metadata.len()
+            )
+        }
+        Ok(_) => {
+            let text = fs_err::read_to_string(file)?;
+            if text.trim().is_empty() {
+                serde_json::Map::new()
+            } else {
+                match serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not JSON", file.display()))?
+                {
+                    serde_json::Value::Object(object) => object,
+                    _ => anyhow::bail!("{} holds no JSON object", file.display()),
+                }
+            }
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = file.parent() {
+                fs_err::create_dir_all(parent)?;
+            }
+            serde_json::Map::new()
+        }
+        Err(error) => return Err(error.into()),
+    };
+    object.insert(
+        key.to_string(),
+        serde_json::Value::String(value.to_string()),
+    );
+    let mut text = serde_json::to_string_pretty(&object)?;
+    text.push('\n');
+    berth::files::write_atomically(file, text.as_bytes())
+        .with_context(|| format!("failed to write {}", file.display()))?;
+    Ok(())
 }
