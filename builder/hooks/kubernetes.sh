@@ -60,6 +60,7 @@ function __kubernetes_host() {
 
 # Before any add-on's install: a host that cannot run Kubernetes is refused unchanged.
 function kubernetes_pre_init() {
+    __kubernetes_refuse_version_change
     __kubernetes_host_tools
 }
 
@@ -126,8 +127,20 @@ function __kubernetes_publish_join() {
     fi
 }
 
+# Moving a cluster to another Kubernetes version is kURL's `kubeadm upgrade` path, which these
+# hooks do not take: refused before anything changes, rather than a `kubeadm init` over a
+# running control plane.
+function __kubernetes_refuse_version_change() {
+    case "${BERTH_KUBERNETES_DECISION:-}" in
+        Upgrade | Downgrade | Rollback)
+            bail "Kubernetes ${BERTH_KUBERNETES_CURRENT_VERSION:-?} to $KUBERNETES_VERSION: upgrading Kubernetes (kURL's kubeadm upgrade) is not something Berth's Kubernetes hooks do yet; keep the spec at ${BERTH_KUBERNETES_CURRENT_VERSION:-the installed version}"
+            ;;
+    esac
+}
+
 # kURL's init: kubeadm init with the rendered configuration, then the admin kubeconfig.
 function kubernetes() {
+    __kubernetes_refuse_version_change
     __kubernetes_host
     if [ -z "$BOOTSTRAP_TOKEN" ]; then
         BOOTSTRAP_TOKEN="$(kubeadm token generate)"

@@ -355,3 +355,44 @@ fn upgrade_steps_are_listed_as_kurl_lists_them() {
         "1.8\n1.0\nThis involves upgrading from 1.0 to 1.1, 1.1 to 1.2, 1.2 to 1.3, and 1.3 to 1.4."
     );
 }
+
+/// Berth's Kubernetes hooks (packaged for kURL's `packages/kubernetes`): a version change is
+/// refused before anything changes (kURL's `kubeadm upgrade` path is not theirs); a first
+/// install on a host without a kubelet names what is missing.
+#[test]
+fn kubernetes_hooks_refuse_what_they_cannot_finish() {
+    let hooks = Path::new(env!("CARGO_MANIFEST_DIR")).join("../builder/hooks/kubernetes.sh");
+    let hooks = hooks.to_str().unwrap();
+    let upgrade = with_library(
+        ". \"$HOOKS\"; kubernetes_pre_init",
+        &[
+            ("HOOKS", hooks),
+            ("KUBERNETES_VERSION", "1.31.4"),
+            ("BERTH_KUBERNETES_DECISION", "Upgrade"),
+            ("BERTH_KUBERNETES_CURRENT_VERSION", "1.30.8"),
+        ],
+    );
+    assert!(!upgrade.status.success());
+    assert!(
+        printed(&upgrade).contains("Kubernetes 1.30.8 to 1.31.4: upgrading Kubernetes"),
+        "{}",
+        printed(&upgrade)
+    );
+    // A PATH with no kubelet and no kubectl, whatever this machine has.
+    let empty = tempfile::tempdir().unwrap();
+    let install = with_library(
+        ". \"$HOOKS\"; PATH=\"$EMPTY\"; kubernetes_pre_init",
+        &[
+            ("HOOKS", hooks),
+            ("EMPTY", empty.path().to_str().unwrap()),
+            ("KUBERNETES_VERSION", "1.30.8"),
+            ("BERTH_KUBERNETES_DECISION", "Install"),
+        ],
+    );
+    assert!(!install.status.success());
+    assert!(
+        printed(&install).contains("needs kubelet kubectl on this host"),
+        "{}",
+        printed(&install)
+    );
+}
