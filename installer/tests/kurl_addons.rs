@@ -331,22 +331,11 @@ fn kurls_test_grid_specs_naming_kubernetes_plan_against_a_dist_of_kurls_folders(
         .map(|addon| addon.name.as_str())
         .collect();
     assert_eq!(offered[..2], ["containerd", "kubernetes"], "{offered:?}");
-    let mut files: Vec<PathBuf> = fs_err::read_dir(kurl_fixtures("kurl-specs"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "yaml")
-        })
-        .collect();
-    files.sort();
+    let specs = support::kurl_specs::specs();
     let (mut planned, mut other_versions) = (0, 0);
     let work = tempfile::tempdir().unwrap();
-    for file in &files {
-        let text = fs_err::read_to_string(file)
-            .unwrap()
-            .replace("__testver__", "latest");
-        let mut document: serde_json::Value = serde_norway::from_str(&text).unwrap();
+    for (file, text) in &specs {
+        let mut document: serde_json::Value = serde_norway::from_str(text).unwrap();
         let spec = document["spec"].as_object_mut().unwrap();
         assert!(spec.contains_key("kubernetes"), "{}", file.display());
         let requested = spec["kubernetes"]["version"].as_str().unwrap().to_string();
@@ -407,7 +396,7 @@ fn kurls_test_grid_specs_naming_kubernetes_plan_against_a_dist_of_kurls_folders(
         support::kurl_dist::KUBERNETES_VERSION
     );
     assert!(planned > 0, "no spec asked for a version the dist has");
-    assert_eq!(planned + other_versions, files.len());
+    assert_eq!(planned + other_versions, specs.len());
 }
 
 /// Kubernetes from kURL's `packages/kubernetes` on a host without a kubelet: refused before
