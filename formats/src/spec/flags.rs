@@ -33,6 +33,9 @@ enum Effect {
     Nothing,
     /// Taken, does nothing, and says so.
     Notice(&'static str),
+    /// `installer-spec-file=`: a spec whose fields are merged over the installer's, as kURL's
+    /// `installermerge` merges them, before the other flags.
+    SpecFile,
     /// Refused: what Berth does instead.
     Refused(&'static str),
 }
@@ -64,8 +67,8 @@ const fn pair(name: &'static str, effect: Effect) -> Flag {
 }
 
 use Effect::{
-    Append, Field, FieldOfPresent, MasterAddress, Nothing, Notice, Refused, Variable, VariableList,
-    VariableOnce,
+    Append, Field, FieldOfPresent, MasterAddress, Nothing, Notice, Refused, SpecFile, Variable,
+    VariableList, VariableOnce,
 };
 
 /// Every flag of kURL's scripts, in the order of kURL's `parseBashFlags`.
@@ -136,12 +139,7 @@ const FLAGS: &[Flag] = &[
             "Berth keeps its files under /var/lib/berth; BERTH_ROOT moves the whole of Berth's root",
         ),
     ),
-    pair(
-        "installer-spec-file",
-        Refused(
-            "give Berth the merged spec instead: `berth-build` renders the scripts of any spec, and `--set ADDON.FIELD=VALUE` changes one field on the node",
-        ),
-    ),
+    pair("installer-spec-file", SpecFile),
     pair("kurl-registry-ip", Variable("KURL_REGISTRY_IP")),
     pair("labels", Variable("NODE_LABELS")),
     word(
@@ -300,6 +298,8 @@ pub struct ScriptFlags {
     pub others: Vec<(String, String)>,
     /// What a flag that does nothing says.
     pub notices: Vec<&'static str>,
+    /// `installer-spec-file=`: the spec to merge over the installer's (the last one given).
+    pub spec_file: Option<String>,
 }
 
 impl ScriptFlags {
@@ -389,6 +389,7 @@ impl ScriptFlags {
             }
             Nothing => {}
             Notice(text) => self.notices.push(text),
+            SpecFile => self.spec_file = Some(value.to_string()),
             Refused(instead) => {
                 return Err(FlagError::Refused {
                     name: flag.name.to_string(),
@@ -432,6 +433,121 @@ fn field_value(name: &str, key: &str, field: &str, value: &str) -> Result<Value,
 }
 
 impl InstallerSpec {
+    /// The script flags applied as kURL applies them: the `installer-spec-file=` spec merged
+    /// over this one (kURL's `merge_yaml_specs`), then every other flag (`bashmerge`).
+    pub fn apply_script_flags(&mut self, flags: &ScriptFlags) -> Result<(), super::SpecError> {
+        if let Some(file) = &flags.spec_file {
+            self.merge_spec_file(std::path::Path::new(file))?;
+        }
+        self.merge_flags(flags);
+        Ok(())
+    }
+
+    /// Merges the Installer spec at `path` over this one as kURL's `installermerge` does:
+    /// its fields replace these, mappings merge key by key, a field it leaves empty keeps this
+    /// one's value, and Docker's `daemonConfig` JSON merges key by key.
+    pub fn merge_spec_file(&mut self, path: &std::path::Path) -> Result<(), super::SpecError> {
+        let error = |problem: String| super::SpecError {
+            path: path.to_path_buf(),
+            line: None,
+            problem,
+            hint: None,
+        };
+        let text = fs_err::read_to_string(path).map_err(|io| error(io.to_string()))?;
+        if let Some(index) = text.lines().position(|line| line.starts_with('\u{a0}')) {
+            return Err(super::SpecError {
+                line: Some(index + 1),
+                hint: Some("convert the non-breaking spaces to normal spaces".into()),
+                ..error("a line starts with a non-breaking space".into())
+            });
+        }
+        if text.len() > super::MAX_SPEC_BYTES {
+            return Err(error(format!(
+                "{} bytes, more than the {} a spec may have",
+                text.len(),
+                super::MAX_SPEC_BYTES
+            )));
+        }
+        // kURL's patch spec may leave out what it does not change (an add-on's version):
+        // it is checked as a whole once merged.
+        let overlay: Value = serde_norway::from_str(&text)
+            .map_err(|problem| error(format!("not a valid Installer spec: {problem}")))?;
+        let api_version = overlay.get("apiVersion").and_then(Value::as_str);
+        if overlay.get("kind").and_then(Value::as_str) != Some(super::KIND)
+            || !api_version.is_some_and(|version| super::API_VERSIONS.contains(&version))
+        {
+            return Err(error(
+                "not an Installer spec: give `apiVersion: cluster.kurl.sh/v1beta1` and `kind: Installer`"
+                    .into(),
+            ));
+        }
+        let overlay = match overlay.get("spec") {
+            Some(Value::Object(spec)) => spec.clone(),
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(_) => return Err(error("its `spec` is not a mapping".into())),
+        };
+        let mut merged = self.spec_map();
+        merge_maps(&mut merged, overlay);
+        // Fields for one of kURL's add-ons the spec does not install (`kubernetes:
+        // {loadBalancerAddress: …}` with no version) are settings for the hooks' variables, as
+        // the flags' are: kept beside the spec's add-ons.
+        let mut settings_only = Vec::new();
+        for (key, value) in &merged {
+            let versionless = value
+                .as_object()
+                .is_some_and(|fields| !fields.contains_key("version"));
+            if versionless
+                && key != INSTALLER_SETTINGS_KEY
+                && !SETTINGS_SECTIONS.contains(&key.as_str())
+                && super::kurl_type::is_kurl_key(key)
+            {
+                settings_only.push(key.clone());
+            }
+        }
+        let mut kept = Vec::new();
+        for key in settings_only {
+            if let Some(Value::Object(fields)) = merged.remove(&key) {
+                for (field, value) in &fields {
+                    super::kurl_type::check_field(&key, field, value).map_err(error)?;
+                }
+                kept.push((key, fields));
+            }
+        }
+        let document = serde_json::json!({
+            "apiVersion": self.api_version,
+            "kind": super::KIND,
+            "metadata": {"name": self.name},
+            "spec": merged,
+        });
+        let yaml =
+            serde_norway::to_string(&document).map_err(|problem| error(problem.to_string()))?;
+        *self = InstallerSpec::parse(path, &yaml)?;
+        for (key, fields) in kept {
+            self.sections.entry(key).or_default().extend(fields);
+        }
+        Ok(())
+    }
+
+    /// The spec's `spec` mapping as written: each add-on under its spec key with its
+    /// version, s3Override and fields, then the settings sections.
+    fn spec_map(&self) -> serde_json::Map<String, Value> {
+        let mut spec = serde_json::Map::new();
+        for (folder, addon) in &self.addons {
+            let mut fields = addon.config.clone();
+            fields.insert("version".into(), Value::String(addon.version.clone()));
+            if let Some(s3_override) = &addon.s3_override {
+                fields.insert("s3Override".into(), Value::String(s3_override.clone()));
+            }
+            spec.insert(super::spec_key(folder).to_string(), Value::Object(fields));
+        }
+        for (key, fields) in self.settings_sections() {
+            if !fields.is_empty() || key != INSTALLER_SETTINGS_KEY {
+                spec.insert(key, Value::Object(fields));
+            }
+        }
+        spec
+    }
+
     /// Merges the flags' changes into the spec as kURL's `bashmerge` does: a field of the
     /// installer's settings or of a settings section is set there; a field of an add-on the
     /// spec installs is set in its configuration (`kubernetes-version` sets its version); a
@@ -462,6 +578,43 @@ impl InstallerSpec {
                 self.sections.entry(change.key.to_string()).or_default()
             };
             apply(section, change.field, &change.change);
+        }
+    }
+}
+
+/// kURL's `mergeYAMLMaps`: `overlay`'s values over `base`'s, mappings merged, a null keeping
+/// the base's value, `daemonConfig` (Docker's JSON) merged as JSON (`mergeJSONMaps`).
+fn merge_maps(base: &mut serde_json::Map<String, Value>, overlay: serde_json::Map<String, Value>) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(_), Value::Null) => {}
+            (Some(Value::Object(old)), Value::Object(new)) => merge_maps(old, new),
+            (Some(Value::String(old)), Value::String(new)) if key == "daemonConfig" => {
+                let parsed =
+                    |text: &str| serde_json::from_str::<serde_json::Map<String, Value>>(text);
+                match (parsed(old), parsed(&new)) {
+                    (Ok(mut old_json), Ok(new_json)) => {
+                        merge_json(&mut old_json, new_json);
+                        *old = serde_json::to_string_pretty(&old_json).unwrap_or(new);
+                    }
+                    _ => *old = new,
+                }
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// kURL's `mergeJSONMaps`: objects merged key by key, anything else replaced.
+fn merge_json(base: &mut serde_json::Map<String, Value>, overlay: serde_json::Map<String, Value>) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Object(old)), Value::Object(new)) => merge_json(old, new),
+            (_, value) => {
+                base.insert(key, value);
+            }
         }
     }
 }
@@ -693,11 +846,73 @@ mod tests {
             ScriptFlags::read(&arguments(&["kurl-install-directory=/opt"])),
             Err(FlagError::Refused { .. })
         ));
+        assert!(matches!(
+            check_word("installer-spec-file"),
+            Err(FlagError::NoValue { .. })
+        ));
         // Not kURL's: Berth's and the add-ons' pairs pass through.
         let flags = ScriptFlags::read(&arguments(&["demo-port=8080"])).unwrap();
         assert_eq!(
             flags.others,
             [("demo-port".to_string(), "8080".to_string())]
         );
+    }
+
+    /// kURL's `installermerge`: the file's fields over the spec's, mappings merged, nulls
+    /// keeping the spec's value, Docker's daemonConfig merged as JSON; then the other flags.
+    #[test]
+    fn a_spec_file_merges_over_the_spec_as_kurls_installermerge_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("patch.yaml");
+        fs_err::write(
+            &file,
+            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: patch\nspec:\n  kubernetes:\n    loadBalancerAddress: 10.0.0.100\n  kurl:\n    privateAddress: 10.0.0.9\n  containerd:\n    version: null\n    preserveConfig: true\n  docker:\n    version: 20.10.17\n    daemonConfig: |\n      {\"log-opts\": {\"max-size\": \"20m\"}, \"debug\": true}\n",
+        )
+        .unwrap();
+        let text = format!(
+            "{BASE}  kurl:\n    privateAddress: 10.0.0.1\n    publicAddress: 1.2.3.4\n  docker:\n    version: 20.10.17\n    daemonConfig: |\n      {{\"log-driver\": \"json-file\", \"log-opts\": {{\"max-size\": \"10m\", \"max-file\": \"3\"}}}}\n"
+        );
+        let mut spec = spec(&text);
+        let id = spec.id();
+        let words = [
+            format!("installer-spec-file={}", file.display()),
+            "private-address=10.0.0.7".into(),
+        ];
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let flags = ScriptFlags::read(&arguments(&words)).unwrap();
+        spec.apply_script_flags(&flags).unwrap();
+        assert_eq!(
+            spec.addons["containerd"].version, "1.6.33",
+            "a null keeps the spec's"
+        );
+        assert_eq!(spec.addons["containerd"].config["preserveConfig"], true);
+        // The flag comes after the file, as kURL applies it.
+        assert_eq!(spec.settings["privateAddress"], "10.0.0.7");
+        assert_eq!(spec.settings["publicAddress"], "1.2.3.4");
+        // Kubernetes is not installed by this spec: its field is a setting for the variables.
+        assert!(!spec.addons.contains_key("kubernetes"));
+        assert_eq!(
+            spec.sections["kubernetes"]["loadBalancerAddress"],
+            "10.0.0.100"
+        );
+        let daemon: serde_json::Value = serde_json::from_str(
+            spec.addons["docker"].config["daemonConfig"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            daemon,
+            serde_json::json!({"log-driver": "json-file", "debug": true, "log-opts": {"max-size": "20m", "max-file": "3"}})
+        );
+        assert_ne!(
+            spec.id(),
+            id,
+            "the merged spec is another spec; the installer keeps its id"
+        );
+        // A file that is not an Installer is refused, naming it.
+        fs_err::write(&file, "kind: Other\n").unwrap();
+        let mut again = self::spec(&text);
+        assert!(again.apply_script_flags(&flags).is_err());
     }
 }

@@ -76,7 +76,7 @@ fn from_files(args: &PreflightArgs) -> anyhow::Result<Report> {
         .map(InstallerSpec::load)
         .transpose()?;
     if let Some(spec) = &mut spec {
-        spec.merge_flags(&engine::script_flags(&params)?);
+        spec.apply_script_flags(&engine::script_flags(&params)?)?;
     }
     let role = Role {
         primary: args.primary || !args.join,

@@ -35,7 +35,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
     for notice in &flags.notices {
         eprintln!("berth: {notice}");
     }
-    spec.merge_flags(&flags);
+    spec.apply_script_flags(&flags)?;
     let versions_bytes = settings
         .dist
         .read(VERSIONS_FILE)
