@@ -307,6 +307,9 @@ function a() {
     "$BIN_KURL" netutil iface-from-ip ::ffff:127.0.0.1 >> "$TRACE"
     if ! "$BIN_KURL" netutil iface-from-ip 192.0.2.77 2>> "$TRACE"; then echo refused >> "$TRACE"; fi
     if "$BIN_KURL" netutil iface-from-ip not-an-address 2>/dev/null; then echo accepted >> "$TRACE"; fi
+    "$BIN_KURL" netutil format-ip-address 10.0.0.4 >> "$TRACE"
+    "$BIN_KURL" netutil format-ip-address fd00::4 >> "$TRACE"
+    "$BIN_KURL" netutil format-address fd00::5 >> "$TRACE"
 }
 "#,
     );
@@ -320,7 +323,8 @@ function a() {
         trace[2].contains("no interface with given IP address found"),
         "{trace:?}"
     );
-    assert_eq!(trace[3..], ["refused"]);
+    // kURL's format-ip-address (and its deprecated name): brackets around IPv6.
+    assert_eq!(trace[3..], ["refused", "10.0.0.4", "[fd00::4]", "[fd00::5]"]);
 }
 
 /// kURL's join.sh runs `kubeadm join` once every add-on's `_join` has dropped its kubeadm

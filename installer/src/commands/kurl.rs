@@ -32,6 +32,13 @@ pub enum NetutilCommand {
         /// The address to look for.
         ip: IpAddr,
     },
+    /// Print the address with brackets around an IPv6 one (kURL's init and join use it to
+    /// build host:port).
+    #[command(name = "format-ip-address", alias = "format-address")]
+    FormatIpAddress {
+        /// The address.
+        address: String,
+    },
     /// Print the name of the interface of the default gateway.
     #[command(name = "default-gateway-iface")]
     DefaultGatewayInterface {
@@ -55,6 +62,11 @@ pub fn run(command: KurlCommand) -> anyhow::Result<ExitCode> {
     let interface = match command {
         NetutilCommand::InterfaceFromAddress { ip } => interface_with_address(ip)?,
         NetutilCommand::DefaultGatewayInterface { ipv6 } => default_route_interface(ipv6)?,
+        // kURL's formatAddress: brackets around anything with a colon.
+        NetutilCommand::FormatIpAddress { address } if address.contains(':') => {
+            format!("[{address}]")
+        }
+        NetutilCommand::FormatIpAddress { address } => address,
     };
     show!("{interface}");
     Ok(ExitCode::SUCCESS)
