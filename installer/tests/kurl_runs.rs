@@ -324,7 +324,10 @@ function a() {
         "{trace:?}"
     );
     // kURL's format-ip-address (and its deprecated name): brackets around IPv6.
-    assert_eq!(trace[3..], ["refused", "10.0.0.4", "[fd00::4]", "[fd00::5]"]);
+    assert_eq!(
+        trace[3..],
+        ["refused", "10.0.0.4", "[fd00::4]", "[fd00::5]"]
+    );
 }
 
 /// kURL's join.sh runs `kubeadm join` once every add-on's `_join` has dropped its kubeadm
@@ -355,5 +358,25 @@ fn kubernetes_joins_after_every_other_addons_join_hook() {
     assert_eq!(
         take_trace(&trace_file),
         ["containerd_join", "flannel_join", "kubernetes_join"]
+    );
+}
+
+/// kURL's MERGED_YAML_SPEC and `get_addon_config`: the spec the hooks act on, with resolved
+/// versions and the script flags merged, read back through `$BIN_YAMLUTIL`.
+#[test]
+fn hooks_read_the_merged_spec_as_kurls_do() {
+    let mut dist = TestDist::new();
+    dist.addon(
+        "cert-manager",
+        "1.0.0",
+        "function cert-manager() { get_addon_config cert-manager >> \"$TRACE\"; \"$BIN_YAMLUTIL\" -j -fp \"$MERGED_YAML_SPEC\" -jf spec.kurl.privateAddress >> \"$TRACE\"; }\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("cert-manager", "version: latest")]);
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    succeeded(&node.install(&spec, &dist.url(), &["--param", "private-address=10.0.0.7"]));
+    assert_eq!(
+        take_trace(&trace_file),
+        [r#"{"version":"1.0.0"}"#, r#""10.0.0.7""#]
     );
 }

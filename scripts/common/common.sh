@@ -420,3 +420,9 @@ function common_upgrade_merge_images_list() {
     # shellcheck disable=SC2048,SC2086 # each LIST is split on spaces, as kURL's
     printf '%s\n' $* | sort -u | xargs
 }
+
+# get_addon_config NAME: prints add-on NAME's section of the spec the hooks act on
+# (MERGED_YAML_SPEC, the script flags merged) as JSON, as kURL's does through yamlutil.
+function get_addon_config() {
+    "$BIN_YAMLUTIL" -j -fp "$MERGED_YAML_SPEC" -jf "spec.$(kebab_to_camel "$1")"
+}

@@ -222,7 +222,11 @@ impl<'a> Run<'a> {
             fs_err::os::unix::fs::symlink(layout.programs_dir(), &programs)
                 .map_err(io_error(&programs))?;
         }
-        let mut session = Session::start(&work, &self.environment()?, Box::new(log))
+        // kURL's MERGED_YAML_SPEC: the spec with the script flags merged, as hooks and
+        // get_addon_config read it.
+        let merged_spec = work.join("merged-spec.yaml");
+        fs_err::write(&merged_spec, self.merged_spec_yaml()).map_err(io_error(&merged_spec))?;
+        let mut session = Session::start(&work, &self.environment(&merged_spec)?, Box::new(log))
             .map_err(|source| self.hook_error(None, "bash", source))?;
         let helpers = crate::helpers::entry_point(&layout);
         session
@@ -370,8 +374,24 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    fn environment(&self) -> Result<Vec<(String, String)>, EngineError> {
+    /// The spec the hooks act on, as YAML: each of its keys' sections with the resolved
+    /// versions, the flags merged (kURL's merged spec).
+    fn merged_spec_yaml(&self) -> String {
+        let document = serde_json::json!({
+            "apiVersion": berth_formats::spec::API_VERSIONS[0],
+            "kind": berth_formats::spec::KIND,
+            "metadata": {"name": self.plan.id},
+            "spec": self.spec_sections(),
+        });
+        serde_norway::to_string(&document).expect("a JSON value writes as YAML")
+    }
+
+    fn environment(
+        &self,
+        merged_spec: &std::path::Path,
+    ) -> Result<Vec<(String, String)>, EngineError> {
         let mut environment = HookEnvironment::for_node(&self.settings.layout);
+        environment.berth("MERGED_YAML_SPEC", merged_spec.display().to_string())?;
         environment.berth("INSTALLER_ID", &self.plan.id)?;
         environment.berth(
             "BERTH_JOIN_TTL",
