@@ -396,3 +396,103 @@ fn kubernetes_hooks_refuse_what_they_cannot_finish() {
         printed(&install)
     );
 }
+
+/// kURL's `addon_install` (`addon.sh`), as MinIO's and OpenEBS's pre_init hooks call it to
+/// install themselves early: the add-on's install.sh sourced from `$DIR/addons/NAME/VERSION`
+/// and its hook run; nothing for an empty version; an add-on not on the node is named.
+#[test]
+fn addon_install_runs_an_addons_hook_early_as_kurls_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let addon = dir.path().join("addons/minio/2024.1.1");
+    fs_err::create_dir_all(&addon).unwrap();
+    fs_err::write(
+        addon.join("install.sh"),
+        "function minio() { echo \"minio installed, kustomize $(ls -d \"$DIR/kustomize/minio\")\"; }\nfunction minio_join() { :; }\n",
+    )
+    .unwrap();
+    let directory = dir.path().to_str().unwrap();
+    let output = with_library(
+        "addon_install minio 2024.1.1; addon_install minio ''; echo \"host=${ADDONS_HAVE_HOST_COMPONENTS:-}\"; addon_install velero 1.0.0",
+        &[("DIR", directory)],
+    );
+    let said = printed(&output);
+    assert!(
+        said.contains(&format!(
+            "minio installed, kustomize {directory}/kustomize/minio"
+        )),
+        "{said}"
+    );
+    assert_eq!(said.matches("minio installed").count(), 1, "{said}");
+    assert!(said.contains("host=1"), "{said}");
+    assert!(!output.status.success());
+    assert!(
+        said.contains("add-on velero 1.0.0 is not on this node"),
+        "{said}"
+    );
+}
+
+/// kURL's storage migrations are refused before they change anything (no kubectl call), with
+/// kURL's signatures; the cleanups after them do nothing without Rook or Longhorn, and leave
+/// them in place, saying so, where they are.
+#[test]
+fn storage_migrations_refuse_before_changing_anything() {
+    let tools = tempfile::tempdir().unwrap();
+    let calls = tools.path().join("calls");
+    // A kubectl that records each call and lists the given namespaces.
+    let kubectl = tools.path().join("kubectl");
+    fs_err::write(
+        &kubectl,
+        "#!/bin/sh\necho \"$*\" >> \"$CALLS\"\nprintf '%s\\n' $NAMESPACES\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    fs_err::set_permissions(&kubectl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let environment = |namespaces: &'static str| {
+        vec![
+            ("PATH", path.clone()),
+            ("CALLS", calls.to_str().unwrap().to_string()),
+            ("NAMESPACES", namespaces.to_string()),
+        ]
+    };
+    let run = |script: &str, namespaces: &'static str| {
+        let pairs = environment(namespaces);
+        let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        with_library(script, &pairs)
+    };
+    for call in [
+        "rook_ceph_to_sc_migration openebs 1",
+        "longhorn_to_sc_migration openebs 1",
+        "migrate_rgw_to_minio",
+        "migrate_object_store default rook-ceph-rgw a b minio c d",
+    ] {
+        let output = run(call, "");
+        assert!(!output.status.success(), "{call}");
+        assert!(
+            printed(&output).contains("is not something Berth does; nothing was changed"),
+            "{call}: {}",
+            printed(&output)
+        );
+    }
+    assert!(!calls.exists(), "a refused migration ran kubectl");
+    let output = run(
+        "maybe_cleanup_rook; maybe_cleanup_longhorn; echo done",
+        "default kube-system",
+    );
+    assert!(output.status.success());
+    assert_eq!(printed(&output).trim(), "done");
+    let output = run(
+        "maybe_cleanup_rook; echo \"status=$?\"",
+        "default rook-ceph",
+    );
+    assert!(
+        printed(&output).contains("Rook: Berth does not migrate"),
+        "{}",
+        printed(&output)
+    );
+    assert!(printed(&output).contains("status=0"));
+}

@@ -96,3 +96,51 @@ function add_rook_pvc_migration_status() {
 function add_rook_store_object_migration_status() {
     __berth_record_rook_migration DID_MIGRATE_ROOK_OBJECT_STORE
 }
+
+# kURL's storage migrations (rook_ceph_to_sc_migration, longhorn_to_sc_migration,
+# migrate_rgw_to_minio, migrate_minio_to_rgw, migrate_between_object_stores,
+# migrate_object_store) move a cluster's volumes and objects with pvmigrate and kURL's
+# kurl-util image, neither of which Berth has. Each is refused before it changes anything
+# (kURL's scale EKCO and Prometheus down first), naming what it would have moved.
+function __berth_refuse_migration() {
+    bail "$1: moving data between storage add-ons (kURL's $2) is not something Berth does; nothing was changed. Keep the spec's current storage add-on, or migrate with kURL first."
+}
+function rook_ceph_to_sc_migration() {
+    __berth_refuse_migration "Rook's volumes to storage class ${1:-?}" rook_ceph_to_sc_migration
+}
+function longhorn_to_sc_migration() {
+    __berth_refuse_migration "Longhorn's volumes to storage class ${1:-?}" longhorn_to_sc_migration
+}
+function migrate_rgw_to_minio() {
+    __berth_refuse_migration "Rook's object store to MinIO" migrate_rgw_to_minio
+}
+function migrate_minio_to_rgw() {
+    __berth_refuse_migration "MinIO's objects to Rook" migrate_minio_to_rgw
+}
+function migrate_between_object_stores() {
+    __berth_refuse_migration "objects from ${1:-?} to ${4:-?}" migrate_between_object_stores
+}
+function migrate_object_store() {
+    __berth_refuse_migration "objects from ${2:-?} to ${5:-?}" migrate_object_store
+}
+
+# maybe_cleanup_rook: as kURL's, nothing unless the spec dropped Rook and the cluster still has
+# its namespace; kURL then removes Rook once its volumes and objects were migrated. Berth
+# removes nothing: it says what kURL says when the migration is not complete, and that Rook
+# stays. Returns 0, as kURL's does.
+function maybe_cleanup_rook() {
+    [ -z "${ROOK_VERSION:-}" ] || return 0
+    kubectl get ns 2>/dev/null | grep -q rook-ceph || return 0
+    logStep "Removing Rook"
+    logFail "Unable to remove Rook: Berth does not migrate Rook's volumes and objects, nor remove Rook; it stays in the cluster."
+    return 0
+}
+
+# maybe_cleanup_longhorn: the same for Longhorn (its namespace longhorn-system).
+function maybe_cleanup_longhorn() {
+    [ -z "${LONGHORN_VERSION:-}" ] || return 0
+    kubectl get ns 2>/dev/null | grep -q longhorn-system || return 0
+    logStep "Removing Longhorn"
+    logFail "Unable to remove Longhorn: Berth does not migrate Longhorn's volumes, nor remove Longhorn; it stays in the cluster."
+    return 0
+}
