@@ -315,20 +315,7 @@ fn kubelet_configuration(
 
 /// This machine's memory in MiB (`free -m`'s total) and its CPUs (`nproc`), as kURL reads them.
 fn machine_size() -> (u64, u64) {
-    let memory = fs_err::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("MemTotal:"))
-                .and_then(|rest| {
-                    rest.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                })
-        })
-        .map_or(0, |kibibytes| kibibytes / 1024);
+    let memory = berth_preflight::checks::meminfo_kib("MemTotal").map_or(0, |kib| kib / 1024);
     let cpus = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
         .map(|set| {
             (0..nix::sched::CpuSet::count())

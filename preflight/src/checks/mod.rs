@@ -17,6 +17,16 @@ use crate::report::Outcome;
 /// What a collector found, or why it found nothing.
 pub type Collected = Result<Value, String>;
 
+/// A field of the kernel's /proc/meminfo in KiB (`MemTotal`, `MemAvailable`).
+pub fn meminfo_kib(field: &str) -> Result<u64, String> {
+    let text = fs_err::read_to_string("/proc/meminfo").map_err(|error| error.to_string())?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse::<u64>().ok())
+        .ok_or_else(|| format!("/proc/meminfo has no {field}"))
+}
+
 /// The kinds Berth runs, each with its default title and whether `collectorName` names its
 /// result (troubleshoot's per-kind file names; the others keep one result per run).
 pub struct Kind {

@@ -295,13 +295,7 @@ pub const MEMORY: Kind = Kind::new(
 );
 
 fn collect_memory(_: &Map<String, Value>, _: &Limits) -> Collected {
-    let text = fs_err::read_to_string("/proc/meminfo").map_err(|error| error.to_string())?;
-    let kib = text
-        .lines()
-        .find_map(|line| line.strip_prefix("MemTotal:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|number| number.parse::<u64>().ok())
-        .ok_or("/proc/meminfo has no MemTotal")?;
+    let kib = super::meminfo_kib("MemTotal")?;
     Ok(json!({ "total": kib * 1024 }))
 }
 
