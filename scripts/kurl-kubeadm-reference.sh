@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# kurl-kubeadm-reference.sh KURL_SCRIPTS ENVIRONMENT OUT: the kubeadm configuration kURL's own
-# code renders for a first primary, for the variables in ENVIRONMENT (NUL-separated NAME=VALUE,
-# as `env -0` writes them from a Berth hook session), written to OUT.
+# kurl-kubeadm-reference.sh KURL_SCRIPTS ENVIRONMENT OUT [init|join]: the kubeadm configuration
+# kURL's own code renders for a first primary (init, the default) or a joining node (join), for
+# the variables in ENVIRONMENT (NUL-separated NAME=VALUE, as `env -0` writes them from a Berth
+# hook session), written to OUT.
 #
-# KURL_SCRIPTS is the `scripts/` folder of a kURL checkout. kURL's `init` (from its install.sh)
-# runs with its helper library and kubeadm templates, unchanged, up to `kubeadm init`; the
-# programs it runs on the way are stood in for: `kubectl kustomize` is the real kubectl,
-# `bin/yamlutil` is Berth's (BERTH_BIN), `bin/kurl netutil format-ip-address` brackets an
-# IPv6 address, and `kubeadm init` copies the configuration it is given to OUT and stops.
+# KURL_SCRIPTS is the `scripts/` folder of a kURL checkout. kURL's `init` (from its install.sh),
+# or its `join_prompts` and `join` (join.sh), run with its helper library and kubeadm templates,
+# unchanged, up to `kubeadm init` or `kubeadm join`; the programs they run on the way are stood
+# in for: `kubectl kustomize` is the real kubectl, `bin/yamlutil` is Berth's (BERTH_BIN),
+# `bin/kurl netutil format-ip-address` brackets an IPv6 address, and `kubeadm init|join`
+# copies the configuration it is given to OUT and stops the run.
 # Everything runs in a mount namespace whose /etc/kubernetes (when there is one) and /var/log
 # are scratch tmpfs, since `init` writes there. Needs root (unshare), kubectl and BERTH_BIN.
 set -euo pipefail
 
 if [ "${BERTH_REFERENCE_INNER:-}" != 1 ]; then
-    [ "$#" -eq 3 ] || { echo "usage: $0 KURL_SCRIPTS ENVIRONMENT OUT" >&2; exit 2; }
+    [ "$#" -eq 3 ] || [ "$#" -eq 4 ] || { echo "usage: $0 KURL_SCRIPTS ENVIRONMENT OUT [init|join]" >&2; exit 2; }
     [ -n "${BERTH_BIN:-}" ] || { echo "$0: set BERTH_BIN to the berth binary" >&2; exit 2; }
     exec unshare --mount env BERTH_REFERENCE_INNER=1 "$0" "$@"
 fi
@@ -21,6 +23,11 @@ fi
 kurl="$(cd "$1" && pwd)"
 environment="$2"
 out="$3"
+role="${4:-init}"
+case "$role" in
+    init | join) ;;
+    *) echo "$0: the role is init or join, not $role" >&2; exit 2 ;;
+esac
 # init writes under /etc/kubernetes and /var/log: scratch folders in this namespace alone.
 mount --make-rprivate /
 if [ -d /etc/kubernetes ]; then
@@ -64,6 +71,7 @@ for file in "$kurl"/common/*.sh "$kurl"/distro/kubeadm/distro.sh; do
     . "$file"
 done
 eval "$(sed -n '/^function init() {/,/^}/p;/^function kubernetes_maybe_generate_bootstrap_token() {/,/^}/p' "$kurl/install.sh")"
+eval "$(sed -n '/^function join() {/,/^}/p' "$kurl/join.sh")"
 
 # shellcheck disable=SC2034 # read by kURL's init
 KUBEADM_CONF_DIR="$work/conf"
@@ -92,7 +100,7 @@ function kubectl() {
 }
 function disable_rook_ceph_operator() { :; }
 function kubeadm() {
-    if [ "$1" = init ]; then
+    if [ "$1" = init ] || [ "$1" = join ]; then
         while [ "$#" -gt 0 ]; do
             if [ "$1" = --config ]; then
                 cp "$2" "$out"
@@ -103,9 +111,16 @@ function kubeadm() {
     fi
     return 1
 }
-init >"$work/init.log" 2>&1
+if [ "$role" = init ]; then
+    init >"$work/run.log" 2>&1
+else
+    # join.sh's prompts split the first node's address, as its join command gives it.
+    join_prompts >"$work/run.log" 2>&1
+    # What join does after kubeadm (kubeconfig, labels, CIS permissions) needs a cluster.
+    join >>"$work/run.log" 2>&1 || true
+fi
 if [ ! -s "$out" ]; then
-    echo "kURL's init wrote no kubeadm configuration; its log:" >&2
-    cat "$work/init.log" >&2
+    echo "kURL's $role wrote no kubeadm configuration; its log:" >&2
+    cat "$work/run.log" >&2
     exit 1
 fi

@@ -103,6 +103,9 @@ pub fn render(role: Role, variable: impl Fn(&str) -> String) -> Result<String, C
             ]
         }
         Role::Join => {
+            // kURL's join_prompts: the first node's address, port 6443 unless it names one.
+            let (host, port) = host_and_port(&required("KUBERNETES_MASTER_ADDR")?);
+            let api_server_endpoint = format!("{host}:{port}");
             let mut join = json!({
                 "apiVersion": api,
                 "kind": "JoinConfiguration",
@@ -110,7 +113,7 @@ pub fn render(role: Role, variable: impl Fn(&str) -> String) -> Result<String, C
                 "nodeRegistration": node_registration,
                 "discovery": {"bootstrapToken": {
                     "token": required("KUBEADM_TOKEN")?,
-                    "apiServerEndpoint": required("KUBERNETES_MASTER_ADDR")?,
+                    "apiServerEndpoint": api_server_endpoint,
                     "caCertHashes": [required("KUBEADM_TOKEN_CA_HASH")?],
                 }},
             });
@@ -461,7 +464,7 @@ mod tests {
         let mut pairs = BASE.to_vec();
         pairs.extend([
             ("KUBEADM_TOKEN", "abcdef.0123456789abcdef"),
-            ("KUBERNETES_MASTER_ADDR", "10.0.0.4:6443"),
+            ("KUBERNETES_MASTER_ADDR", "10.0.0.4"),
             ("KUBEADM_TOKEN_CA_HASH", "sha256:00"),
         ]);
         let worker = render_with(Role::Join, &pairs).unwrap();

@@ -1,11 +1,12 @@
-//! The kubeadm configuration Berth's Kubernetes hooks render (`berth kubeadm-config init`,
-//! from the variables of a real hook session), against the one kURL's own `init` renders for
-//! the same variables (`scripts/kurl-kubeadm-reference.sh`, which runs kURL's install.sh
-//! `init`, its helper library and its `kustomize/kubeadm` templates up to `kubeadm init`), for
-//! every spec of kURL's test grid in the fixtures.
+//! The kubeadm configurations Berth's Kubernetes hooks render (`berth kubeadm-config init` on
+//! the first node and `join` on a joining one, from the variables of real hook sessions),
+//! against those kURL's own `init` and `join` render for the same variables
+//! (`scripts/kurl-kubeadm-reference.sh`, which runs kURL's install.sh `init`, or join.sh's
+//! `join_prompts` and `join`, its helper library and its `kustomize/kubeadm` templates up to
+//! `kubeadm init` or `join`), for every spec of kURL's test grid in the fixtures.
 //!
-//! kURL's renderings are kept in `tests/kurl_kubeadm/<spec>.json` (its documents, without the
-//! `metadata` kubeadm refuses, by kind). With `BERTH_KURL_SOURCE` naming a kURL checkout's
+//! kURL's renderings are kept in `tests/kurl_kubeadm/<spec>.json` (for each of init and join,
+//! its documents, without the `metadata` kubeadm refuses, by kind). With `BERTH_KURL_SOURCE` naming a kURL checkout's
 //! `scripts/` folder, the test runs kURL's code again and writes them anew (then `git diff`
 //! shows what kURL changed); without it, it compares with those kept.
 //!
@@ -60,6 +61,10 @@ fn by_kind(text: &str) -> BTreeMap<String, Value> {
         .collect()
 }
 
+/// The join command's values for a joining node (a control-plane one when the spec is HA).
+const KUBEADM_TOKEN: &str = "abcdef.0123456789abcdef";
+const CA_HASH: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
 #[test]
 fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
     let kurl_source = std::env::var_os("BERTH_KURL_SOURCE").map(PathBuf::from);
@@ -69,12 +74,12 @@ fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
         let document: Value = serde_norway::from_str(&text).unwrap();
         let spec = document["spec"].as_object().unwrap();
         let out = tempfile::tempdir().unwrap();
-        // Kubernetes' hook renders as the real one does, with the values kURL would have made
+        // Kubernetes' hooks render as the real ones do, with the values kURL would have made
         // or discovered (its token, its certificate key, its service range) fixed here.
         let (dist, _) = kurl_specs::dist_for(spec, |addon, _| {
             if addon == "kubernetes" {
                 format!(
-                    "function kubernetes() {{\n    BOOTSTRAP_TOKEN=\"${{BOOTSTRAP_TOKEN:-abcdef.0123456789abcdef}}\"\n    [ \"$HA_CLUSTER\" != 1 ] || CERT_KEY={CERT_KEY}\n    SERVICE_CIDR=\"${{SERVICE_CIDR:-10.96.0.0/22}}\"\n    export BOOTSTRAP_TOKEN CERT_KEY SERVICE_CIDR\n    \"$BERTH_BIN\" kubeadm-config init > \"$OUT/berth.yaml\"\n    env -0 > \"$OUT/environment\"\n}}\n"
+                    "function kubernetes() {{\n    BOOTSTRAP_TOKEN=\"${{BOOTSTRAP_TOKEN:-{KUBEADM_TOKEN}}}\"\n    [ \"$HA_CLUSTER\" != 1 ] || CERT_KEY={CERT_KEY}\n    SERVICE_CIDR=\"${{SERVICE_CIDR:-10.96.0.0/22}}\"\n    export BOOTSTRAP_TOKEN CERT_KEY SERVICE_CIDR\n    \"$BERTH_BIN\" kubeadm-config init > \"$OUT/init.yaml\"\n    env -0 > \"$OUT/init.environment\"\n}}\nfunction kubernetes_join() {{\n    \"$BERTH_BIN\" kubeadm-config join > \"$OUT/join.yaml\"\n    env -0 > \"$OUT/join.environment\"\n}}\n"
                 )
             } else {
                 format!("function {addon}() {{ :; }}\nfunction containerd_install() {{ :; }}\n")
@@ -93,31 +98,60 @@ fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
         }
         let node = Node::new().env("OUT", out.path());
         succeeded(&node.install(&spec_path, &dist.url(), &arguments));
-        let berth = by_kind(&fs_err::read_to_string(out.path().join("berth.yaml")).unwrap());
+
+        // A joining node with the join command the first node prints (kURL's words): every
+        // other spec's joins the control plane (with the certificate key), so both of kURL's
+        // join configurations are compared.
+        let control_plane = compared % 2 == 1;
+        let token = format!("kubeadm-token={KUBEADM_TOKEN}");
+        let hash = format!("kubeadm-token-ca-hash={CA_HASH}");
+        let key = format!("cert-key={CERT_KEY}");
+        let mut join = vec![
+            "exclude-builtin-host-preflights",
+            token.as_str(),
+            hash.as_str(),
+            "kubernetes-master-address=10.0.0.4",
+        ];
+        if !written_address {
+            join.push("private-address=10.0.0.5");
+        }
+        if control_plane {
+            join.extend(["control-plane", key.as_str()]);
+        }
+        let joining = Node::new().env("OUT", out.path());
+        succeeded(&joining.run("join", &spec_path, &dist.url(), &join));
 
         let kurl = match &kurl_source {
             Some(source) => {
-                let rendered = out.path().join("kurl.yaml");
-                let output = std::process::Command::new(
-                    Path::new(env!("CARGO_MANIFEST_DIR"))
-                        .join("../scripts/kurl-kubeadm-reference.sh"),
-                )
-                .arg(source)
-                .arg(out.path().join("environment"))
-                .arg(&rendered)
-                .env("BERTH_BIN", env!("CARGO_BIN_EXE_berth"))
-                .output()
-                .unwrap();
-                assert!(
-                    output.status.success(),
-                    "{name}: {}",
-                    support::printed(&output)
-                );
-                let kurl = by_kind(&fs_err::read_to_string(&rendered).unwrap());
-                let mut text = serde_json::to_string_pretty(&kurl).unwrap();
+                let mut both = BTreeMap::new();
+                for role in ["init", "join"] {
+                    let rendered = out.path().join(format!("kurl-{role}.yaml"));
+                    let output = std::process::Command::new(
+                        Path::new(env!("CARGO_MANIFEST_DIR"))
+                            .join("../scripts/kurl-kubeadm-reference.sh"),
+                    )
+                    .arg(source)
+                    .arg(out.path().join(format!("{role}.environment")))
+                    .arg(&rendered)
+                    .arg(role)
+                    .env("BERTH_BIN", env!("CARGO_BIN_EXE_berth"))
+                    .output()
+                    .unwrap();
+                    assert!(
+                        output.status.success(),
+                        "{name} {role}: {}",
+                        support::printed(&output)
+                    );
+                    both.insert(
+                        role.to_string(),
+                        serde_json::to_value(by_kind(&fs_err::read_to_string(&rendered).unwrap()))
+                            .unwrap(),
+                    );
+                }
+                let mut text = serde_json::to_string_pretty(&both).unwrap();
                 text.push('\n');
                 fs_err::write(kept(&name), text).unwrap();
-                kurl
+                both
             }
             None => {
                 let text = fs_err::read_to_string(kept(&name)).unwrap_or_else(|error| {
@@ -128,20 +162,19 @@ fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
                 serde_json::from_str(&text).unwrap()
             }
         };
-        assert_eq!(
-            berth.keys().collect::<Vec<_>>(),
-            kurl.keys().collect::<Vec<_>>(),
-            "{name}: the documents"
-        );
-        let mut differences = Vec::new();
-        for (kind, document) in &kurl {
-            differ(kind, &berth[kind], document, &mut differences);
+        for role in ["init", "join"] {
+            let berth = serde_json::to_value(by_kind(
+                &fs_err::read_to_string(out.path().join(format!("{role}.yaml"))).unwrap(),
+            ))
+            .unwrap();
+            let mut differences = Vec::new();
+            differ(role, &berth, &kurl[role], &mut differences);
+            assert!(
+                differences.is_empty(),
+                "{name}: Berth's {role} configuration differs from kURL's:\n{}",
+                differences.join("\n")
+            );
         }
-        assert!(
-            differences.is_empty(),
-            "{name}: Berth's configuration differs from kURL's:\n{}",
-            differences.join("\n")
-        );
         compared += 1;
     }
     assert!(compared >= 60, "{compared} specs");
