@@ -5,10 +5,13 @@
 //! `join_prompts` and `join`, its helper library and its `kustomize/kubeadm` templates up to
 //! `kubeadm init` or `join`), for every spec of kURL's test grid in the fixtures.
 //!
-//! kURL's renderings are kept in `tests/kurl_kubeadm/<spec>.json` (for each of init and join,
-//! its documents, without the `metadata` kubeadm refuses, by kind). With `BERTH_KURL_SOURCE` naming a kURL checkout's
-//! `scripts/` folder, the test runs kURL's code again and writes them anew (then `git diff`
-//! shows what kURL changed); without it, it compares with those kept.
+//! kURL's renderings are kept in `tests/kurl_kubeadm.json` (each distinct rendering once: its
+//! documents, without the `metadata` kubeadm refuses, by kind; and for each spec which its
+//! init and its join gave). With `BERTH_KURL_SOURCE` naming a kURL checkout's `scripts/`
+//! folder, the test runs kURL's code again and writes them anew (then `git diff` shows what
+//! kURL changed); without it, it compares with those kept. They were made from kURL's commit
+//! 4cb650232b452ac9bee5e82ec377fb55ece5e2d4, as root with kubectl on the PATH:
+//! `BERTH_KURL_SOURCE=/path/to/kURL/scripts cargo nextest run -p berth -E 'binary(kurl_kubeadm)'`.
 //!
 //! Compared: the documents' values, not their bytes. kURL's output is what `kubectl kustomize`
 //! prints; Berth's goes through the same kustomize on a node, which orders keys as it likes.
@@ -26,10 +29,39 @@ use support::{Node, kurl_specs, succeeded};
 /// A certificate key for the runs: kURL makes a random one; Berth's hook asks kubeadm.
 const CERT_KEY: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-fn kept(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/kurl_kubeadm")
-        .join(format!("{name}.json"))
+fn kept() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kurl_kubeadm.json")
+}
+
+/// kURL's renderings as kept: each distinct one once, by a digest of its text, and for each
+/// spec the rendering its init and its join gave.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Kept {
+    renderings: BTreeMap<String, Value>,
+    specs: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Kept {
+    fn add(&mut self, spec: &str, role: &str, rendering: Value) {
+        let text = serde_json::to_string(&rendering).unwrap();
+        let digest = berth_formats::Sha256Digest::of(text.as_bytes()).hex()[..12].to_string();
+        self.renderings.insert(digest.clone(), rendering);
+        self.specs
+            .entry(spec.to_string())
+            .or_default()
+            .insert(role.to_string(), digest);
+    }
+
+    fn get(&self, spec: &str, role: &str) -> &Value {
+        let digest = self
+            .specs
+            .get(spec)
+            .and_then(|roles| roles.get(role))
+            .unwrap_or_else(|| {
+                panic!("{spec}: kURL's {role} rendering is not kept; run with BERTH_KURL_SOURCE")
+            });
+        &self.renderings[digest]
+    }
 }
 
 /// Documents by kind, without `metadata`, the certificate key masked.
@@ -68,6 +100,11 @@ const CA_HASH: &str = "sha256:00000000000000000000000000000000000000000000000000
 #[test]
 fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
     let kurl_source = std::env::var_os("BERTH_KURL_SOURCE").map(PathBuf::from);
+    let kept_renderings: Kept = match &kurl_source {
+        Some(_) => Kept::default(),
+        None => serde_json::from_str(&fs_err::read_to_string(kept()).unwrap()).unwrap(),
+    };
+    let mut made = Kept::default();
     let mut compared = 0;
     for (file, text) in kurl_specs::specs() {
         let name = file.file_stem().unwrap().to_string_lossy().to_string();
@@ -121,46 +158,33 @@ fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
         let joining = Node::new().env("OUT", out.path());
         succeeded(&joining.run("join", &spec_path, &dist.url(), &join));
 
-        let kurl = match &kurl_source {
-            Some(source) => {
-                let mut both = BTreeMap::new();
-                for role in ["init", "join"] {
-                    let rendered = out.path().join(format!("kurl-{role}.yaml"));
-                    let output = std::process::Command::new(
-                        Path::new(env!("CARGO_MANIFEST_DIR"))
-                            .join("../scripts/kurl-kubeadm-reference.sh"),
-                    )
-                    .arg(source)
-                    .arg(out.path().join(format!("{role}.environment")))
-                    .arg(&rendered)
-                    .arg(role)
-                    .env("BERTH_BIN", env!("CARGO_BIN_EXE_berth"))
-                    .output()
-                    .unwrap();
-                    assert!(
-                        output.status.success(),
-                        "{name} {role}: {}",
-                        support::printed(&output)
-                    );
-                    both.insert(
-                        role.to_string(),
-                        serde_json::to_value(by_kind(&fs_err::read_to_string(&rendered).unwrap()))
-                            .unwrap(),
-                    );
-                }
-                let mut text = serde_json::to_string_pretty(&both).unwrap();
-                text.push('\n');
-                fs_err::write(kept(&name), text).unwrap();
-                both
+        if let Some(source) = &kurl_source {
+            for role in ["init", "join"] {
+                let rendered = out.path().join(format!("kurl-{role}.yaml"));
+                let output = std::process::Command::new(
+                    Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("../scripts/kurl-kubeadm-reference.sh"),
+                )
+                .arg(source)
+                .arg(out.path().join(format!("{role}.environment")))
+                .arg(&rendered)
+                .arg(role)
+                .env("BERTH_BIN", env!("CARGO_BIN_EXE_berth"))
+                .output()
+                .unwrap();
+                assert!(
+                    output.status.success(),
+                    "{name} {role}: {}",
+                    support::printed(&output)
+                );
+                let rendering = by_kind(&fs_err::read_to_string(&rendered).unwrap());
+                made.add(&name, role, serde_json::to_value(rendering).unwrap());
             }
-            None => {
-                let text = fs_err::read_to_string(kept(&name)).unwrap_or_else(|error| {
-                    panic!(
-                        "{name}: kURL's rendering is not kept ({error}); run with BERTH_KURL_SOURCE"
-                    )
-                });
-                serde_json::from_str(&text).unwrap()
-            }
+        }
+        let kurl = if kurl_source.is_some() {
+            &made
+        } else {
+            &kept_renderings
         };
         for role in ["init", "join"] {
             let berth = serde_json::to_value(by_kind(
@@ -168,7 +192,7 @@ fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
             ))
             .unwrap();
             let mut differences = Vec::new();
-            differ(role, &berth, &kurl[role], &mut differences);
+            differ(role, &berth, kurl.get(&name, role), &mut differences);
             assert!(
                 differences.is_empty(),
                 "{name}: Berth's {role} configuration differs from kURL's:\n{}",
@@ -178,6 +202,11 @@ fn berths_kubeadm_configuration_is_kurls_for_every_test_grid_spec() {
         compared += 1;
     }
     assert!(compared >= 60, "{compared} specs");
+    if kurl_source.is_some() {
+        let mut text = serde_json::to_string_pretty(&made).unwrap();
+        text.push('\n');
+        fs_err::write(kept(), text).unwrap();
+    }
 }
 
 /// Where `berth` and `kurl` differ, by path: `ClusterConfiguration.networking.podSubnet: Berth
