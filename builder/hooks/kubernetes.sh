@@ -93,12 +93,13 @@ function __kubernetes_kubeadm_config() {
     # 1.27); its variables are rendered as kURL renders the whole configuration.
     local api minor patch name
     minor="$(echo "$KUBERNETES_VERSION" | cut -d. -f2)"
-    if [ "$minor" -ge 26 ]; then api=v1beta3; else api=v1beta2; fi
+    # The API version berth kubeadm-config chose for this Kubernetes.
+    api="$(awk '$1 == "apiVersion:" && $2 ~ /^kubeadm\.k8s\.io\// { print $2; exit }' "$tree/kubeadm.yaml")"
     for patch in "$DIR/kustomize/kubeadm/$role-patches"/*; do
         [ -f "$patch" ] || continue
         name="$(basename "$patch")"
         render_yaml_file_2 "$patch" > "$tree/$name"
-        sed -i "s|kubeadm.k8s.io/v1beta.*|kubeadm.k8s.io/$api|" "$tree/$name"
+        sed -i "s|kubeadm.k8s.io/v1beta.*|$api|" "$tree/$name"
         if [ "$minor" -ge 24 ]; then
             sed -i '/container-runtime:/d' "$tree/$name"
         fi

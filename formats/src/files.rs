@@ -1,8 +1,29 @@
 //! How Berth writes its own files: so that a crash leaves either the old file or the
-//! new one, and, where they may hold a secret, readable by root alone.
+//! new one, and, where they may hold a secret, readable by root alone; and how it reads a
+//! file someone else wrote: never more of it than it can hold.
 
 use std::io::Write as _;
 use std::path::Path;
+
+/// Reads the text of `path`, refusing a file of more than `max` bytes (read no further) or one
+/// that is not UTF-8.
+pub fn read_to_string_at_most(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    fs_err::File::open(path)?
+        .take(max + 1)
+        .read_to_end(&mut bytes)?;
+    let invalid = |problem: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {problem}", path.display()),
+        )
+    };
+    if bytes.len() as u64 > max {
+        return Err(invalid(format!("more than {max} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))
+}
 
 /// Creates `dir` if needed and makes it 0700: what is in it is root's alone.
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {

@@ -63,8 +63,7 @@ const ENTRY_POINT: &str = "berth.sh";
 /// Writes the library into the node's helpers folder, leaving files that already hold the same
 /// text, and links `bin/kurl` and kURL's other programs to this program.
 pub fn install(layout: &Layout) -> std::io::Result<()> {
-    link_to_berth(&layout.kurl_program())?;
-    for program in crate::kurl_programs::PROGRAMS {
+    for program in std::iter::once("kurl").chain(crate::kurl_programs::PROGRAMS) {
         link_to_berth(&layout.programs_dir().join(program))?;
     }
     let dir = layout.helpers_dir();

@@ -349,8 +349,7 @@ fn kurls_test_grid_specs_naming_kubernetes_plan_against_a_dist_of_kurls_folders(
             key == "kubernetes"
                 || (offered.contains(&key.as_str())
                     && versions.resolve(key, &version, None).is_ok())
-                || berth_formats::spec::SETTINGS_SECTIONS.contains(&key.as_str())
-                || key == "kurl"
+                || support::kurl_specs::SETTINGS.contains(&key.as_str())
         });
         let spec_path = work.path().join("spec.yaml");
         fs_err::write(&spec_path, serde_norway::to_string(&document).unwrap()).unwrap();

@@ -124,23 +124,25 @@ function migrate_object_store() {
     __berth_refuse_migration "objects from ${2:-?} to ${5:-?}" migrate_object_store
 }
 
-# maybe_cleanup_rook: as kURL's, nothing unless the spec dropped Rook and the cluster still has
-# its namespace; kURL then removes Rook once its volumes and objects were migrated. Berth
-# removes nothing: it says what kURL says when the migration is not complete, and that Rook
-# stays. Returns 0, as kURL's does.
-function maybe_cleanup_rook() {
-    [ -z "${ROOK_VERSION:-}" ] || return 0
-    kubectl get ns 2>/dev/null | grep -q rook-ceph || return 0
-    logStep "Removing Rook"
-    logFail "Unable to remove Rook: Berth does not migrate Rook's volumes and objects, nor remove Rook; it stays in the cluster."
+# __berth_storage_stays NAME NAMESPACE VERSION: kURL's cleanup after a migration away from a
+# storage add-on. Nothing unless the spec dropped it (VERSION empty) and the cluster still has
+# its NAMESPACE; kURL then removes it once its data was migrated. Berth migrates nothing and
+# removes nothing: it says what kURL says when the migration is not complete, and that the
+# add-on stays. Returns 0, as kURL's do.
+function __berth_storage_stays() {
+    [ -z "$3" ] || return 0
+    kubectl get ns 2>/dev/null | grep -q "$2" || return 0
+    logStep "Removing $1"
+    logFail "Unable to remove $1: Berth does not migrate $1's data, nor remove $1; it stays in the cluster."
     return 0
 }
 
-# maybe_cleanup_longhorn: the same for Longhorn (its namespace longhorn-system).
+# maybe_cleanup_rook: kURL's, for Rook (its namespace rook-ceph).
+function maybe_cleanup_rook() {
+    __berth_storage_stays Rook rook-ceph "${ROOK_VERSION:-}"
+}
+
+# maybe_cleanup_longhorn: kURL's, for Longhorn (its namespace longhorn-system).
 function maybe_cleanup_longhorn() {
-    [ -z "${LONGHORN_VERSION:-}" ] || return 0
-    kubectl get ns 2>/dev/null | grep -q longhorn-system || return 0
-    logStep "Removing Longhorn"
-    logFail "Unable to remove Longhorn: Berth does not migrate Longhorn's volumes, nor remove Longhorn; it stays in the cluster."
-    return 0
+    __berth_storage_stays Longhorn longhorn-system "${LONGHORN_VERSION:-}"
 }

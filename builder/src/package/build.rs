@@ -28,6 +28,12 @@ fn addons_root(addons: &Path) -> PathBuf {
     }
 }
 
+/// The repository holding `addons/`, where its versions.json and kURL's lists are (empty for
+/// a relative `addons`: the current folder).
+fn repository_root(addons: &Path) -> Option<PathBuf> {
+    addons_root(addons).parent().map(Path::to_path_buf)
+}
+
 /// Writes `<out_dir>/versions.json` for the packages built, in the install order (and with the
 /// `kubernetesVersion` ranges) of the repository's own `versions.json` when it has one.
 pub fn write_versions(
@@ -35,8 +41,7 @@ pub fn write_versions(
     out_dir: &Path,
     results: &[BuildResult],
 ) -> Result<PathBuf, WriteVersionsError> {
-    let repository_file = addons_root(addons)
-        .parent()
+    let repository_file = repository_root(addons)
         .map(|repository| repository.join(VERSIONS_FILE))
         .filter(|path| path.is_file());
     let existing = repository_file
@@ -73,7 +78,7 @@ pub fn write_versions(
 /// in the install order and with the `kubernetesVersion` ranges the file already gives.
 pub fn repository_versions(addons: &Path) -> Result<RepositoryVersions, WriteVersionsError> {
     let root = addons_root(addons);
-    let path = root.parent().map_or_else(
+    let path = repository_root(addons).map_or_else(
         || PathBuf::from(VERSIONS_FILE),
         |repository| repository.join(VERSIONS_FILE),
     );
@@ -119,13 +124,8 @@ pub struct RepositoryVersions {
 fn kurl_lists(
     addons: &Path,
 ) -> Result<std::collections::BTreeMap<String, Vec<String>>, WriteVersionsError> {
-    let Some(repository) = addons_root(addons).parent().map(Path::to_path_buf) else {
+    let Some(repository) = repository_root(addons) else {
         return Ok(Default::default());
-    };
-    let repository = if repository.as_os_str().is_empty() {
-        PathBuf::from(".")
-    } else {
-        repository
     };
     Ok(crate::source::kurl_version_lists::read(&repository)?
         .into_iter()

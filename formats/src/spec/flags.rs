@@ -453,20 +453,14 @@ impl InstallerSpec {
             problem,
             hint: None,
         };
-        let text = fs_err::read_to_string(path).map_err(|io| error(io.to_string()))?;
+        let text = crate::files::read_to_string_at_most(path, super::MAX_SPEC_BYTES as u64)
+            .map_err(|io| error(io.to_string()))?;
         if let Some(index) = text.lines().position(|line| line.starts_with('\u{a0}')) {
             return Err(super::SpecError {
                 line: Some(index + 1),
                 hint: Some("convert the non-breaking spaces to normal spaces".into()),
                 ..error("a line starts with a non-breaking space".into())
             });
-        }
-        if text.len() > super::MAX_SPEC_BYTES {
-            return Err(error(format!(
-                "{} bytes, more than the {} a spec may have",
-                text.len(),
-                super::MAX_SPEC_BYTES
-            )));
         }
         // kURL's patch spec may leave out what it does not change (an add-on's version):
         // it is checked as a whole once merged.

@@ -91,16 +91,8 @@ pub fn arguments_under_kurls_name(arguments: Vec<std::ffi::OsString>) -> Vec<std
 /// is an empty object); anything but an object is refused and the file left as it was.
 fn set_json_param(file: &std::path::Path, key: &str, value: &str) -> anyhow::Result<()> {
     use anyhow::Context as _;
-    let mut object = match fs_err::metadata(file) {
-        Ok(metadata) if metadata.len() > MAX_JSON_BYTES => {
-            anyhow::bail!(
-                "{}: {} bytes, more than {MAX_JSON_BYTES}",
-                file.display(),
-                metadata.len()
-            )
-        }
-        Ok(_) => {
-            let text = fs_err::read_to_string(file)?;
+    let mut object = match berth::files::read_to_string_at_most(file, MAX_JSON_BYTES) {
+        Ok(text) => {
             if text.trim().is_empty() {
                 serde_json::Map::new()
             } else {
@@ -112,12 +104,8 @@ fn set_json_param(file: &std::path::Path, key: &str, value: &str) -> anyhow::Res
                 }
             }
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(parent) = file.parent() {
-                fs_err::create_dir_all(parent)?;
-            }
-            serde_json::Map::new()
-        }
+        // Written below with its folder, as kURL makes both.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => serde_json::Map::new(),
         Err(error) => return Err(error.into()),
     };
     object.insert(

@@ -97,6 +97,9 @@ const HTPASSWD_FLAGS: FlagSet = FlagSet {
     ],
 };
 
+/// The largest htpasswd file read: a registry's has a line or two.
+const MAX_HTPASSWD_BYTES: u64 = 1 << 20;
+
 /// The htpasswd file's default bcrypt cost (Go's `bcrypt.DefaultCost`, which kURL's htpasswd
 /// library uses).
 pub fn htpasswd(arguments: &[String]) -> Result<(), Failure> {
@@ -113,7 +116,7 @@ pub fn htpasswd(arguments: &[String]) -> Result<(), Failure> {
     let path = std::path::Path::new(file);
     // Every other user's line is kept; the user's own is replaced.
     let mut users = std::collections::BTreeMap::new();
-    match fs_err::read_to_string(path) {
+    match crate::files::read_to_string_at_most(path, MAX_HTPASSWD_BYTES) {
         Ok(text) => {
             for line in text.lines().filter(|line| !line.trim().is_empty()) {
                 let (name, hash) = line.split_once(':').ok_or_else(|| {
@@ -131,14 +134,7 @@ pub fn htpasswd(arguments: &[String]) -> Result<(), Failure> {
         .map(|(name, hash)| format!("{name}:{hash}\n"))
         .collect();
     // Hashes of passwords: readable by root alone.
-    use fs_err::os::unix::fs::OpenOptionsExt as _;
-    let mut out = fs_err::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    out.write_all(text.as_bytes())?;
+    crate::files::write_atomically_with_mode(path, text.as_bytes(), 0o600)?;
     Ok(())
 }
 

@@ -34,13 +34,8 @@ pub fn main(arguments: &[String]) -> Result<(), Failure> {
     let (base_path, patch_path) = (parsed.get("basefile"), parsed.get("patchfile"));
     let load = |path: &str| -> Result<DocumentMut, Failure> {
         let fail = |why: String| Failure::Error(format!("Failed to load {path}: {why}"));
-        let size = fs_err::metadata(path)
-            .map_err(|error| fail(error.to_string()))?
-            .len();
-        if size > MAX_BYTES {
-            return Err(fail(format!("{size} bytes, more than {MAX_BYTES}")));
-        }
-        let text = fs_err::read_to_string(path).map_err(|error| fail(error.to_string()))?;
+        let text = crate::files::read_to_string_at_most(std::path::Path::new(path), MAX_BYTES)
+            .map_err(|error| fail(error.to_string()))?;
         text.parse::<DocumentMut>()
             .map_err(|error| fail(error.to_string()))
     };

@@ -51,13 +51,10 @@ fn error(text: impl Into<String>) -> Failure {
 }
 
 fn read(path: &str) -> Result<String, Failure> {
-    let size = fs_err::metadata(path)?.len();
-    if size > MAX_BYTES {
-        return Err(error(format!(
-            "{path}: {size} bytes, more than {MAX_BYTES}"
-        )));
-    }
-    Ok(fs_err::read_to_string(path)?)
+    Ok(crate::files::read_to_string_at_most(
+        std::path::Path::new(path),
+        MAX_BYTES,
+    )?)
 }
 
 pub fn main(arguments: &[String], output: &mut dyn Write) -> Result<(), Failure> {
