@@ -36,4 +36,5 @@ pub mod phase;
 pub mod plan;
 pub mod session;
 pub mod state;
+pub mod support_bundle;
 pub mod unpack;

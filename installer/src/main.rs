@@ -71,6 +71,9 @@ enum Command {
     Status(commands::status::StatusArgs),
     /// Probe an add-on's components once; exit non-zero when it is not Available.
     Health(commands::health::HealthArgs),
+    /// Collect this node's support bundle: Berth's records, the host, the container runtime
+    /// and the add-ons' own collectors, redacted, as troubleshoot.sh lays out a host bundle.
+    SupportBundle(commands::support_bundle::SupportBundleArgs),
     /// Verify a package against its `.sha256` file and unpack it, refusing unsafe paths.
     Unpack(commands::unpack::UnpackArgs),
     /// Edit a kustomization.yaml (the insert_* helpers call this).
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
         Command::Reset(args) => commands::reset::run(args),
         Command::Status(args) => commands::status::run(args),
         Command::Health(args) => commands::health::run(args),
+        Command::SupportBundle(args) => commands::support_bundle::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Kustomization(command) => commands::kustomization::run(command),
         Command::Kurl(command) => commands::kurl::run(command),

@@ -353,3 +353,29 @@ impl StateStore {
         write().map_err(|source| StateError::Write { path, source })
     }
 }
+
+/// Every add-on's record as `berth status` shows it: a run that was killed leaves its add-ons
+/// Installing (or Upgrading…), so with no run holding the node's lock they are said to be
+/// Interrupted. Damaged records are given apart.
+pub fn load_as_seen(
+    layout: &crate::layout::Layout,
+) -> Result<(Vec<AddonState>, Vec<StateError>), StateError> {
+    let (mut states, damaged) = StateStore::new(layout.state_dir()).load_all()?;
+    if !crate::node_lock::NodeLock::is_held(&layout.lock_file()) {
+        for state in &mut states {
+            let running = state
+                .attempt
+                .as_ref()
+                .is_some_and(|attempt| attempt.outcome == Outcome::Running);
+            if running && state.progressing.as_ref().is_some_and(|p| p.status) {
+                let phase = state.attempt.as_ref().map_or("", |a| a.phase.name());
+                state.set_progressing(
+                    false,
+                    Reason::Interrupted,
+                    format!("the run stopped during {phase} and no run is under way; run the install again to continue"),
+                );
+            }
+        }
+    }
+    Ok((states, damaged))
+}

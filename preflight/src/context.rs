@@ -54,6 +54,9 @@ pub struct TemplateContext {
     /// Free space an airgap install needs under Berth's folder (`.Berth.AirgapBytesNeeded`);
     /// 0 online.
     pub airgap_bytes_needed: u64,
+    /// The folder Berth's paths hang off (`.Berth.Root`): empty on a real node (`/`), so a
+    /// path is written `{{kurl .Berth.Root}}/var/lib/berth`.
+    pub root: String,
 }
 
 impl TemplateContext {
@@ -95,7 +98,10 @@ impl TemplateContext {
             ("RemoteHosts", strings(&remote)),
             (
                 "Berth",
-                map([("AirgapBytesNeeded", Value::Uint(self.airgap_bytes_needed))]),
+                map([
+                    ("AirgapBytesNeeded", Value::Uint(self.airgap_bytes_needed)),
+                    ("Root", string(&self.root)),
+                ]),
             ),
         ])
     }

@@ -1,4 +1,6 @@
-//! A `HostPreflight` document (troubleshoot.sh/v1beta2): its collectors and analyzers, each
+//! A troubleshoot.sh/v1beta2 document Berth runs on the host: a `HostPreflight`, or for a
+//! support bundle a `SupportBundle` (its `hostCollectors` and `hostAnalyzers`, and the
+//! in-cluster `collectors` and `analyzers` kept apart) or a `HostCollector`. Each entry is
 //! kept as its kind, the line it starts on, and its fields, read by its kind when it runs.
 
 use std::path::PathBuf;
@@ -95,17 +97,85 @@ impl Item {
     }
 }
 
+/// The document kinds Berth reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocumentKind {
+    HostPreflight,
+    SupportBundle,
+    HostCollector,
+}
+
+impl DocumentKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            DocumentKind::HostPreflight => "HostPreflight",
+            DocumentKind::SupportBundle => "SupportBundle",
+            DocumentKind::HostCollector => "HostCollector",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        [
+            DocumentKind::HostPreflight,
+            DocumentKind::SupportBundle,
+            DocumentKind::HostCollector,
+        ]
+        .into_iter()
+        .find(|kind| kind.name() == name)
+    }
+
+    /// Where each list of the kind's spec goes: its key, and whether it lists collectors
+    /// (else analyzers) on the host (else in the cluster).
+    fn sections(self) -> &'static [(&'static str, Section)] {
+        match self {
+            DocumentKind::HostPreflight => &[
+                ("collectors", Section::HostCollectors),
+                ("analyzers", Section::HostAnalyzers),
+            ],
+            DocumentKind::SupportBundle => &[
+                ("hostCollectors", Section::HostCollectors),
+                ("hostAnalyzers", Section::HostAnalyzers),
+                ("collectors", Section::ClusterCollectors),
+                ("analyzers", Section::ClusterAnalyzers),
+            ],
+            DocumentKind::HostCollector => &[("collectors", Section::HostCollectors)],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    HostCollectors,
+    HostAnalyzers,
+    ClusterCollectors,
+    ClusterAnalyzers,
+}
+
 /// A parsed document.
 #[derive(Debug, Clone)]
 pub struct Document {
     pub origin: Origin,
+    pub kind: DocumentKind,
+    /// The collectors and analyzers that run on the host.
     pub collectors: Vec<Item>,
     pub analyzers: Vec<Item>,
+    /// A SupportBundle's in-cluster collectors and analyzers, run through `kubectl`.
+    pub cluster_collectors: Vec<Item>,
+    pub cluster_analyzers: Vec<Item>,
 }
 
 impl Document {
     /// Reads the rendered text of a HostPreflight.
     pub fn parse(origin: Origin, text: &str) -> Result<Self, PreflightError> {
+        Self::parse_as(origin, text, &[DocumentKind::HostPreflight])
+    }
+
+    /// Reads the rendered text of a document of one of `kinds`.
+    pub fn parse_as(
+        origin: Origin,
+        text: &str,
+        kinds: &[DocumentKind],
+    ) -> Result<Self, PreflightError> {
         let invalid = |line: Option<usize>, message: String| PreflightError::Invalid {
             at: origin.at(line),
             message,
@@ -126,41 +196,64 @@ impl Document {
                 format!("not YAML Berth can read: {error}; fix the file's YAML"),
             )
         })?;
-        Self::from_value(origin, text, value)
+        Self::from_value_as(origin, text, value, kinds)
     }
 
-    /// A document already read as a value (`spec.kurl.hostPreflights`); `text` is where its
-    /// lines are looked up, empty when it has none.
+    /// A HostPreflight already read as a value (`spec.kurl.hostPreflights`); `text` is where
+    /// its lines are looked up, empty when it has none.
     pub fn from_value(origin: Origin, text: &str, value: Value) -> Result<Self, PreflightError> {
+        Self::from_value_as(origin, text, value, &[DocumentKind::HostPreflight])
+    }
+
+    fn from_value_as(
+        origin: Origin,
+        text: &str,
+        value: Value,
+        kinds: &[DocumentKind],
+    ) -> Result<Self, PreflightError> {
         let invalid = |line: Option<usize>, message: String| PreflightError::Invalid {
             at: origin.at(line),
             message,
         };
+        let names: Vec<&str> = kinds.iter().map(|kind| kind.name()).collect();
         let Value::Object(mut top) = value else {
             return Err(invalid(
                 None,
-                "not a HostPreflight: expected a mapping with apiVersion, kind and spec".into(),
+                format!(
+                    "not a {}: expected a mapping with apiVersion, kind and spec",
+                    names.join(" or ")
+                ),
             ));
         };
         let api_version = top.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let kind = top.get("kind").and_then(Value::as_str).unwrap_or("");
-        if !api_version.starts_with("troubleshoot.sh/") || kind != "HostPreflight" {
+        let kind_name = top.get("kind").and_then(Value::as_str).unwrap_or("");
+        let kind = DocumentKind::from_name(kind_name).filter(|kind| kinds.contains(kind));
+        let Some(kind) = kind.filter(|_| api_version.starts_with("troubleshoot.sh/")) else {
             return Err(invalid(
                 Some(1),
                 format!(
-                    "apiVersion `{api_version}`, kind `{kind}`: Berth runs \
-                     `apiVersion: troubleshoot.sh/v1beta2`, `kind: HostPreflight`"
+                    "apiVersion `{api_version}`, kind `{kind_name}`: Berth runs \
+                     `apiVersion: troubleshoot.sh/v1beta2`, `kind: {}` here",
+                    names.join("` or `")
                 ),
             ));
-        }
+        };
         let mut spec = match top.remove("spec") {
             Some(Value::Object(spec)) => spec,
             None | Some(Value::Null) => Map::new(),
             Some(_) => return Err(invalid(None, "`spec` is not a mapping".into())),
         };
-        let lines = ItemLines::find(text);
-        let mut lists = Vec::new();
-        for section in ["collectors", "analyzers"] {
+        let section_names: Vec<&str> = kind.sections().iter().map(|(name, _)| *name).collect();
+        let lines = ItemLines::find(text, &section_names);
+        let mut document = Self {
+            origin: origin.clone(),
+            kind,
+            collectors: Vec::new(),
+            analyzers: Vec::new(),
+            cluster_collectors: Vec::new(),
+            cluster_analyzers: Vec::new(),
+        };
+        for &(section, goes_to) in kind.sections() {
             let entries = match spec.remove(section) {
                 Some(Value::Array(entries)) => entries,
                 None | Some(Value::Null) => Vec::new(),
@@ -215,26 +308,25 @@ impl Document {
                 };
                 items.push(Item { kind, line, fields });
             }
-            lists.push(items);
+            *match goes_to {
+                Section::HostCollectors => &mut document.collectors,
+                Section::HostAnalyzers => &mut document.analyzers,
+                Section::ClusterCollectors => &mut document.cluster_collectors,
+                Section::ClusterAnalyzers => &mut document.cluster_analyzers,
+            } = items;
         }
-        let analyzers = lists.pop().unwrap_or_default();
-        let collectors = lists.pop().unwrap_or_default();
-        Ok(Self {
-            origin,
-            collectors,
-            analyzers,
-        })
+        Ok(document)
     }
 }
 
-/// The lines entries of `collectors:` and `analyzers:` start on, found in the text: the YAML
-/// reader keeps no positions for values.
+/// The lines entries of each section (`collectors:`, `analyzers:`, …) start on, found in the
+/// text: the YAML reader keeps no positions for values.
 struct ItemLines {
     sections: Vec<(String, usize, Vec<usize>)>,
 }
 
 impl ItemLines {
-    fn find(text: &str) -> Self {
+    fn find(text: &str, names: &[&str]) -> Self {
         let mut sections: Vec<(String, usize, Vec<usize>)> = Vec::new();
         // The open section: its name, its key's indentation, its entries' dash indentation.
         let mut open: Option<(usize, Option<usize>)> = None;
@@ -260,7 +352,7 @@ impl ItemLines {
                 }
                 open = None;
             }
-            for name in ["collectors", "analyzers"] {
+            for name in names {
                 if let Some(rest) = trimmed.strip_prefix(name)
                     && rest.trim_start().starts_with(':')
                 {

@@ -1,8 +1,10 @@
 //! Host preflights: troubleshoot.sh `HostPreflight` documents, templated with `{{kurl …}}` as
 //! kURL templates them, and run natively: every collector and analyzer in Rust, no
 //! `preflight` binary. The installer runs them before any hook changes a node; add-on
-//! authors run a file directly with `berth preflight FILE`.
+//! authors run a file directly with `berth preflight FILE`. The same engine collects
+//! support bundles ([`bundle`]) from `SupportBundle` documents.
 
+pub mod bundle;
 pub mod checks;
 pub mod context;
 pub mod document;
@@ -16,7 +18,7 @@ use std::path::Path;
 
 pub use checks::Limits;
 pub use context::{Role, TemplateContext};
-pub use document::{Document, Origin};
+pub use document::{Document, DocumentKind, Origin};
 pub use remote_hosts::{hosts_from_params, remote_host_checks};
 pub use report::{CheckResult, Outcome, Report};
 pub use run::run;

@@ -21,6 +21,23 @@ const WORKERS: usize = 16;
 pub fn run(documents: &[Document], limits: &Limits) -> Result<Report, PreflightError> {
     let started = Instant::now();
     let mut report = Report::default();
+    let collected = collect(documents, limits, &|_| false, &mut report)?;
+    analyze(documents, &collected, &|_, _| None, &mut report)?;
+    report.milliseconds = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+/// What each value collector gathered, by result key.
+pub(crate) type Gathered = BTreeMap<Key, Collected>;
+
+/// Runs every collector of a kind [`checks`] knows; a kind neither it nor `elsewhere` runs
+/// is reported in `report`.
+pub(crate) fn collect(
+    documents: &[Document],
+    limits: &Limits,
+    elsewhere: &dyn Fn(&str) -> bool,
+    report: &mut Report,
+) -> Result<Gathered, PreflightError> {
     // Each result key's last collector, as troubleshoot's last file of a name wins.
     let mut planned: BTreeMap<Key, (&Item, &'static checks::Kind)> = BTreeMap::new();
     for (_, item, kind) in runnable(documents, Section::Collectors)? {
@@ -28,15 +45,29 @@ pub fn run(documents: &[Document], limits: &Limits) -> Result<Report, PreflightE
             Ok(kind) => {
                 planned.insert(kind.result_key(item.collector_name()), (item, kind));
             }
+            Err(_) if elsewhere(&item.kind) => {}
             Err(unknown) => report.results.push(unknown),
         }
     }
-    let collected = collect_all(&planned, limits);
+    Ok(collect_all(&planned, limits))
+}
+
+/// Runs every analyzer in order against what was collected; `elsewhere` answers for a kind
+/// [`checks`] does not know (`None`: nobody does).
+pub(crate) fn analyze(
+    documents: &[Document],
+    collected: &Gathered,
+    elsewhere: &dyn Fn(&Document, &Item) -> Option<Vec<CheckResult>>,
+    report: &mut Report,
+) -> Result<(), PreflightError> {
     for (document, item, kind) in runnable(documents, Section::Analyzers)? {
         let kind = match kind {
             Ok(kind) => kind,
             Err(unknown) => {
-                report.results.push(unknown);
+                match elsewhere(document, item) {
+                    Some(results) => report.results.extend(results),
+                    None => report.results.push(unknown),
+                }
                 continue;
             }
         };
@@ -91,8 +122,7 @@ pub fn run(documents: &[Document], limits: &Limits) -> Result<Report, PreflightE
             )),
         }
     }
-    report.milliseconds = started.elapsed().as_millis() as u64;
-    Ok(report)
+    Ok(())
 }
 
 /// A document's entry, with its kind or the result reporting it unknown.
@@ -128,7 +158,7 @@ fn runnable(documents: &[Document], section: Section) -> Result<Vec<Entry<'_>>, 
     Ok(entries)
 }
 
-fn default_title(kind: &checks::Kind, item: &Item) -> String {
+pub(crate) fn default_title(kind: &checks::Kind, item: &Item) -> String {
     match item.collector_name() {
         Some(name) if kind.titled_by_collector => format!("{} {name}", kind.title),
         _ => kind.title.to_string(),
@@ -163,7 +193,7 @@ fn brief(value: &Value) -> String {
     }
 }
 
-type Key = (String, String);
+pub(crate) type Key = (String, String);
 /// Collectors run one after another: each one's result key, fields and kind.
 type Lane<'a> = Vec<(&'a Key, &'a Map<String, Value>, &'static checks::Kind)>;
 

@@ -13,6 +13,7 @@ pub mod reset;
 pub mod rollback;
 pub mod rollout;
 pub mod status;
+pub mod support_bundle;
 pub mod unpack;
 
 use std::time::Duration;

@@ -6,8 +6,7 @@ use std::process::ExitCode;
 use berth::health::{HealthRecord, RuntimeOnce};
 use berth::last_installer::LastInstaller;
 use berth::layout::Layout;
-use berth::node_lock::NodeLock;
-use berth::state::{AddonState, Outcome, Reason, StateStore};
+use berth::state::{AddonState, Reason};
 use berth_formats::table::{self, Align};
 
 use crate::RootArgs;
@@ -48,25 +47,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
 
 fn show_once(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
-    let (mut states, damaged) = StateStore::new(layout.state_dir()).load_all()?;
-    // A run that was killed leaves its add-ons Installing (or Upgrading…): with no run holding
-    // the node's lock, say that it stopped.
-    if !NodeLock::is_held(&layout.lock_file()) {
-        for state in &mut states {
-            let running = state
-                .attempt
-                .as_ref()
-                .is_some_and(|attempt| attempt.outcome == Outcome::Running);
-            if running && state.progressing.as_ref().is_some_and(|p| p.status) {
-                let phase = state.attempt.as_ref().map_or("", |a| a.phase.name());
-                state.set_progressing(
-                    false,
-                    Reason::Interrupted,
-                    format!("the run stopped during {phase} and no run is under way; run the install again to continue"),
-                );
-            }
-        }
-    }
+    let (states, damaged) = berth::state::load_as_seen(&layout)?;
     // The other records are shown all the same; a damaged one is named, and the exit status
     // says something is wrong.
     let status = if damaged.is_empty() {

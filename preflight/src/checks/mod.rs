@@ -149,11 +149,11 @@ impl Kind {
 }
 
 /// One outcome as the spec writes it.
-struct SpecOutcome {
-    outcome: Outcome,
-    when: String,
-    message: String,
-    uri: String,
+pub(crate) struct SpecOutcome {
+    pub(crate) outcome: Outcome,
+    pub(crate) when: String,
+    pub(crate) message: String,
+    pub(crate) uri: String,
 }
 
 impl SpecOutcome {
@@ -169,7 +169,7 @@ impl SpecOutcome {
 }
 
 /// The outcomes of an analyzer, in order.
-fn outcomes(item: &Item) -> Result<Vec<SpecOutcome>, String> {
+pub(crate) fn outcomes(item: &Item) -> Result<Vec<SpecOutcome>, String> {
     let Some(list) = item.fields.get("outcomes") else {
         return Ok(Vec::new());
     };

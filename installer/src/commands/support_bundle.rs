@@ -1,0 +1,102 @@
+//! `berth support-bundle`: this node's bundle, as troubleshoot.sh's `support-bundle` writes a
+//! host bundle, redacted; its analysis summed up on the terminal.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use berth::layout::Layout;
+use berth::support_bundle::{self, Options};
+use berth_preflight::bundle::BundleLimits;
+
+use crate::RootArgs;
+
+#[derive(clap::Args)]
+pub struct SupportBundleArgs {
+    /// SupportBundle, HostCollector, HostPreflight or Redactor files (troubleshoot.sh/v1beta2)
+    /// to collect besides Berth's built-in spec and the add-ons' own.
+    #[arg(value_name = "SPEC")]
+    specs: Vec<PathBuf>,
+    /// Where to write the bundle (a .tar.gz); `support-bundle-<UTC time>.tar.gz` here if not given.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Journals and log files of this long ago at most (`2h`, `30m`, `3d`).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    since: Option<Duration>,
+    /// troubleshoot Redactor files, applied besides the default redactors.
+    #[arg(long = "redact", value_name = "FILE")]
+    redactors: Vec<PathBuf>,
+    /// The longest one program collector runs, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    collector_timeout: u64,
+    /// The most MiB the bundle's files hold together (one file keeps at most 64 MiB).
+    #[arg(long, value_name = "MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    max_size: u64,
+    /// Run filesystemPerformance collectors (they write to the disk; off by default).
+    #[arg(long)]
+    filesystem_performance: bool,
+    #[command(flatten)]
+    root: RootArgs,
+}
+
+impl SupportBundleArgs {
+    fn options(&self) -> Options {
+        Options {
+            specs: self.specs.clone(),
+            redactors: self.redactors.clone(),
+            since: self.since,
+            limits: BundleLimits {
+                collector_timeout: Duration::from_secs(self.collector_timeout),
+                total_bytes: self.max_size << 20,
+                filesystem_performance: self.filesystem_performance,
+                ..BundleLimits::default()
+            },
+        }
+    }
+}
+
+pub fn run(args: SupportBundleArgs) -> anyhow::Result<ExitCode> {
+    let layout = Layout::new(&args.root.root);
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(support_bundle::default_name()));
+    let terminal = std::io::stderr().is_terminal();
+    let progress = |what: &str| {
+        if terminal {
+            say!("berth: collecting {what}");
+        }
+    };
+    let collected = support_bundle::collect(&layout, &args.options(), &progress)?;
+    support_bundle::write(&collected, &output)?;
+    let files = collected.staging.files();
+    let bytes: u64 = files.values().map(|file| file.bytes).sum();
+    let redactions = collected.staging.redactions();
+    say!(
+        "berth: {} files ({} KiB before compression); {} values hidden by {} redactors, {} of them secrets Berth knows on this node",
+        files.len(),
+        bytes / 1024,
+        redactions.count(),
+        redactions.by_redactor.len(),
+        collected.secrets
+    );
+    for left_out in collected.staging.left_out() {
+        say!("berth: left out {left_out}: the bundle reached --max-size");
+    }
+    for result in &collected.report.results {
+        if matches!(
+            result.outcome,
+            berth_preflight::Outcome::Fail | berth_preflight::Outcome::Warn
+        ) {
+            say!(
+                "{} {}: {}",
+                result.outcome.word(),
+                result.title,
+                result.message
+            );
+        }
+    }
+    show!("{}", output.display());
+    Ok(ExitCode::SUCCESS)
+}

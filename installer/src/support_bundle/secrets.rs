@@ -1,0 +1,140 @@
+//! The secrets Berth knows on a node, hidden wherever they appear in a bundle: the join
+//! parameters marked secret (add-ons' tokens, the fleet's tokens), every value under a
+//! secret-looking field of the specs kept on the node and of `node.yaml`, and the values of
+//! secret-looking variables in the environment the bundle is collected from.
+
+use std::path::Path;
+
+use berth_preflight::bundle::redact::Redactor;
+use serde_json::Value;
+
+use crate::layout::Layout;
+
+/// Parts of a field or variable name that mark its value secret.
+const SECRET_WORDS: [&str; 9] = [
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "credential",
+    "apikey",
+    "privatekey",
+    "accesskey",
+    "auth",
+];
+
+/// A spec or node file read at most.
+const MAX_FILE_BYTES: usize = 4 << 20;
+
+/// Whether a field or variable called `name` holds a secret (`secretAccessKey`,
+/// `DB_PASSWORD`, `fleet-token`, `bootstrapToken`, `AWS_ACCESS_KEY_ID`).
+pub fn is_secret_name(name: &str) -> bool {
+    let plain: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    SECRET_WORDS.iter().any(|word| plain.contains(word))
+        || plain.ends_with("key") && !plain.ends_with("publickey")
+        || plain.contains("keyid")
+}
+
+/// Adds every secret Berth finds on the node under `layout` to `redactor`; how many.
+pub fn gather(layout: &Layout, redactor: &mut Redactor) -> usize {
+    let mut found = 0;
+    let mut hide = |name: &str, value: &str| {
+        if redactor.hide_value(name, value) {
+            found += 1;
+        }
+    };
+    // Join parameters marked secret.
+    if let Ok(file) = crate::join::JoinStore::new(layout.join_file()).load() {
+        for (key, param) in &file.params {
+            if param.secret || is_secret_name(key) {
+                hide(&format!("Berth join parameter {key}"), &param.value);
+            }
+        }
+    }
+    // Every spec kept on the node, the node's own fields, the fleet's records.
+    let mut files = vec![layout.node_config()];
+    if let Ok(entries) = fs_err::read_dir(layout.install_dir().join("installers")) {
+        for entry in entries.flatten() {
+            if let Ok(inner) = fs_err::read_dir(entry.path()) {
+                files.extend(inner.flatten().map(|file| file.path()));
+            }
+        }
+    }
+    for file in files {
+        for (name, value) in secret_fields(&file) {
+            hide(&format!("Berth spec field {name}"), &value);
+        }
+    }
+    for (name, value) in std::env::vars() {
+        if is_secret_name(&name) {
+            hide(&format!("Berth environment variable {name}"), &value);
+        }
+    }
+    found
+}
+
+/// The secret-looking fields of a YAML or JSON file (each document), with their values.
+fn secret_fields(path: &Path) -> Vec<(String, String)> {
+    let Ok(text) = berth_formats::files::read_to_string_at_most(path, MAX_FILE_BYTES as u64) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for document in serde_norway::Deserializer::from_str(&text) {
+        if let Ok(value) = <Value as serde::Deserialize>::deserialize(document) {
+            walk(&value, "", false, &mut found);
+        }
+    }
+    found
+}
+
+fn walk(value: &Value, name: &str, secret: bool, found: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                walk(child, key, secret || is_secret_name(key), found);
+            }
+        }
+        Value::Array(list) => {
+            for child in list {
+                walk(child, name, secret, found);
+            }
+        }
+        Value::String(text) if secret => found.push((name.to_string(), text.clone())),
+        Value::Number(number) if secret => found.push((name.to_string(), number.to_string())),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_are_told_from_plain_ones() {
+        for name in [
+            "secretAccessKey",
+            "DB_PASSWORD",
+            "fleet-token",
+            "bootstrapToken",
+            "AWS_ACCESS_KEY_ID",
+            "apiKey",
+            "registryAuth",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "version",
+            "port",
+            "PATH",
+            "publicKey",
+            "keys",
+            "monkeys_count",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! `berth support-bundle` on a node with real parts: demo on a real containerd, its container
+//! killed; an add-on whose last run failed; secrets planted in the spec, node.yaml, the join
+//! command, the fleet's tokens and the environment. The archive is opened with the system's
+//! tar and checked file by file against troubleshoot's layout.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use support::*;
+
+/// An add-on that prints its settings (its secret among them) and fails when told to.
+const KEEPER: &str = r#"
+function keeper() {
+    echo "keeper settings:"
+    set | grep '^KEEPER_' || true
+    if [ "${KEEPER_FAIL:-}" = "yes" ]; then
+        echo "keeper could not reach its store" >&2
+        return 1
+    fi
+}
+"#;
+
+const SPEC_SECRET: &str = "spec-secret-3f9a1c77";
+const NODE_SECRET: &str = "node-secret-8b2e4d19";
+const ENV_SECRET: &str = "env-secret-5c6d7e8f";
+
+fn spec(dir: &Path, file: &str, port: u16, fail: bool) -> PathBuf {
+    let path = dir.join(file);
+    fs_err::write(
+        &path,
+        format!(
+            "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: bundle\nspec:\n  demo:\n    version: 1.0.0\n    port: {port}\n  keeper:\n    version: 1.0.0\n    adminPassword: {SPEC_SECRET}\n    fail: \"{}\"\n",
+            if fail { "yes" } else { "no" }
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Every file below `dir`, by its path from `dir`, with its bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_file())
+        .map(|entry| {
+            let relative = entry
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .display()
+                .to_string();
+            (relative, fs_err::read(entry.path()).unwrap())
+        })
+        .collect()
+}
+
+fn json(files: &BTreeMap<String, Vec<u8>>, path: &str) -> serde_json::Value {
+    let bytes = files
+        .get(path)
+        .unwrap_or_else(|| panic!("no {path} among {:?}", files.keys().collect::<Vec<_>>()));
+    serde_json::from_slice(bytes).unwrap_or_else(|error| panic!("{path}: {error}"))
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
+#[test]
+fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wrong_and_holds_no_secret()
+ {
+    let containerd = Containerd::start();
+    let (_, mut dist) = TestDist::examples(&["demo"]);
+    dist.addon("keeper", "1.0.0", KEEPER);
+    let specs = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // A secret in the environment that hooks print (as a careless hook would).
+    let node = Node::new()
+        .env("CONTAINERD_ADDRESS", &containerd.socket)
+        .env("KEEPER_SERVICE_TOKEN", ENV_SECRET);
+    let node_config = node.root.path().join("etc/berth/node.yaml");
+    fs_err::create_dir_all(node_config.parent().unwrap()).unwrap();
+    fs_err::write(
+        &node_config,
+        format!("keeper:\n  apiToken: {NODE_SECRET}\n"),
+    )
+    .unwrap();
+
+    succeeded(&node.install(
+        &spec(specs.path(), "ok.yaml", port, false),
+        &dist.url(),
+        &[],
+    ));
+    // The fleet's tokens join the join command.
+    let fleet_address = format!("127.0.0.1:{}", free_port());
+    let serve = Server::spawn(
+        &mut node.command(&[
+            "fleet",
+            "serve",
+            "--listen",
+            &fleet_address,
+            "--name",
+            "first",
+        ]),
+        &specs.path().join("serve.log"),
+    );
+    let join_command = fleet_join_command(|| node.berth(&["join-command", "--airgap"]));
+    let join_file: serde_json::Value = serde_json::from_slice(
+        &fs_err::read(node.root.path().join("var/lib/berth/join.json")).unwrap(),
+    )
+    .unwrap();
+    let join_secrets: Vec<String> = join_file["params"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|param| param["secret"] == true)
+        .map(|param| param["value"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        join_secrets.len() >= 3,
+        "demo's token and the fleet's two: {join_file:#}"
+    );
+    let control_plane = text(
+        &node
+            .berth(&["join-command", "--airgap", "--control-plane"])
+            .stdout,
+    );
+    for secret in &join_secrets {
+        assert!(
+            join_command.contains(secret.as_str()) || control_plane.contains(secret.as_str()),
+            "{secret} is in a join command"
+        );
+    }
+    drop(serve);
+
+    // A run that fails: keeper's hook exits 1.
+    let failing = node.install(
+        &spec(specs.path(), "fail.yaml", port, true),
+        &dist.url(),
+        &[],
+    );
+    assert!(!failing.status.success(), "{}", printed(&failing));
+    // demo's container killed.
+    let status = node.status();
+    let id = status["demo"]["health"]["components"][0]["refs"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ctr = |arguments: &[&str]| {
+        let mut all = vec!["--namespace", "k8s.io"];
+        all.extend(arguments);
+        containerd.ctr(&all)
+    };
+    ctr(&["tasks", "kill", "--signal", "SIGKILL", &id]);
+    wait_until("the demo task to stop", Duration::from_secs(20), || {
+        !text(&ctr(&["tasks", "ls"]).stdout)
+            .lines()
+            .any(|line| line.starts_with(&id) && line.contains("RUNNING"))
+    });
+
+    let out = specs.path().join("bundle.tar.gz");
+    let output = node
+        .command(&["support-bundle", "--output", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = succeeded(&output);
+    assert!(said.contains("FAIL Add-on demo health"), "{said}");
+
+    // Opened by another reader: the system's tar.
+    let opened = tempfile::tempdir().unwrap();
+    let untar = std::process::Command::new("tar")
+        .args([
+            "xzf",
+            out.to_str().unwrap(),
+            "-C",
+            opened.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    succeeded(&untar);
+    let tops: Vec<String> = fs_err::read_dir(opened.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(tops, ["bundle"], "one top folder, named as the archive");
+    let root = opened.path().join("bundle");
+    let files = files(&root);
+
+    // troubleshoot's reader needs version.yaml at the root; its analysis is analysis.json.
+    let version = String::from_utf8(files["version.yaml"].clone()).unwrap();
+    assert!(
+        version.starts_with(
+            "apiVersion: troubleshoot.sh/v1beta2\nkind: SupportBundle\nspec:\n  versionNumber: "
+        ),
+        "{version}"
+    );
+    let analysis = json(&files, "analysis.json");
+    let entries = analysis.as_array().unwrap();
+    for entry in entries {
+        for key in ["name", "insight", "severity", "analyzerSpec"] {
+            assert!(entry.get(key).is_some(), "{key} of {entry:#}");
+        }
+        for key in ["name", "primary", "detail", "severity"] {
+            assert!(
+                entry["insight"].get(key).is_some(),
+                "insight.{key} of {entry:#}"
+            );
+        }
+    }
+    let insight = |primary: &str| {
+        entries
+            .iter()
+            .find(|entry| entry["insight"]["primary"] == primary)
+            .unwrap_or_else(|| panic!("no {primary} in {analysis:#}"))
+            .clone()
+    };
+    // What is wrong, said by the analyzers.
+    let health = insight("Add-on demo health");
+    assert_eq!(health["severity"], "error");
+    let detail = health["insight"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("Degraded") && detail.contains("component container"),
+        "{detail}"
+    );
+    assert!(detail.contains(&id), "the container is named: {detail}");
+    let run = insight("Add-on keeper run");
+    assert_eq!(run["severity"], "error");
+    let detail = run["insight"]["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains("its last run failed"), "{detail}");
+    // demo's part of that run did not finish: the run stopped at keeper.
+    let demo_run = insight("Add-on demo run");
+    assert!(
+        demo_run["insight"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the run stopped at keeper"),
+        "{demo_run:#}"
+    );
+
+    // The failing run's log, named by the analysis, is in the bundle.
+    let log_path = detail
+        .split_whitespace()
+        .find(|word| word.starts_with("host-collectors/berth/logs/") && word.ends_with(".log"))
+        .unwrap_or_else(|| panic!("no run log named in {detail}"));
+    let log = String::from_utf8_lossy(&files[log_path]).into_owned();
+    assert!(log.contains("keeper could not reach its store"), "{log}");
+    // Its settings were printed: the secret in them is hidden, the rest kept.
+    assert!(log.contains("KEEPER_FAIL=yes"), "{log}");
+    for name in [
+        "KEEPER_ADMIN_PASSWORD",
+        "KEEPER_SERVICE_TOKEN",
+        "KEEPER_API_TOKEN",
+    ] {
+        assert!(
+            log.contains(&format!("{name}=***HIDDEN***")),
+            "{name} in {log}"
+        );
+    }
+    assert!(files.contains_key("host-collectors/berth/logs/hooks.log"));
+
+    // The health record naming the component.
+    let record = json(&files, "host-collectors/berth/health/demo.json");
+    let degraded = record["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|condition| condition["type"] == "Degraded")
+        .unwrap();
+    assert_eq!(degraded["status"], "True", "{record:#}");
+    assert!(degraded["message"].as_str().unwrap().contains("container"));
+
+    // containerd's view of the container.
+    let tasks = String::from_utf8_lossy(&files["host-collectors/run-host/containerd-tasks.txt"])
+        .into_owned();
+    let task = tasks
+        .lines()
+        .find(|line| line.starts_with(&id))
+        .unwrap_or_else(|| panic!("{tasks}"));
+    assert!(task.contains("STOPPED"), "{task}");
+    let containers =
+        String::from_utf8_lossy(&files["host-collectors/run-host/containerd-containers.txt"])
+            .into_owned();
+    assert!(
+        containers.contains(&id) && containers.contains("docker.io/berth/demo:1.0.0"),
+        "{containers}"
+    );
+    let info = json(
+        &files,
+        "host-collectors/run-host/containerd-tasks-info.json",
+    );
+    assert_eq!(info["exitCode"], "0");
+    for key in ["command", "error", "outputDir", "input", "env"] {
+        assert!(info.get(key).is_some(), "{key} of {info:#}");
+    }
+    let demo_log = files
+        .keys()
+        .find(|path| path.starts_with("host-collectors/berth/addon-logs/demo/"))
+        .unwrap_or_else(|| {
+            panic!(
+                "demo's container log: {:?}",
+                files.keys().collect::<Vec<_>>()
+            )
+        });
+    assert!(demo_log.ends_with("container.log"));
+
+    // The host, where troubleshoot writes it.
+    let os = json(&files, "host-collectors/system/hostos_info.json");
+    for key in [
+        "name",
+        "kernelVersion",
+        "platformVersion",
+        "platform",
+        "platformFamily",
+    ] {
+        assert!(os.get(key).is_some(), "{key} of {os:#}");
+    }
+    assert!(
+        json(&files, "host-collectors/system/memory.json")["total"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        json(&files, "host-collectors/system/cpu.json")["logicalCount"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let usage = json(&files, "host-collectors/diskUsage/root.json");
+    assert!(usage["total_bytes"].as_u64().unwrap() > 0);
+    assert!(files.contains_key("host-collectors/run-host/ip-routes.txt"));
+    assert!(files.contains_key("host-collectors/run-host/uname.txt"));
+    assert!(files.contains_key("execution-data/summary.txt"));
+    // A collector that could not run is recorded, not fatal.
+    for (path, bytes) in files
+        .iter()
+        .filter(|(path, _)| path.starts_with("host-collectors/errors/"))
+    {
+        let error: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert!(path.ends_with("-error.json"), "{path}");
+        for key in ["collector", "error", "timestamp"] {
+            assert!(error.get(key).is_some(), "{key} of {path}");
+        }
+    }
+
+    // No secret anywhere, though the files that held them are in the bundle.
+    let spec_copy = files
+        .iter()
+        .find(|(path, _)| {
+            path.starts_with("host-collectors/berth/installers/")
+                && path.ends_with("installer.yaml")
+        })
+        .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+        .unwrap_or_else(|| {
+            panic!(
+                "the specs kept on the node: {:?}",
+                files
+                    .keys()
+                    .filter(|path| path.contains("installers"))
+                    .collect::<Vec<_>>()
+            )
+        });
+    assert!(
+        spec_copy.contains("adminPassword: ***HIDDEN***")
+            || spec_copy.contains("adminPassword: '***HIDDEN***'"),
+        "{spec_copy}"
+    );
+    let node_copy =
+        String::from_utf8_lossy(&files["host-collectors/berth/node/node.yaml"]).into_owned();
+    assert!(node_copy.contains("apiToken: ***HIDDEN***"), "{node_copy}");
+    let mut secrets: Vec<&str> = vec![SPEC_SECRET, NODE_SECRET, ENV_SECRET];
+    secrets.extend(join_secrets.iter().map(String::as_str));
+    for secret in secrets {
+        for (path, bytes) in &files {
+            assert!(!contains(bytes, secret), "{secret} is in {path}");
+        }
+    }
+    // And nowhere in the archive's own bytes (names, headers).
+    let raw = std::process::Command::new("sh")
+        .args(["-c", &format!("gzip -dc {}", out.display())])
+        .output()
+        .unwrap()
+        .stdout;
+    for secret in [SPEC_SECRET, NODE_SECRET, ENV_SECRET] {
+        assert!(!contains(&raw, secret), "{secret} in the archive");
+    }
+    // The fleet's key is never copied.
+    assert!(!files.keys().any(|path| path.ends_with("fleet.key")));
+
+    // Run twice: a second bundle at the same place replaces the first.
+    succeeded(
+        &node
+            .command(&["support-bundle", "--output", out.to_str().unwrap()])
+            .output()
+            .unwrap(),
+    );
+    ctr(&["tasks", "delete", "--force", &id]);
+    ctr(&["containers", "delete", &id]);
+}
