@@ -90,6 +90,10 @@ pub fn round(
     let work = match exchange(paths, &first_node, &poll)? {
         Response::Idle => return Ok(None),
         Response::Work { work } => work,
+        Response::Bundle { id, since_seconds } => {
+            crate::node::send_bundle(paths, host, &first_node, &id, since_seconds)?;
+            return Ok(Some((format!("support bundle {id}"), Outcome::Succeeded)));
+        }
         Response::NotRegistered { reason } => return Err(NotRegistered(reason).into()),
         other => bail!(
             "the first node at {} answered a poll with: {}",

@@ -126,6 +126,9 @@ pub trait Host: Sync {
     fn lock(&self, spec: &Path, pin: &Pin<'_>) -> anyhow::Result<Lock>;
     /// Runs the upgrade; `Ok(false)` when it ran and failed (its output is in the log).
     fn upgrade(&self, upgrade: Upgrade<'_>) -> anyhow::Result<bool>;
+    /// Collects the node's support bundle (journals and logs of `since` ago at most) into
+    /// the archive `into`.
+    fn support_bundle(&self, since: Option<Duration>, into: &Path) -> anyhow::Result<()>;
 }
 
 /// A join parameter to publish.

@@ -140,6 +140,16 @@ pub fn exchange(
     first_node: &FirstNode,
     request: &Request,
 ) -> anyhow::Result<Response> {
+    let mut connection = connect(paths, first_node)?;
+    connection.send(request)?;
+    Ok(connection.receive()?)
+}
+
+/// A connection to the first node, pinned to its key.
+fn connect(
+    paths: &FleetPaths,
+    first_node: &FirstNode,
+) -> anyhow::Result<channel::Connection<rustls::ClientConnection>> {
     let identity = Identity::load_or_create(&paths.dir)?;
     let address: SocketAddr = first_node
         .address
@@ -158,9 +168,81 @@ pub fn exchange(
             )
         })?;
     let config = channel::client_config(&identity, &first_node.pin)?;
-    let mut connection = channel::connect(config, address)?;
-    connection.send(request)?;
-    Ok(connection.receive()?)
+    Ok(channel::connect(config, address)?)
+}
+
+/// Collects this node's support bundle and sends it to the first node for request `id`, in
+/// parts, on one connection; a bundle that cannot be collected is said instead.
+pub fn send_bundle(
+    paths: &FleetPaths,
+    host: &dyn Host,
+    first_node: &FirstNode,
+    id: &str,
+    since_seconds: Option<u64>,
+) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    use berth_formats::fleet::BUNDLE_PART_BYTES;
+    use sha2::Digest as _;
+    use std::io::Read as _;
+    let folder = paths.dir.join("work");
+    fs_err::create_dir_all(&folder)?;
+    let archive = folder.join(format!("bundle-{id}.tar.gz"));
+    let collected =
+        host.support_bundle(since_seconds.map(std::time::Duration::from_secs), &archive);
+    let mut connection = connect(paths, first_node)?;
+    let mut say = |request: Request| -> anyhow::Result<()> {
+        connection.send(&request)?;
+        match connection.receive()? {
+            Response::Accepted => Ok(()),
+            other => bail!("the first node refused the bundle: {}", refusal(&other)),
+        }
+    };
+    let result = (|| -> anyhow::Result<()> {
+        if let Err(error) = collected {
+            let mut message = berth_formats::report::chain(error.as_ref());
+            message.truncate(berth_formats::fleet::MAX_MESSAGE);
+            return say(Request::BundlePart {
+                id: id.to_string(),
+                offset: 0,
+                data: String::new(),
+                last: true,
+                sha256: None,
+                error: Some(message),
+            });
+        }
+        let mut file = fs_err::File::open(&archive)?;
+        let length = file.metadata()?.len();
+        let mut hasher = sha2::Sha256::new();
+        let mut offset = 0u64;
+        let mut buffer = vec![0u8; BUNDLE_PART_BYTES];
+        loop {
+            let mut filled = 0;
+            while filled < buffer.len() {
+                let read = file.read(&mut buffer[filled..])?;
+                if read == 0 {
+                    break;
+                }
+                filled += read;
+            }
+            let part = &buffer[..filled];
+            hasher.update(part);
+            let last = offset + filled as u64 >= length;
+            say(Request::BundlePart {
+                id: id.to_string(),
+                offset,
+                data: base64::engine::general_purpose::STANDARD.encode(part),
+                last,
+                sha256: last.then(|| format!("sha256:{}", hex::encode(hasher.clone().finalize()))),
+                error: None,
+            })?;
+            offset += filled as u64;
+            if last {
+                return Ok(());
+            }
+        }
+    })();
+    let _ = fs_err::remove_file(&archive);
+    result
 }
 
 /// Where the node keeps the rollout configuration hash it last applied, by add-on.

@@ -22,6 +22,13 @@ pub const MAX_NODE_CONFIG: usize = 4 * 1024;
 /// The most bytes (as JSON) of one report's add-ons: what the first node keeps of a node.
 pub const MAX_REPORT: usize = 128 * 1024;
 
+/// The most bytes of one node's support bundle the first node takes.
+pub const MAX_NODE_BUNDLE: u64 = 2 << 30;
+/// The most bytes of a bundle one part carries: as base64 in JSON, well under a frame.
+pub const BUNDLE_PART_BYTES: usize = 512 * 1024;
+/// The most nodes one bundle request names.
+pub const MAX_BUNDLE_NODES: usize = 10_000;
+
 /// The join parameters that lead a new node to the first node.
 pub const ADDRESS_PARAM: &str = "fleet-address";
 pub const PIN_PARAM: &str = "fleet-pin";
@@ -65,6 +72,39 @@ pub enum Request {
         #[serde(default)]
         addons: Vec<AddonReport>,
     },
+    /// The first node's own command line asks nodes (by machine id) for their support
+    /// bundles: each is handed the request at its next poll, until `waitMs` has passed.
+    #[serde(rename_all = "camelCase")]
+    BundleAsk {
+        #[serde(deserialize_with = "plain_name")]
+        id: String,
+        nodes: Vec<String>,
+        #[serde(default)]
+        since_seconds: Option<u64>,
+        wait_ms: u64,
+    },
+    /// A node sends its bundle, in order, a part at a time: `data` is base64, `offset` where
+    /// it starts. The last part carries the whole bundle's sha256, or `error` when the node
+    /// could not collect one.
+    #[serde(rename_all = "camelCase")]
+    BundlePart {
+        #[serde(deserialize_with = "plain_name")]
+        id: String,
+        offset: u64,
+        #[serde(default)]
+        data: String,
+        #[serde(default)]
+        last: bool,
+        #[serde(default)]
+        sha256: Option<String>,
+        #[serde(default)]
+        error: Option<String>,
+    },
+    /// The first node's own command line is done with a request: later parts are refused.
+    BundleClose {
+        #[serde(deserialize_with = "plain_name")]
+        id: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +123,13 @@ pub enum Response {
     },
     /// The answer to a poll when it has not.
     Idle,
+    /// The answer to a poll when the first node asks for the node's support bundle.
+    #[serde(rename_all = "camelCase")]
+    Bundle {
+        id: String,
+        #[serde(default)]
+        since_seconds: Option<u64>,
+    },
     /// The answer to a removal.
     #[serde(rename_all = "camelCase")]
     Removed {
@@ -234,7 +281,37 @@ impl Request {
                     return Err(format!("a label is longer than {MAX_TEXT} bytes"));
                 }
             }
-            Request::Poll { .. } | Request::Remove { .. } => {}
+            Request::Poll { .. } | Request::Remove { .. } | Request::BundleClose { .. } => {}
+            Request::BundleAsk { nodes, .. } => {
+                if nodes.len() > MAX_BUNDLE_NODES {
+                    return Err(format!("more than {MAX_BUNDLE_NODES} nodes"));
+                }
+                if nodes.iter().any(|node| long(node)) {
+                    return Err(format!("a node is longer than {MAX_TEXT} bytes"));
+                }
+            }
+            Request::BundlePart {
+                data,
+                sha256,
+                error,
+                ..
+            } => {
+                // base64 is 4 bytes for every 3.
+                if data.len() > BUNDLE_PART_BYTES.div_ceil(3) * 4 {
+                    return Err(format!(
+                        "a bundle part is over the {BUNDLE_PART_BYTES} bytes allowed"
+                    ));
+                }
+                if sha256.as_deref().is_some_and(long) {
+                    return Err(format!("a field is longer than {MAX_TEXT} bytes"));
+                }
+                if error
+                    .as_ref()
+                    .is_some_and(|error| error.len() > MAX_MESSAGE)
+                {
+                    return Err(format!("a message is longer than {MAX_MESSAGE} bytes"));
+                }
+            }
             Request::Progress {
                 message, addons, ..
             } => {

@@ -187,6 +187,16 @@ impl Host for Node {
         }
         Ok(child.wait()?.success())
     }
+
+    /// Collected in this process, as `berth support-bundle` collects it.
+    fn support_bundle(&self, since: Option<Duration>, into: &Path) -> anyhow::Result<()> {
+        let options = crate::support_bundle::Options {
+            since,
+            ..Default::default()
+        };
+        let collected = crate::support_bundle::collect(&self.layout, &options, &|_| {})?;
+        crate::support_bundle::write(&collected, into)
+    }
 }
 
 /// An add-on as the first node sees it: versions, the Progressing reason, and the health

@@ -402,3 +402,174 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
     ctr(&["tasks", "delete", "--force", &id]);
     ctr(&["containers", "delete", &id]);
 }
+
+/// The untarred archive at `path`: its one top folder.
+fn untar(path: &Path, into: &Path) -> PathBuf {
+    succeeded(
+        &std::process::Command::new("tar")
+            .args(["xzf", path.to_str().unwrap(), "-C", into.to_str().unwrap()])
+            .output()
+            .unwrap(),
+    );
+    let tops: Vec<PathBuf> = fs_err::read_dir(into)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(tops.len(), 1, "{tops:?}");
+    tops[0].clone()
+}
+
+#[test]
+fn the_first_node_gathers_every_nodes_bundle_in_one_archive_and_names_a_node_cut_off() {
+    let (_, dist) = TestDist::examples(&["demo"]);
+    let spec = dist.spec("demo.yaml", &[("demo", "version: 1.0.0, port: 8080")]);
+    let fleet = support::fleet::Fleet::start_nodes(&dist, &spec, 3, Some(1));
+    let machines = &fleet.machines;
+    let first = &machines[0];
+    let work = tempfile::tempdir().unwrap();
+
+    // Every node answers: one archive, a folder per node, each a whole bundle.
+    let out = work.path().join("fleet.tar.gz");
+    let output = first.berth(&[
+        "support-bundle",
+        "--nodes",
+        "all",
+        "--wait",
+        "120s",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let said = succeeded(&output);
+    let opened = tempfile::tempdir().unwrap();
+    let root = untar(&out, opened.path());
+    let all = files(&root);
+    assert!(all.contains_key("version.yaml"), "{said}");
+    let nodes = json(&all, "nodes.json");
+    let lines: BTreeMap<String, String> = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| {
+            (
+                line["name"].as_str().unwrap().to_string(),
+                line["bundle"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("node-1", "collected"),
+            ("node-2", "collected"),
+            ("node-3", "collected")
+        ]
+        .map(|(name, bundle)| (name.to_string(), bundle.to_string()))
+        .into_iter()
+        .collect(),
+        "{nodes:#}"
+    );
+    for node in ["node-1", "node-2", "node-3"] {
+        for file in [
+            "version.yaml",
+            "analysis.json",
+            "host-collectors/berth/state/demo.json",
+            "host-collectors/system/hostos_info.json",
+        ] {
+            let path = format!("nodes/{node}/{file}");
+            assert!(
+                all.contains_key(&path),
+                "{path} in {:?}",
+                all.keys()
+                    .filter(|path| path.starts_with(&format!("nodes/{node}/host-collectors/berth")))
+                    .collect::<Vec<_>>()
+            );
+        }
+        // Each node's own records: its state says it joined, or installed.
+        let state = json(
+            &all,
+            &format!("nodes/{node}/host-collectors/berth/state/demo.json"),
+        );
+        assert_eq!(state["current"]["version"], "1.0.0");
+    }
+    let analysis = json(&all, "analysis.json");
+    for node in ["node-1", "node-2", "node-3"] {
+        let title = format!("{node}: Add-on demo run");
+        assert!(
+            analysis
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|entry| entry["insight"]["primary"] == title),
+            "{title} in {analysis:#}"
+        );
+    }
+    // What the first node took in is gone once the archive is written.
+    let received = first.root.path().join("var/lib/berth/fleet/bundles");
+    assert_eq!(fs_err::read_dir(&received).unwrap().count(), 0);
+
+    // node-3 cut off: listed as missing once the bound has passed, the others collected.
+    machines[2].host.set_link(false);
+    let again = work.path().join("cut.tar.gz");
+    let started = std::time::Instant::now();
+    let output = first.berth(&[
+        "support-bundle",
+        "--nodes",
+        "all",
+        "--wait",
+        "15s",
+        "--output",
+        again.to_str().unwrap(),
+    ]);
+    let took = started.elapsed();
+    let said = failed(&output);
+    assert!(
+        said.contains("node-3: missing: no bundle came within 15s"),
+        "{said}"
+    );
+    assert!(took < Duration::from_secs(75), "took {took:?}");
+    let opened = tempfile::tempdir().unwrap();
+    let root = untar(&again, opened.path());
+    let files = files(&root);
+    let nodes = json(&files, "nodes.json");
+    let bundle_of = |name: &str| {
+        nodes
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|line| line["name"] == name)
+            .unwrap()["bundle"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        [
+            bundle_of("node-1"),
+            bundle_of("node-2"),
+            bundle_of("node-3")
+        ],
+        ["collected", "collected", "missing"],
+        "{nodes:#}"
+    );
+    assert!(!files.keys().any(|path| path.starts_with("nodes/node-3/")));
+    let analysis = json(&files, "analysis.json");
+    assert!(
+        analysis
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(
+                |entry| entry["insight"]["primary"] == "node-3: support bundle"
+                    && entry["severity"] == "error"
+            ),
+        "{analysis:#}"
+    );
+    machines[2].host.set_link(true);
+
+    // A name the fleet does not know is refused, naming those it knows.
+    let error = failed(&first.berth(&["support-bundle", "--nodes", "node-9", "--wait", "5s"]));
+    assert!(
+        error.contains("no node of the fleet is called node-9") && error.contains("node-2"),
+        "{error}"
+    );
+}

@@ -25,10 +25,12 @@ use berth_formats::rollout::RolloutRecord;
 
 mod admin;
 mod admission;
+pub mod bundles;
 
 pub use admin::{Serving, age, check_first_node, nodes, prepare, remove};
 use admin::{forget, serve_lock};
 use admission::{Admission, MAX_UNREGISTERED_FRAME, Slot};
+use bundles::Bundles;
 
 use crate::channel::{self, ChannelError, Identity, Pin};
 use crate::log::FleetLog;
@@ -81,6 +83,7 @@ pub fn serve(
         own: identity.pin(),
         join,
         log: FleetLog::new(paths.log()),
+        bundles: Bundles::new(paths),
     });
     {
         let shared = shared.clone();
@@ -158,6 +161,8 @@ struct Shared {
     /// The node's join parameters: the tokens, and what a joined node's upgrade needs.
     join: Arc<dyn JoinParams>,
     log: FleetLog,
+    /// Support bundles the command line asked the nodes for.
+    bundles: Bundles,
 }
 
 impl Shared {
@@ -306,6 +311,9 @@ impl Shared {
         let result = (|| {
             let mut records = self.records();
             loop {
+                if let Some((id, since_seconds)) = self.bundles.for_node(machine) {
+                    return Ok(Response::Bundle { id, since_seconds });
+                }
                 if rollouts::has_work(&records, machine) {
                     let records = records.clone();
                     return self.work_for(&records, machine, primary);
@@ -425,6 +433,35 @@ impl Shared {
                 Err(error) => refused(berth_formats::report::chain(error.as_ref())),
             };
         }
+        match &request {
+            Request::BundleAsk { .. } | Request::BundleClose { .. } if *peer != self.own => {
+                return refused("only the first node itself asks for support bundles".into());
+            }
+            Request::BundleAsk {
+                id,
+                nodes,
+                since_seconds,
+                wait_ms,
+            } => {
+                let wait = Duration::from_millis(*wait_ms);
+                return match self.bundles.ask(id, nodes, *since_seconds, wait) {
+                    Ok(()) => {
+                        self.log
+                            .write(&format!("support bundle {id}: asked {} nodes", nodes.len()));
+                        // Held polls look again (under the lock they wait with).
+                        let _records = self.records();
+                        self.changed.notify_all();
+                        Response::Accepted
+                    }
+                    Err(reason) => refused(reason),
+                };
+            }
+            Request::BundleClose { id } => {
+                self.bundles.close(id);
+                return Response::Accepted;
+            }
+            _ => {}
+        }
         // Every other message comes from a registered key.
         let (machine, name, primary) = {
             let mut registry = self.registry();
@@ -453,9 +490,40 @@ impl Shared {
             }
         };
         match request {
-            Request::Register { .. } | Request::Remove { .. } | Request::Report { .. } => {
-                Response::Accepted
-            }
+            Request::Register { .. }
+            | Request::Remove { .. }
+            | Request::Report { .. }
+            | Request::BundleAsk { .. }
+            | Request::BundleClose { .. } => Response::Accepted,
+            Request::BundlePart {
+                id,
+                offset,
+                data,
+                last,
+                sha256,
+                error,
+            } => match self.bundles.part(
+                &machine,
+                &id,
+                offset,
+                &data,
+                last,
+                sha256.as_deref(),
+                error.as_deref(),
+            ) {
+                Ok(()) => {
+                    if last {
+                        let what = error.map_or_else(
+                            || "received".to_string(),
+                            |error| format!("none collected: {error}"),
+                        );
+                        self.log
+                            .write(&format!("{name} ({machine}): support bundle {id} {what}"));
+                    }
+                    Response::Accepted
+                }
+                Err(reason) => refused(reason),
+            },
             Request::Poll { wait_ms } => self
                 .poll(&machine, primary, Duration::from_millis(wait_ms))
                 .unwrap_or_else(|error| {

@@ -36,6 +36,14 @@ pub struct SupportBundleArgs {
     /// Run filesystemPerformance collectors (they write to the disk; off by default).
     #[arg(long)]
     filesystem_performance: bool,
+    /// On the fleet's first node: the other nodes' bundles too (`all`, or names), each
+    /// asked through its agent, in one archive with a folder per node.
+    #[arg(long, value_name = "all|NAME", num_args = 1..)]
+    nodes: Vec<String>,
+    /// With --nodes: how long to wait for the nodes' bundles (`90s`, `5m`); a node that has
+    /// not sent its bundle by then is listed as missing.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    wait: Duration,
     #[command(flatten)]
     root: RootArgs,
 }
@@ -68,6 +76,9 @@ pub fn run(args: SupportBundleArgs) -> anyhow::Result<ExitCode> {
             say!("berth: collecting {what}");
         }
     };
+    if !args.nodes.is_empty() {
+        return fleet_bundle(&args, &layout, &output, &progress);
+    }
     let collected = support_bundle::collect(&layout, &args.options(), &progress)?;
     support_bundle::write(&collected, &output)?;
     let files = collected.staging.files();
@@ -99,4 +110,62 @@ pub fn run(args: SupportBundleArgs) -> anyhow::Result<ExitCode> {
     }
     show!("{}", output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fleet's bundle: the nodes asked first (they collect while this node does), then this
+/// node's own, then each node's as it arrives, until every one answered or --wait passed.
+fn fleet_bundle(
+    args: &SupportBundleArgs,
+    layout: &Layout,
+    output: &std::path::Path,
+    progress: &(dyn Fn(&str) + Sync),
+) -> anyhow::Result<ExitCode> {
+    use berth_fleet::first_node::bundles::{self, Gathered};
+    let paths = berth::fleet::paths(layout);
+    let started = std::time::Instant::now();
+    let asked = bundles::ask(&paths, &args.nodes, args.since, args.wait)?;
+    say!(
+        "berth: asked {} nodes for their bundles ({}); waiting up to {}s",
+        asked.nodes.len(),
+        asked.id,
+        args.wait.as_secs()
+    );
+    let result = (|| {
+        let own = support_bundle::collect(layout, &args.options(), progress)?;
+        let gathered =
+            bundles::wait(
+                &paths,
+                &asked,
+                started + args.wait,
+                &|name, gathered| match gathered {
+                    Gathered::Collected(_) => say!("berth: {name}: bundle received"),
+                    Gathered::Failed(message) => say!("berth: {name}: no bundle: {message}"),
+                    Gathered::Missing => {}
+                },
+            );
+        support_bundle::fleet::write(
+            &own,
+            &asked.own_name,
+            &gathered,
+            args.wait,
+            output,
+            args.max_size << 20,
+        )
+    })();
+    bundles::close(&paths, &asked.id);
+    let lines = result?;
+    let mut complete = true;
+    for line in &lines {
+        if line.bundle != "collected" {
+            complete = false;
+            say!("berth: {}: {}: {}", line.name, line.bundle, line.message);
+        }
+    }
+    show!("{}", output.display());
+    // Every bundle that came is in the archive; one that did not is a failure to say.
+    Ok(if complete {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

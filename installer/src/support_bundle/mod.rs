@@ -8,6 +8,7 @@
 //! knows on the node ([`secrets`]).
 
 mod analysis;
+pub mod fleet;
 pub mod secrets;
 
 use std::path::{Path, PathBuf};

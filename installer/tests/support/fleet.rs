@@ -1,4 +1,4 @@
-//! Six hosts of a fleet for the rollout tests and benchmark: each a network namespace with
+//! The hosts of a fleet (six unless asked) for the rollout and support-bundle tests and benchmark: each a network namespace with
 //! its own containerd and Berth root. node-1 installs the spec and serves the fleet; node-2 …
 //! node-6 join it with its join command (node-2 and node-4 labelled canary); every node runs
 //! `berth fleet agent`.
@@ -212,8 +212,13 @@ impl Fleet {
     /// As [`Fleet::start`], the agents reporting every `interval` seconds (the agent's
     /// default unless given).
     pub fn start_with(dist: &TestDist, spec: &Path, interval: Option<u64>) -> Fleet {
+        Self::start_nodes(dist, spec, 6, interval)
+    }
+
+    /// As [`Fleet::start_with`], with `count` hosts.
+    pub fn start_nodes(dist: &TestDist, spec: &Path, count: usize, interval: Option<u64>) -> Fleet {
         let mut network = Network::new();
-        let machines: Vec<Machine> = (1..=6)
+        let machines: Vec<Machine> = (1..=count)
             .map(|number| Machine::start(network.host(), &format!("node-{number}")))
             .collect();
         let first = &machines[0];
@@ -265,12 +270,12 @@ impl Fleet {
             .map(|machine| machine.spawn(&agent, "agent.log"))
             .collect();
         wait_until(
-            "six nodes reporting demo 1.0.0",
+            "every node reporting demo 1.0.0",
             Duration::from_secs(60),
             || {
                 let nodes: Vec<serde_json::Value> =
                     serde_json::from_str(&stdout_of(&first.berth(&["nodes", "--json"]))).unwrap();
-                nodes.len() == 6
+                nodes.len() == count
                     && nodes
                         .iter()
                         .all(|node| node["addons"][0]["current"] == "1.0.0")

@@ -146,6 +146,20 @@ impl ArchiveWriter {
         self.builder.append_data(&mut header, name, bytes)
     }
 
+    /// Adds `size` bytes read from `reader` at `path` under the top folder.
+    pub fn add_reader(
+        &mut self,
+        path: &str,
+        reader: impl std::io::Read,
+        size: u64,
+        mode: u32,
+    ) -> std::io::Result<()> {
+        let mut header = self.header(size, mode);
+        let name = format!("{}/{path}", self.top);
+        self.builder
+            .append_data(&mut header, name, reader.take(size))
+    }
+
     /// Adds a file from disk at `path` under the top folder.
     pub fn add_file(&mut self, path: &str, source: &Path, mode: u32) -> std::io::Result<()> {
         let file = fs_err::File::open(source)?;

@@ -1,0 +1,380 @@
+//! Support bundles from the fleet: the first node's command line asks nodes for their
+//! bundles; the serving first node hands the request to each at its next poll and takes the
+//! parts each sends, in order, straight to a file (`fleet/bundles/<id>/<machine>.tar.gz`), so
+//! fifty nodes sending at once cost a part each in memory. A node that sends out of turn, past
+//! the bound, for a request it was not given, or after the request closed is refused.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use berth_formats::fleet::MAX_NODE_BUNDLE;
+use sha2::{Digest, Sha256};
+
+use crate::FleetPaths;
+
+/// How long past its wait a request is kept: parts still under way may end.
+const GRACE: Duration = Duration::from_secs(60);
+
+/// Where a node's bundle for request `id` is written, whole.
+pub fn bundle_file(paths: &FleetPaths, id: &str, machine: &str) -> PathBuf {
+    bundles_dir(paths)
+        .join(id)
+        .join(format!("{machine}.tar.gz"))
+}
+
+/// Where a node's word that it could not collect a bundle is written.
+pub fn error_file(paths: &FleetPaths, id: &str, machine: &str) -> PathBuf {
+    bundles_dir(paths).join(id).join(format!("{machine}.error"))
+}
+
+pub fn bundles_dir(paths: &FleetPaths) -> PathBuf {
+    paths.dir.join("bundles")
+}
+
+#[derive(Default)]
+struct NodeState {
+    handed: bool,
+    received: u64,
+    hasher: Sha256,
+    /// A part is being written: another at once is refused.
+    writing: bool,
+    done: bool,
+}
+
+struct Ask {
+    nodes: BTreeMap<String, NodeState>,
+    since_seconds: Option<u64>,
+    expires: Instant,
+}
+
+pub(super) struct Bundles {
+    dir: PathBuf,
+    asks: Mutex<BTreeMap<String, Ask>>,
+}
+
+impl Bundles {
+    pub(super) fn new(paths: &FleetPaths) -> Self {
+        Self {
+            dir: bundles_dir(paths),
+            asks: Mutex::default(),
+        }
+    }
+
+    fn asks(&self) -> MutexGuard<'_, BTreeMap<String, Ask>> {
+        let mut asks = self
+            .asks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = Instant::now();
+        asks.retain(|_, ask| ask.expires > now);
+        asks
+    }
+
+    pub(super) fn ask(
+        &self,
+        id: &str,
+        nodes: &[String],
+        since_seconds: Option<u64>,
+        wait: Duration,
+    ) -> Result<(), String> {
+        fs_err::create_dir_all(self.dir.join(id)).map_err(|error| error.to_string())?;
+        self.asks().insert(
+            id.to_string(),
+            Ask {
+                nodes: nodes
+                    .iter()
+                    .map(|node| (node.clone(), NodeState::default()))
+                    .collect(),
+                since_seconds,
+                expires: Instant::now() + wait + GRACE,
+            },
+        );
+        Ok(())
+    }
+
+    /// A request `machine` has not been handed yet: handed now.
+    pub(super) fn for_node(&self, machine: &str) -> Option<(String, Option<u64>)> {
+        let mut asks = self.asks();
+        for (id, ask) in asks.iter_mut() {
+            if let Some(state) = ask.nodes.get_mut(machine)
+                && !state.handed
+            {
+                state.handed = true;
+                return Some((id.clone(), ask.since_seconds));
+            }
+        }
+        None
+    }
+
+    pub(super) fn close(&self, id: &str) {
+        self.asks().remove(id);
+    }
+
+    /// Takes one part of `machine`'s bundle for request `id`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn part(
+        &self,
+        machine: &str,
+        id: &str,
+        offset: u64,
+        data: &str,
+        last: bool,
+        sha256: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<(), String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|error| format!("the part is not base64: {error}"))?;
+        {
+            let mut asks = self.asks();
+            let ask = asks
+                .get_mut(id)
+                .ok_or_else(|| format!("no bundle request {id} is open"))?;
+            let state = ask
+                .nodes
+                .get_mut(machine)
+                .filter(|state| state.handed)
+                .ok_or_else(|| format!("bundle request {id} did not ask this node"))?;
+            if state.done {
+                return Err(format!("this node's bundle for {id} is complete already"));
+            }
+            if state.writing || offset != state.received {
+                return Err(format!(
+                    "a part at {offset} out of turn: {} bytes were taken so far",
+                    state.received
+                ));
+            }
+            if state.received + bytes.len() as u64 > MAX_NODE_BUNDLE {
+                return Err(format!(
+                    "the bundle is over the {MAX_NODE_BUNDLE} bytes a node may send"
+                ));
+            }
+            state.writing = true;
+        }
+        let written = self.write(id, machine, offset, &bytes, error);
+        let mut asks = self.asks();
+        let Some(state) = asks.get_mut(id).and_then(|ask| ask.nodes.get_mut(machine)) else {
+            return Err(format!(
+                "bundle request {id} closed while the part was written"
+            ));
+        };
+        state.writing = false;
+        written?;
+        state.received += bytes.len() as u64;
+        state.hasher.update(&bytes);
+        if last {
+            state.done = true;
+            if error.is_some() {
+                return Ok(());
+            }
+            let digest = format!("sha256:{}", hex::encode(state.hasher.clone().finalize()));
+            let partial = self.partial(id, machine);
+            if sha256 != Some(digest.as_str()) {
+                let _ = fs_err::remove_file(&partial);
+                return Err(format!(
+                    "the bundle's sha256 is {digest}, not the {} the node said",
+                    sha256.unwrap_or("none")
+                ));
+            }
+            fs_err::rename(
+                &partial,
+                self.dir.join(id).join(format!("{machine}.tar.gz")),
+            )
+            .map_err(|error| error.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn partial(&self, id: &str, machine: &str) -> PathBuf {
+        self.dir.join(id).join(format!("{machine}.partial"))
+    }
+
+    fn write(
+        &self,
+        id: &str,
+        machine: &str,
+        offset: u64,
+        bytes: &[u8],
+        error: Option<&str>,
+    ) -> Result<(), String> {
+        if let Some(error) = error {
+            return fs_err::write(self.dir.join(id).join(format!("{machine}.error")), error)
+                .map_err(|error| error.to_string());
+        }
+        let path = self.partial(id, machine);
+        append(&path, offset, bytes).map_err(|error| error.to_string())
+    }
+}
+
+fn append(path: &Path, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    if file.metadata()?.len() != offset {
+        // A part of an earlier, broken attempt: start again from this one.
+        file.set_len(offset)?;
+    }
+    file.write_all(bytes)
+}
+
+/// What came of asking a node for its bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gathered {
+    /// Its archive, whole and as the node hashed it.
+    Collected(PathBuf),
+    /// The node said it could not collect one, and why.
+    Failed(String),
+    /// Nothing came within the bound.
+    Missing,
+}
+
+/// A request the command line made: its id, and the nodes it asked.
+#[derive(Debug)]
+pub struct Asked {
+    pub id: String,
+    pub nodes: Vec<berth_formats::fleet::NodeRecord>,
+    /// The first node's own name in its registry.
+    pub own_name: String,
+}
+
+/// On the first node: asks `which` nodes (names or machine ids; `all` for every node but
+/// the first) for their bundles, through the serving first node.
+pub fn ask(
+    paths: &FleetPaths,
+    which: &[String],
+    since: Option<Duration>,
+    wait: Duration,
+) -> anyhow::Result<Asked> {
+    use berth_formats::fleet::{Request, Response};
+    if super::check_first_node(paths)? != super::Serving::Yes {
+        anyhow::bail!(
+            "`berth fleet serve` is not running on this node: no other node can be asked for its bundle\nhint: start it, or run `berth support-bundle` without --nodes for this node's alone"
+        );
+    }
+    let registry = crate::registry::Registry::load(&paths.registry())?;
+    let others: Vec<&berth_formats::fleet::NodeRecord> = registry
+        .nodes()
+        .filter(|record| record.seen_from != super::ITSELF)
+        .collect();
+    let own_name = registry
+        .nodes()
+        .find(|record| record.seen_from == super::ITSELF)
+        .map_or_else(
+            || "first-node".to_string(),
+            |record| record.info.name.clone(),
+        );
+    let mut nodes = Vec::new();
+    if which.iter().any(|word| word == "all") {
+        nodes.extend(others.iter().map(|record| (*record).clone()));
+    } else {
+        for word in which {
+            let found: Vec<&&berth_formats::fleet::NodeRecord> = others
+                .iter()
+                .filter(|record| record.info.name == *word || record.info.machine_id == *word)
+                .collect();
+            match found[..] {
+                [record] => nodes.push((*record).clone()),
+                [] => {
+                    let known: Vec<&str> = others
+                        .iter()
+                        .map(|record| record.info.name.as_str())
+                        .collect();
+                    anyhow::bail!(
+                        "no node of the fleet is called {word}; it knows {}",
+                        if known.is_empty() {
+                            "no other node".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    );
+                }
+                _ => anyhow::bail!(
+                    "{} nodes are called {word}; name one by its machine id (`berth nodes --json`)",
+                    found.len()
+                ),
+            }
+        }
+    }
+    let id = format!("bundle-{}", crate::random_hex(6)?);
+    let request = Request::BundleAsk {
+        id: id.clone(),
+        nodes: nodes
+            .iter()
+            .map(|record| record.info.machine_id.clone())
+            .collect(),
+        since_seconds: since.map(|since| since.as_secs()),
+        wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+    };
+    let first_node = crate::node::first_node(paths)?;
+    match crate::node::exchange(paths, &first_node, &request)? {
+        Response::Accepted => Ok(Asked {
+            id,
+            nodes,
+            own_name,
+        }),
+        other => anyhow::bail!("{}", crate::node::refusal(&other)),
+    }
+}
+
+/// Waits until every node asked has sent its bundle or said why not, or until `deadline`;
+/// `arrived` hears of each node as its answer comes.
+pub fn wait(
+    paths: &FleetPaths,
+    asked: &Asked,
+    deadline: Instant,
+    arrived: &dyn Fn(&str, &Gathered),
+) -> Vec<(berth_formats::fleet::NodeRecord, Gathered)> {
+    let mut answers: BTreeMap<String, Gathered> = BTreeMap::new();
+    loop {
+        for record in &asked.nodes {
+            let machine = &record.info.machine_id;
+            if answers.contains_key(machine) {
+                continue;
+            }
+            let archive = bundle_file(paths, &asked.id, machine);
+            let error = error_file(paths, &asked.id, machine);
+            let gathered = if archive.exists() {
+                Gathered::Collected(archive)
+            } else if let Ok(message) = fs_err::read_to_string(&error) {
+                Gathered::Failed(message)
+            } else {
+                continue;
+            };
+            arrived(&record.info.name, &gathered);
+            answers.insert(machine.clone(), gathered);
+        }
+        if answers.len() == asked.nodes.len() || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    asked
+        .nodes
+        .iter()
+        .map(|record| {
+            let gathered = answers
+                .remove(&record.info.machine_id)
+                .unwrap_or(Gathered::Missing);
+            (record.clone(), gathered)
+        })
+        .collect()
+}
+
+/// Tells the serving first node the request is over (later parts are refused), and removes
+/// what it received.
+pub fn close(paths: &FleetPaths, id: &str) {
+    use berth_formats::fleet::Request;
+    if let Ok(first_node) = crate::node::first_node(paths) {
+        let _ = crate::node::exchange(
+            paths,
+            &first_node,
+            &Request::BundleClose { id: id.to_string() },
+        );
+    }
+    let _ = fs_err::remove_dir_all(bundles_dir(paths).join(id));
+}
