@@ -378,3 +378,90 @@ pub fn close(paths: &FleetPaths, id: &str) {
     }
     let _ = fs_err::remove_dir_all(bundles_dir(paths).join(id));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn parts_are_taken_in_turn_from_nodes_asked_and_checked_by_their_sha256() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = FleetPaths {
+            dir: dir.path().join("fleet"),
+            log_dir: dir.path().join("log"),
+        };
+        let bundles = Bundles::new(&paths);
+        let nodes = ["m1".to_string(), "m2".to_string()];
+        bundles
+            .ask("b1", &nodes, None, Duration::from_secs(60))
+            .unwrap();
+        // Not handed yet: a node that was not given the request is refused.
+        let refused = bundles.part("m1", "b1", 0, &encode(b"ab"), false, None, None);
+        assert!(refused.unwrap_err().contains("did not ask this node"));
+        assert_eq!(bundles.for_node("m1"), Some(("b1".to_string(), None)));
+        assert_eq!(bundles.for_node("m1"), None, "handed once");
+        assert_eq!(bundles.for_node("m3"), None, "a node not asked");
+        bundles
+            .part("m1", "b1", 0, &encode(b"hello "), false, None, None)
+            .unwrap();
+        // Out of turn.
+        let error = bundles
+            .part("m1", "b1", 0, &encode(b"again"), false, None, None)
+            .unwrap_err();
+        assert!(error.contains("out of turn"), "{error}");
+        assert!(
+            bundles
+                .part("m1", "b1", 6, "not base64!", false, None, None)
+                .is_err()
+        );
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(b"hello world")));
+        bundles
+            .part("m1", "b1", 6, &encode(b"world"), true, Some(&digest), None)
+            .unwrap();
+        assert_eq!(
+            fs_err::read(bundle_file(&paths, "b1", "m1")).unwrap(),
+            b"hello world"
+        );
+        assert!(
+            bundles
+                .part("m1", "b1", 11, &encode(b"!"), true, None, None)
+                .is_err(),
+            "complete"
+        );
+        // A wrong digest keeps nothing.
+        bundles.for_node("m2").unwrap();
+        let error = bundles
+            .part("m2", "b1", 0, &encode(b"x"), true, Some("sha256:00"), None)
+            .unwrap_err();
+        assert!(error.contains("not the sha256:00"), "{error}");
+        assert!(!bundle_file(&paths, "b1", "m2").exists());
+        // A closed request takes nothing more.
+        bundles
+            .ask("b2", &nodes, None, Duration::from_secs(60))
+            .unwrap();
+        bundles.for_node("m2").unwrap();
+        bundles.close("b2");
+        assert!(
+            bundles
+                .part("m2", "b2", 0, &encode(b"x"), false, None, None)
+                .unwrap_err()
+                .contains("no bundle request")
+        );
+        // A node that could not collect says why.
+        bundles
+            .ask("b3", &nodes, None, Duration::from_secs(60))
+            .unwrap();
+        bundles.for_node("m1").unwrap();
+        bundles
+            .part("m1", "b3", 0, "", true, None, Some("disk full"))
+            .unwrap();
+        assert_eq!(
+            fs_err::read_to_string(error_file(&paths, "b3", "m1")).unwrap(),
+            "disk full"
+        );
+    }
+}

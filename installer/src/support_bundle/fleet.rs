@@ -210,3 +210,65 @@ fn copy_node_archive(
     }
     Ok(analysis)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A gzip'd tar of `entries` (raw names, as a crafted archive may hold them).
+    fn crafted(path: &Path, entries: &[(&str, &[u8])]) {
+        let file = fs_err::File::create(path).unwrap().into_parts().0;
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            file,
+            flate2::Compression::fast(),
+        ));
+        for (name, bytes) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_cksum();
+            builder.append(&header, *bytes).unwrap();
+        }
+        builder.into_inner().unwrap().finish().unwrap();
+    }
+
+    /// An archive's entries, and what reading it must say (nothing: it is taken).
+    type Case<'a> = (&'a [(&'a str, &'a [u8])], &'a str);
+
+    #[test]
+    fn a_nodes_archive_is_read_as_untrusted_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.tar.gz");
+        let cases: [Case; 4] = [
+            (&[("b/../../etc/cron.d/x", b"x")], "not a path inside"),
+            (&[("top-level-file", b"x")], "not under the bundle's folder"),
+            (&[("b/big", &[0u8; 4096])], "more than 1000 bytes"),
+            (
+                &[
+                    ("b/version.yaml", b"v"),
+                    ("b/analysis.json", b"[{\"insight\": {\"primary\": \"x\"}}]"),
+                ],
+                "",
+            ),
+        ];
+        for (entries, expected) in cases {
+            let node = dir.path().join("node.tar.gz");
+            crafted(&node, entries);
+            let mut writer = archive::ArchiveWriter::create(&out, "fleet").unwrap();
+            let result = copy_node_archive(&node, &mut writer, "nodes/n", 1000);
+            writer.finish().unwrap();
+            match result {
+                Ok(analysis) => {
+                    assert!(expected.is_empty(), "{entries:?} was taken");
+                    assert_eq!(titled("n", analysis)[0]["insight"]["primary"], "n: x");
+                }
+                Err(error) => assert!(
+                    !expected.is_empty() && error.to_string().contains(expected),
+                    "{entries:?}: {error}"
+                ),
+            }
+        }
+    }
+}

@@ -217,11 +217,16 @@ fn documents_of(
                 .map_err(anyhow::Error::msg)?;
             continue;
         }
-        documents.push(Document::parse_as(
-            Origin::new(name, path.map(Path::to_path_buf)),
-            part,
-            &KINDS,
-        )?);
+        let document =
+            Document::parse_as(Origin::new(name, path.map(Path::to_path_buf)), part, &KINDS)
+                .map_err(|error| match error {
+                    // Said as a bundle's file, not a host preflight's.
+                    berth_preflight::PreflightError::Invalid { at, message } => {
+                        anyhow::anyhow!("{at}: {message}")
+                    }
+                    other => other.into(),
+                })?;
+        documents.push(document);
     }
     Ok(documents)
 }

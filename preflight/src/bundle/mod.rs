@@ -29,6 +29,9 @@ use crate::document::{Document, Item};
 use crate::report::{CheckResult, Report};
 use redact::{RedactionList, Redactor};
 
+/// File collectors run at once: most of their time is spent waiting on the programs they run.
+const FILE_WORKERS: usize = 8;
+
 /// The bounds a bundle keeps to.
 #[derive(Debug, Clone)]
 pub struct BundleLimits {
@@ -268,7 +271,7 @@ pub fn collect(
             }
         }
     }
-    // The collectors that write files, a few at once.
+    // The collectors that write files, several at once.
     let mut file_items: Vec<&Item> = Vec::new();
     for document in documents {
         for item in &document.collectors {
@@ -279,7 +282,7 @@ pub fn collect(
     }
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        for _ in 0..4.min(file_items.len()) {
+        for _ in 0..FILE_WORKERS.min(file_items.len()) {
             scope.spawn(|| {
                 while let Some(item) = file_items.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let title = title(item);
