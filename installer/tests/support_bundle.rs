@@ -41,7 +41,7 @@ fn spec(dir: &Path, file: &str, port: u16, fail: bool) -> PathBuf {
 }
 
 /// Every file below `dir`, by its path from `dir`, with its bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+fn bundle_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     walkdir::WalkDir::new(dir)
         .into_iter()
         .filter_map(Result::ok)
@@ -189,7 +189,7 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
         .collect();
     assert_eq!(tops, ["bundle"], "one top folder, named as the archive");
     let root = opened.path().join("bundle");
-    let files = files(&root);
+    let files = bundle_files(&root);
 
     // troubleshoot's reader needs version.yaml at the root; its analysis is analysis.json.
     let version = String::from_utf8(files["version.yaml"].clone()).unwrap();
@@ -442,7 +442,7 @@ fn the_first_node_gathers_every_nodes_bundle_in_one_archive_and_names_a_node_cut
     let said = succeeded(&output);
     let opened = tempfile::tempdir().unwrap();
     let root = untar(&out, opened.path());
-    let all = files(&root);
+    let all = bundle_files(&root);
     assert!(all.contains_key("version.yaml"), "{said}");
     let nodes = json(&all, "nodes.json");
     let lines: BTreeMap<String, String> = nodes
@@ -529,7 +529,7 @@ fn the_first_node_gathers_every_nodes_bundle_in_one_archive_and_names_a_node_cut
     assert!(took < Duration::from_secs(75), "took {took:?}");
     let opened = tempfile::tempdir().unwrap();
     let root = untar(&again, opened.path());
-    let files = files(&root);
+    let files = bundle_files(&root);
     let nodes = json(&files, "nodes.json");
     let bundle_of = |name: &str| {
         nodes
@@ -571,5 +571,189 @@ fn the_first_node_gathers_every_nodes_bundle_in_one_archive_and_names_a_node_cut
     assert!(
         error.contains("no node of the fleet is called node-9") && error.contains("node-2"),
         "{error}"
+    );
+}
+
+/// A kURL add-on's file among the fixtures, read in place.
+fn kurl_fixture(path: &str) -> PathBuf {
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/kurl-addons/addons");
+    let path = fixtures.join(path);
+    assert!(
+        path.is_file(),
+        "the kURL fixture {} is missing",
+        path.display()
+    );
+    path
+}
+
+fn object(kind: &str, namespace: &str, name: &str, rest: serde_json::Value) -> serde_json::Value {
+    let mut object = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
+    });
+    for (key, value) in rest.as_object().unwrap() {
+        if key == "metadata" {
+            for (field, value) in value.as_object().unwrap() {
+                object["metadata"][field] = value.clone();
+            }
+        } else {
+            object[key] = value.clone();
+        }
+    }
+    object
+}
+
+fn pod(
+    namespace: &str,
+    name: &str,
+    label: (&str, &str),
+    container: &str,
+    log: &str,
+) -> serde_json::Value {
+    object(
+        "Pod",
+        namespace,
+        name,
+        serde_json::json!({
+            "metadata": {
+                "labels": {label.0: label.1},
+                "annotations": {format!("test.berth/log-{container}"): log},
+            },
+            "spec": {"containers": [{"name": container, "image": "x"}]},
+        }),
+    )
+}
+
+#[test]
+fn kurls_in_cluster_collectors_run_through_kubectl_as_their_specs_say() {
+    // An add-on carrying kURL's registry and flannel troubleshoot specs, as kURL ships them.
+    let (_, mut dist) = TestDist::examples(&[]);
+    let folder = dist.addon("kurlish", "1.0.0", "function kurlish() { :; }\n");
+    fs_err::copy(
+        kurl_fixture("registry/3.1.1/tmpl-troubleshoot.yaml"),
+        folder.join("tmpl-troubleshoot.yaml"),
+    )
+    .unwrap();
+    fs_err::create_dir_all(folder.join("yaml")).unwrap();
+    fs_err::copy(
+        kurl_fixture("flannel/0.28.7/yaml/troubleshoot.yaml"),
+        folder.join("yaml/troubleshoot.yaml"),
+    )
+    .unwrap();
+    dist.package(&folder);
+    dist.write_versions();
+    let spec = dist.spec("kurlish.yaml", &[("kurlish", "version: 1.0.0")]);
+    let api = KubernetesApi::start(vec![
+        object("Namespace", "", "kurl", serde_json::json!({})),
+        object(
+            "ConfigMap",
+            "kurl",
+            "registry-config",
+            serde_json::json!({"data": {"config.yml": "http:\n  addr: :443\n"}}),
+        ),
+        object(
+            "Secret",
+            "kurl",
+            "registry-pki",
+            serde_json::json!({"data": {"registry.crt": "Q0VSVElGSUNBVEU=", "registry.key": "S0VZ"}}),
+        ),
+        pod(
+            "kurl",
+            "registry-7d9c",
+            ("app", "registry"),
+            "registry",
+            "registry listening on :443\n",
+        ),
+        pod(
+            "kube-flannel",
+            "kube-flannel-ds-x2b",
+            ("app", "flannel"),
+            "kube-flannel",
+            "E1126 failed to read net conf: open /etc/kube-flannel/net-conf.json: no such file\n",
+        ),
+    ]);
+
+    // Without a kubeconfig: listed as not run, and why.
+    let node = Node::new();
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("none.tar.gz");
+    succeeded(&node.berth(&["support-bundle", "--output", out.to_str().unwrap()]));
+    let opened = tempfile::tempdir().unwrap();
+    let files = bundle_files(&untar(&out, opened.path()));
+    let record = json(&files, "collector-errors/in-cluster-error.json");
+    assert!(
+        record["error"]
+            .as_str()
+            .unwrap()
+            .contains("no admin kubeconfig"),
+        "{record:#}"
+    );
+    assert!(record.to_string().contains("registry-config"), "{record:#}");
+
+    // With the admin kubeconfig: each collector as its spec says, where troubleshoot puts it.
+    let kubeconfig = node.root.path().join("etc/kubernetes/admin.conf");
+    fs_err::create_dir_all(kubeconfig.parent().unwrap()).unwrap();
+    fs_err::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let out = work.path().join("cluster.tar.gz");
+    let output = node
+        .command(&["support-bundle", "--output", out.to_str().unwrap()])
+        .env("HOME", node.root.path().join("root"))
+        .output()
+        .unwrap();
+    succeeded(&output);
+    let opened = tempfile::tempdir().unwrap();
+    let files = bundle_files(&untar(&out, opened.path()));
+    let config = json(&files, "configmaps/kurl/registry-config.json");
+    assert_eq!(config["configMapExists"], true, "{config:#}");
+    assert!(
+        config["data"]["config.yml"]
+            .as_str()
+            .unwrap()
+            .contains("http:")
+    );
+    let missing = json(&files, "configmaps/kurl/registry-velero-config.json");
+    assert_eq!(missing["configMapExists"], false, "{missing:#}");
+    let pki = json(&files, "secrets/kurl/registry-pki/registry.crt.json");
+    assert_eq!(
+        (
+            pki["secretExists"].clone(),
+            pki["keyExists"].clone(),
+            pki["value"].clone()
+        ),
+        (true.into(), true.into(), "CERTIFICATE".into()),
+        "{pki:#}"
+    );
+    let log = String::from_utf8_lossy(&files["kurl/registry/logs/registry-7d9c/registry.log"])
+        .into_owned();
+    assert_eq!(log, "registry listening on :443\n");
+    assert!(files.contains_key("kots/kurl/flannel/kube-flannel-ds-x2b/kube-flannel.log"));
+    // kURL's own analyzers read what was collected: flannel's says what is wrong.
+    let analysis = json(&files, "analysis.json");
+    let flannel = analysis
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["insight"]["primary"] == "Flannel: can read net-conf.json")
+        .unwrap_or_else(|| panic!("{analysis:#}"));
+    assert_eq!(flannel["severity"], "error", "{flannel:#}");
+    assert_eq!(flannel["insight"]["detail"], "failed to read net-conf.json");
+    let rbac = analysis
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["insight"]["primary"] == "Flannel: has access")
+        .unwrap();
+    assert_eq!(rbac["severity"], "debug", "{rbac:#}");
+    // kubectl asked the API for what the specs name, with the selectors they give.
+    let requests = api.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|request| request.contains("/namespaces/kurl/pods")
+                && request.contains("labelSelector=app%3Dregistry")),
+        "{requests:#?}"
     );
 }

@@ -1,6 +1,7 @@
-//! A Kubernetes API server on loopback for the real `kubectl`: it answers discovery and
-//! `get` (one object, or a list selected by namespace and equality label selectors) from the
-//! objects it holds, which a test swaps at will. No cluster runs on these machines, so objects
+//! A Kubernetes API server on loopback for the real `kubectl`: it answers discovery, `get`
+//! (one object, or a list selected by namespace and equality label selectors) from the
+//! objects it holds, which a test swaps at will, and `logs` of a pod's container from the
+//! pod's annotation `test.berth/log-<container>`. No cluster runs on these machines, so objects
 //! come from files; only what `kubectl get` asks is served, and every request is recorded.
 //! It speaks plain HTTP and asks for no credentials (kubectl sends a token over TLS alone):
 //! the kubeconfig that names it is how kubectl finds it.
@@ -20,7 +21,31 @@ struct Resource {
     namespaced: bool,
 }
 
-const RESOURCES: [Resource; 5] = [
+const RESOURCES: [Resource; 9] = [
+    Resource {
+        kind: "Pod",
+        group_version: "v1",
+        plural: "pods",
+        namespaced: true,
+    },
+    Resource {
+        kind: "ConfigMap",
+        group_version: "v1",
+        plural: "configmaps",
+        namespaced: true,
+    },
+    Resource {
+        kind: "Secret",
+        group_version: "v1",
+        plural: "secrets",
+        namespaced: true,
+    },
+    Resource {
+        kind: "Node",
+        group_version: "v1",
+        plural: "nodes",
+        namespaced: false,
+    },
     Resource {
         kind: "Namespace",
         group_version: "v1",
@@ -121,6 +146,20 @@ fn serve(stream: TcpStream, objects: &Mutex<Vec<Value>>, requests: &Mutex<Vec<St
         let mut words = line.split_whitespace();
         let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
         requests.lock().unwrap().push(format!("{method} {target}"));
+        if method == "GET"
+            && let Some(text) = pod_log(target, &objects.lock().unwrap())
+        {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+                text.len()
+            );
+            if writer.write_all(head.as_bytes()).is_err()
+                || writer.write_all(text.as_bytes()).is_err()
+            {
+                return;
+            }
+            continue;
+        }
         let (code, body) = if method != "GET" {
             status(405, "MethodNotAllowed", format!("{method} is not served"))
         } else if target.split('?').next() == Some("/version") {
@@ -141,6 +180,30 @@ fn serve(stream: TcpStream, objects: &Mutex<Vec<Value>>, requests: &Mutex<Vec<St
             return;
         }
     }
+}
+
+/// `…/namespaces/<ns>/pods/<pod>/log?container=<c>`: the pod's annotation for the container.
+fn pod_log(target: &str, objects: &[Value]) -> Option<String> {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let ["api", "v1", "namespaces", namespace, "pods", name, "log"] = parts[..] else {
+        return None;
+    };
+    let container = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(key, _)| key == "container")
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default();
+    let pod = objects.iter().find(|object| {
+        object["kind"] == "Pod"
+            && object["metadata"]["namespace"] == namespace
+            && object["metadata"]["name"] == name
+    })?;
+    Some(
+        pod["metadata"]["annotations"][format!("test.berth/log-{container}")]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    )
 }
 
 /// A `Status` object, as the API server answers errors.

@@ -8,6 +8,7 @@
 //! knows on the node ([`secrets`]).
 
 mod analysis;
+pub mod cluster;
 pub mod fleet;
 pub mod secrets;
 
@@ -112,13 +113,15 @@ pub fn collect(
             continue;
         };
         let folder = layout.addon_dir(&state.name, &current.target.version);
+        let name = format!("{} {}", state.name, current.target.version);
+        // kURL's add-ons ship theirs as Kubernetes objects, for the cluster.
+        documents.extend(cluster::kurl_documents(&folder, &name));
         let file = folder.join(ADDON_FILE);
         if file.is_file() {
             let text = berth_formats::files::read_to_string_at_most(
                 &file,
                 berth_preflight::document::MAX_DOCUMENT_BYTES as u64,
             )?;
-            let name = format!("{} {}", state.name, current.target.version);
             documents.extend(documents_of(
                 &name,
                 Some(&file),
@@ -170,6 +173,25 @@ pub fn collect(
     limits.since = options.since.map(|since| SystemTime::now() - since);
     let staging = Staging::new(&folder.path().join("bundle"), redactor, limits)?;
     let mut report = bundle::collect(&documents, &staging, progress)?;
+    progress("in-cluster collectors");
+    cluster::collect(
+        layout,
+        &documents,
+        &staging,
+        options.limits.collector_timeout,
+    );
+    let mut skipped = Vec::new();
+    report
+        .results
+        .extend(bundle::analyze_cluster(&documents, &staging, &mut skipped));
+    if !skipped.is_empty() {
+        let record =
+            serde_json::json!({"error": "analyzers Berth does not run", "analyzers": skipped});
+        let _ = staging.write(
+            "collector-errors/analyzers-not-run.json",
+            record.to_string().as_bytes(),
+        );
+    }
     report.results.extend(analysis::addons(&states, &health));
     report.results.extend(analysis::host_preflights(layout));
     for damage in damaged {

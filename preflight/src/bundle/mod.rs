@@ -9,7 +9,7 @@
 //! on without it.
 
 pub mod archive;
-mod command;
+pub mod command;
 mod host_files;
 pub mod paths;
 pub mod redact;
@@ -182,7 +182,8 @@ impl Staging {
         let _ = self.write(&path, record.to_string().as_bytes());
     }
 
-    fn ran(&self, title: &str, status: char, started: Instant) {
+    /// Records a collector's line in the execution summary.
+    pub fn ran(&self, title: &str, status: char, started: Instant) {
         self.state().collectors.push(CollectorRun {
             title: title.to_string(),
             status,
@@ -311,8 +312,31 @@ pub fn collect(
     Ok(report)
 }
 
+/// The in-cluster analyzers of `documents` that read the bundle's files (`textAnalyze`),
+/// run over what was collected; the kinds Berth does not run are named in `skipped`.
+pub fn analyze_cluster(
+    documents: &[Document],
+    staging: &Staging,
+    skipped: &mut Vec<String>,
+) -> Vec<CheckResult> {
+    let mut results = Vec::new();
+    for document in documents {
+        for item in &document.cluster_analyzers {
+            if item.excluded(&document.origin).unwrap_or(true) {
+                continue;
+            }
+            if reads_files(&item.kind) {
+                results.extend(text_analyze::analyze(document, item, staging.root()));
+            } else {
+                skipped.push(format!("{} ({})", item.kind, document.origin.at(item.line)));
+            }
+        }
+    }
+    results
+}
+
 /// A collector's title: its name, else troubleshoot's title for its kind.
-fn title(item: &Item) -> String {
+pub fn title(item: &Item) -> String {
     if let Some(name) = item.collector_name().filter(|name| !name.is_empty()) {
         return name.to_string();
     }
