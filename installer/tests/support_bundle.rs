@@ -173,22 +173,8 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
 
     // Opened by another reader: the system's tar.
     let opened = tempfile::tempdir().unwrap();
-    let untar = std::process::Command::new("tar")
-        .args([
-            "xzf",
-            out.to_str().unwrap(),
-            "-C",
-            opened.path().to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    succeeded(&untar);
-    let tops: Vec<String> = fs_err::read_dir(opened.path())
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(tops, ["bundle"], "one top folder, named as the archive");
-    let root = opened.path().join("bundle");
+    let root = untar(&out, opened.path());
+    assert!(root.ends_with("bundle"), "one top folder, named as the archive: {root:?}");
     let files = bundle_files(&root);
 
     // troubleshoot's reader needs version.yaml at the root; its analysis is analysis.json.
@@ -308,6 +294,32 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
         });
     assert!(demo_log.ends_with("container.log"));
 
+    // Every file where troubleshoot's layout puts one (pkg/collect/host_*.go, result.go).
+    let documented = [
+        "version.yaml",
+        "analysis.json",
+        "execution-data/summary.txt",
+        "execution-data/redactions.json",
+        "host-collectors/system/",
+        "host-collectors/run-host/",
+        "host-collectors/journald/",
+        "host-collectors/errors/",
+        "host-collectors/diskUsage/",
+        // copy collectors: host-collectors/<collectorName>/<base name>
+        "host-collectors/berth/",
+        "host-collectors/os-release/",
+    ];
+    for path in files.keys() {
+        assert!(
+            documented.iter().any(|prefix| path == prefix || (prefix.ends_with('/') && path.starts_with(prefix))),
+            "{path} is where troubleshoot puts no file"
+        );
+    }
+    for path in files.keys().filter(|path| path.starts_with("host-collectors/run-host/") && path.ends_with(".txt") && !path.ends_with("-stderr.txt")) {
+        let info = path.replace(".txt", "-info.json");
+        assert!(files.contains_key(&info), "{path} has its {info}");
+    }
+
     // The host, where troubleshoot writes it.
     let os = json(&files, "host-collectors/system/hostos_info.json");
     for key in [
@@ -392,13 +404,42 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
     // The fleet's key is never copied.
     assert!(!files.keys().any(|path| path.ends_with("fleet.key")));
 
-    // Run twice: a second bundle at the same place replaces the first.
-    succeeded(
-        &node
-            .command(&["support-bundle", "--output", out.to_str().unwrap()])
-            .output()
-            .unwrap(),
-    );
+    // Run again at the same place, with a Redactor of the vendor's and a bound the logs pass:
+    // the bundle is replaced, the value hidden, what does not fit left out and said, and the
+    // bundle still whole.
+    let redactor = specs.path().join("redactor.yaml");
+    fs_err::write(
+        &redactor,
+        "apiVersion: troubleshoot.sh/v1beta2\nkind: Redactor\nmetadata:\n  name: vendor\nspec:\n  redactors:\n  - name: store\n    fileSelector:\n      files: [\"host-collectors/berth/logs/*.log\"]\n    removals:\n      values: [\"could not reach its store\"]\n",
+    )
+    .unwrap();
+    fs_err::write(
+        node.root.path().join("var/log/berth/big.log"),
+        "x".repeat(3 << 20),
+    )
+    .unwrap();
+    let output = node
+        .command(&[
+            "support-bundle",
+            "--output",
+            out.to_str().unwrap(),
+            "--redact",
+            redactor.to_str().unwrap(),
+            "--max-size",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let said = succeeded(&output);
+    assert!(said.contains("left out host-collectors/berth/logs/big.log"), "{said}");
+    let opened = tempfile::tempdir().unwrap();
+    let again = bundle_files(&untar(&out, opened.path()));
+    assert!(again.contains_key("version.yaml") && again.contains_key("analysis.json"));
+    assert!(!again.contains_key("host-collectors/berth/logs/big.log"));
+    let log = String::from_utf8_lossy(&again[log_path]).into_owned();
+    assert!(log.contains("keeper ***HIDDEN***") && !log.contains("reach its store"), "{log}");
+    let redactions = json(&again, "execution-data/redactions.json");
+    assert!(redactions["byRedactor"]["store.literal.0"].is_array(), "{redactions:#}");
     ctr(&["tasks", "delete", "--force", &id]);
     ctr(&["containers", "delete", &id]);
 }

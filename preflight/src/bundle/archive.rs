@@ -77,10 +77,10 @@ fn thousands(number: u64) -> String {
 
 /// Writes the files that close a bundle into `staging`: version, analysis, summaries.
 pub fn close(staging: &Staging, report: &Report, version: &str) -> Result<(), String> {
-    staging.write_with_mode("version.yaml", version_yaml(version).as_bytes(), 0o644)?;
+    staging.write_closing("version.yaml", version_yaml(version).as_bytes())?;
     let analysis = super::analysis(report);
     let text = serde_json::to_string_pretty(&analysis).map_err(|error| error.to_string())?;
-    staging.write_with_mode("analysis.json", text.as_bytes(), 0o644)?;
+    staging.write_closing("analysis.json", text.as_bytes())?;
     let redactions = staging.redactions();
     let listed = serde_json::to_vec_pretty(&redactions).map_err(|error| error.to_string())?;
     let summary = summary(
@@ -89,8 +89,8 @@ pub fn close(staging: &Staging, report: &Report, version: &str) -> Result<(), St
         analysis.len(),
         report.milliseconds,
     );
-    staging.write_with_mode("execution-data/summary.txt", summary.as_bytes(), 0o644)?;
-    staging.write_with_mode("execution-data/redactions.json", &listed, 0o644)?;
+    staging.write_closing("execution-data/summary.txt", summary.as_bytes())?;
+    staging.write_closing("execution-data/redactions.json", &listed)?;
     Ok(())
 }
 

@@ -120,12 +120,18 @@ impl Staging {
 
     /// Writes a collector's file (0600, as troubleshoot's redacted files are).
     pub fn write(&self, path: &str, bytes: &[u8]) -> Result<(), String> {
-        self.write_with_mode(path, bytes, 0o600)
+        self.write_with_mode(path, bytes, 0o600, true)
+    }
+
+    /// Writes one of the files that close a bundle (0644): outside the total bound, so a
+    /// bundle that reached it is still whole.
+    pub fn write_closing(&self, path: &str, bytes: &[u8]) -> Result<(), String> {
+        self.write_with_mode(path, bytes, 0o644, false)
     }
 
     /// Writes `bytes` at bundle path `path`, redacted, cut to the per-file bound; refused
-    /// past the total bound or at a path outside the bundle.
-    pub fn write_with_mode(&self, path: &str, bytes: &[u8], mode: u32) -> Result<(), String> {
+    /// past the total bound (when `bounded`) or at a path outside the bundle.
+    fn write_with_mode(&self, path: &str, bytes: &[u8], mode: u32, bounded: bool) -> Result<(), String> {
         if !paths::is_safe_relative(path) {
             return Err(format!("`{path}` is not a path inside the bundle"));
         }
@@ -135,7 +141,7 @@ impl Staging {
             let mut state = self.state();
             let previous = state.files.get(path).map_or(0, |written| written.bytes);
             let total = state.total - previous + redacted.len() as u64;
-            if total > self.limits.total_bytes {
+            if bounded && total > self.limits.total_bytes {
                 state.left_out.push(path.to_string());
                 return Err(format!(
                     "{path} left out: the bundle reached its bound of {} bytes",
