@@ -200,7 +200,11 @@ pub fn send_bundle(
     let result = (|| -> anyhow::Result<()> {
         if let Err(error) = collected {
             let mut message = berth_formats::report::chain(error.as_ref());
-            message.truncate(berth_formats::fleet::MAX_MESSAGE);
+            let mut end = message.len().min(berth_formats::fleet::MAX_MESSAGE);
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
             return say(Request::BundlePart {
                 id: id.to_string(),
                 offset: 0,

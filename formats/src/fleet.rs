@@ -126,6 +126,7 @@ pub enum Response {
     /// The answer to a poll when the first node asks for the node's support bundle.
     #[serde(rename_all = "camelCase")]
     Bundle {
+        #[serde(deserialize_with = "plain_name")]
         id: String,
         #[serde(default)]
         since_seconds: Option<u64>,

@@ -174,7 +174,10 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
     // Opened by another reader: the system's tar.
     let opened = tempfile::tempdir().unwrap();
     let root = untar(&out, opened.path());
-    assert!(root.ends_with("bundle"), "one top folder, named as the archive: {root:?}");
+    assert!(
+        root.ends_with("bundle"),
+        "one top folder, named as the archive: {root:?}"
+    );
     let files = bundle_files(&root);
 
     // troubleshoot's reader needs version.yaml at the root; its analysis is analysis.json.
@@ -315,7 +318,11 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
             "{path} is where troubleshoot puts no file"
         );
     }
-    for path in files.keys().filter(|path| path.starts_with("host-collectors/run-host/") && path.ends_with(".txt") && !path.ends_with("-stderr.txt")) {
+    for path in files.keys().filter(|path| {
+        path.starts_with("host-collectors/run-host/")
+            && path.ends_with(".txt")
+            && !path.ends_with("-stderr.txt")
+    }) {
         let info = path.replace(".txt", "-info.json");
         assert!(files.contains_key(&info), "{path} has its {info}");
     }
@@ -431,15 +438,24 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
         .output()
         .unwrap();
     let said = succeeded(&output);
-    assert!(said.contains("left out host-collectors/berth/logs/big.log"), "{said}");
+    assert!(
+        said.contains("left out host-collectors/berth/logs/big.log"),
+        "{said}"
+    );
     let opened = tempfile::tempdir().unwrap();
     let again = bundle_files(&untar(&out, opened.path()));
     assert!(again.contains_key("version.yaml") && again.contains_key("analysis.json"));
     assert!(!again.contains_key("host-collectors/berth/logs/big.log"));
     let log = String::from_utf8_lossy(&again[log_path]).into_owned();
-    assert!(log.contains("keeper ***HIDDEN***") && !log.contains("reach its store"), "{log}");
+    assert!(
+        log.contains("keeper ***HIDDEN***") && !log.contains("reach its store"),
+        "{log}"
+    );
     let redactions = json(&again, "execution-data/redactions.json");
-    assert!(redactions["byRedactor"]["store.literal.0"].is_array(), "{redactions:#}");
+    assert!(
+        redactions["byRedactor"]["store.literal.0"].is_array(),
+        "{redactions:#}"
+    );
     ctr(&["tasks", "delete", "--force", &id]);
     ctr(&["containers", "delete", &id]);
 }
@@ -700,13 +716,20 @@ fn kurls_in_cluster_collectors_run_through_kubectl_as_their_specs_say() {
             "registry-pki",
             serde_json::json!({"data": {"registry.crt": "Q0VSVElGSUNBVEU=", "registry.key": "S0VZ"}}),
         ),
-        pod(
-            "kurl",
-            "registry-7d9c",
-            ("app", "registry"),
-            "registry",
-            "registry listening on :443\n",
-        ),
+        {
+            // Its environment holds a password, as a Deployment's may.
+            let mut registry = pod(
+                "kurl",
+                "registry-7d9c",
+                ("app", "registry"),
+                "registry",
+                "registry listening on :443\n",
+            );
+            registry["spec"]["containers"][0]["env"] = serde_json::json!(
+                [{"name": "REGISTRY_HTTP_PASSWORD", "value": "pod-env-secret-991"}]
+            );
+            registry
+        },
         pod(
             "kube-flannel",
             "kube-flannel-ds-x2b",
@@ -739,8 +762,19 @@ fn kurls_in_cluster_collectors_run_through_kubectl_as_their_specs_say() {
     fs_err::create_dir_all(kubeconfig.parent().unwrap()).unwrap();
     fs_err::write(&kubeconfig, api.kubeconfig()).unwrap();
     let out = work.path().join("cluster.tar.gz");
+    let given = work.path().join("resources.yaml");
+    fs_err::write(
+        &given,
+        "apiVersion: troubleshoot.sh/v1beta2\nkind: SupportBundle\nspec:\n  collectors:\n  - clusterResources: {}\n",
+    )
+    .unwrap();
     let output = node
-        .command(&["support-bundle", "--output", out.to_str().unwrap()])
+        .command(&[
+            "support-bundle",
+            given.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ])
         .env("HOME", node.root.path().join("root"))
         .output()
         .unwrap();
@@ -771,6 +805,15 @@ fn kurls_in_cluster_collectors_run_through_kubectl_as_their_specs_say() {
         .into_owned();
     assert_eq!(log, "registry listening on :443\n");
     assert!(files.contains_key("kots/kurl/flannel/kube-flannel-ds-x2b/kube-flannel.log"));
+    // clusterResources, by namespace; the password in a pod's environment hidden, as
+    // troubleshoot's multi-line redactors hide it.
+    let pods = String::from_utf8_lossy(&files["cluster-resources/pods/kurl.json"]).into_owned();
+    assert!(
+        pods.contains("registry-7d9c") && pods.contains("REGISTRY_HTTP_PASSWORD"),
+        "{pods}"
+    );
+    assert!(!pods.contains("pod-env-secret-991"), "{pods}");
+    assert!(files.contains_key("cluster-resources/namespaces.json"));
     // kURL's own analyzers read what was collected: flannel's says what is wrong.
     let analysis = json(&files, "analysis.json");
     let flannel = analysis

@@ -18,6 +18,9 @@ use crate::FleetPaths;
 
 /// How long past its wait a request is kept: parts still under way may end.
 const GRACE: Duration = Duration::from_secs(60);
+/// A node handed a request that has sent nothing this long after is handed it again (the
+/// answer to its poll may have been lost).
+const HAND_AGAIN: Duration = Duration::from_secs(60);
 
 /// Where a node's bundle for request `id` is written, whole.
 pub fn bundle_file(paths: &FleetPaths, id: &str, machine: &str) -> PathBuf {
@@ -37,7 +40,7 @@ pub fn bundles_dir(paths: &FleetPaths) -> PathBuf {
 
 #[derive(Default)]
 struct NodeState {
-    handed: bool,
+    handed: Option<Instant>,
     received: u64,
     hasher: Sha256,
     /// A part is being written: another at once is refused.
@@ -57,9 +60,12 @@ pub(super) struct Bundles {
 }
 
 impl Bundles {
+    /// Requests of an earlier `berth fleet serve` are over: what they left is removed.
     pub(super) fn new(paths: &FleetPaths) -> Self {
+        let dir = bundles_dir(paths);
+        let _ = fs_err::remove_dir_all(&dir);
         Self {
-            dir: bundles_dir(paths),
+            dir,
             asks: Mutex::default(),
         }
     }
@@ -100,11 +106,14 @@ impl Bundles {
     pub(super) fn for_node(&self, machine: &str) -> Option<(String, Option<u64>)> {
         let mut asks = self.asks();
         for (id, ask) in asks.iter_mut() {
-            if let Some(state) = ask.nodes.get_mut(machine)
-                && !state.handed
-            {
-                state.handed = true;
-                return Some((id.clone(), ask.since_seconds));
+            if let Some(state) = ask.nodes.get_mut(machine) {
+                let again = state.handed.is_some_and(|handed| {
+                    state.received == 0 && !state.done && handed.elapsed() > HAND_AGAIN
+                });
+                if state.handed.is_none() || again {
+                    state.handed = Some(Instant::now());
+                    return Some((id.clone(), ask.since_seconds));
+                }
             }
         }
         None
@@ -126,6 +135,9 @@ impl Bundles {
         sha256: Option<&str>,
         error: Option<&str>,
     ) -> Result<(), String> {
+        if error.is_some() && (!last || !data.is_empty()) {
+            return Err("a part that says why there is no bundle is the last, and empty".into());
+        }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|error| format!("the part is not base64: {error}"))?;
@@ -137,7 +149,7 @@ impl Bundles {
             let state = ask
                 .nodes
                 .get_mut(machine)
-                .filter(|state| state.handed)
+                .filter(|state| state.handed.is_some())
                 .ok_or_else(|| format!("bundle request {id} did not ask this node"))?;
             if state.done {
                 return Err(format!("this node's bundle for {id} is complete already"));
@@ -175,10 +187,17 @@ impl Bundles {
             let partial = self.partial(id, machine);
             if sha256 != Some(digest.as_str()) {
                 let _ = fs_err::remove_file(&partial);
-                return Err(format!(
+                let reason = format!(
                     "the bundle's sha256 is {digest}, not the {} the node said",
                     sha256.unwrap_or("none")
-                ));
+                );
+                // Said at once, so the command line waits no longer for it.
+                let _ = self.write_error(
+                    id,
+                    machine,
+                    &format!("its bundle arrived damaged: {reason}"),
+                );
+                return Err(reason);
             }
             fs_err::rename(
                 &partial,
@@ -187,6 +206,15 @@ impl Bundles {
             .map_err(|error| error.to_string())?;
         }
         Ok(())
+    }
+
+    /// The node's word that it has no bundle, written whole before it is seen.
+    fn write_error(&self, id: &str, machine: &str, error: &str) -> Result<(), String> {
+        let folder = self.dir.join(id);
+        let written = folder.join(format!("{machine}.error.partial"));
+        fs_err::write(&written, error)
+            .and_then(|()| fs_err::rename(&written, folder.join(format!("{machine}.error"))))
+            .map_err(|error| error.to_string())
     }
 
     fn partial(&self, id: &str, machine: &str) -> PathBuf {
@@ -202,8 +230,7 @@ impl Bundles {
         error: Option<&str>,
     ) -> Result<(), String> {
         if let Some(error) = error {
-            return fs_err::write(self.dir.join(id).join(format!("{machine}.error")), error)
-                .map_err(|error| error.to_string());
+            return self.write_error(id, machine, error);
         }
         let path = self.partial(id, machine);
         append(&path, offset, bytes).map_err(|error| error.to_string())
@@ -403,7 +430,11 @@ mod tests {
         let refused = bundles.part("m1", "b1", 0, &encode(b"ab"), false, None, None);
         assert!(refused.unwrap_err().contains("did not ask this node"));
         assert_eq!(bundles.for_node("m1"), Some(("b1".to_string(), None)));
-        assert_eq!(bundles.for_node("m1"), None, "handed once");
+        assert_eq!(
+            bundles.for_node("m1"),
+            None,
+            "handed once (again only after a minute of silence)"
+        );
         assert_eq!(bundles.for_node("m3"), None, "a node not asked");
         bundles
             .part("m1", "b1", 0, &encode(b"hello "), false, None, None)
@@ -439,6 +470,8 @@ mod tests {
             .unwrap_err();
         assert!(error.contains("not the sha256:00"), "{error}");
         assert!(!bundle_file(&paths, "b1", "m2").exists());
+        let said = fs_err::read_to_string(error_file(&paths, "b1", "m2")).unwrap();
+        assert!(said.contains("arrived damaged"), "{said}");
         // A closed request takes nothing more.
         bundles
             .ask("b2", &nodes, None, Duration::from_secs(60))

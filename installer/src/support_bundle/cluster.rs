@@ -61,13 +61,22 @@ pub fn kurl_documents(folder: &Path, name: &str) -> Vec<Document> {
                 continue;
             };
             for section in ["data", "stringData"] {
-                if let Some(spec) = object[section]["support-bundle-spec"].as_str()
-                    && let Ok(document) = Document::parse_as(
-                        Origin::new(name, Some(file.clone())),
-                        spec,
-                        &[DocumentKind::SupportBundle],
-                    )
-                {
+                let Some(spec) = object[section]["support-bundle-spec"].as_str() else {
+                    continue;
+                };
+                // A Secret's `data` is base64.
+                let spec = if object["kind"] == "Secret" && section == "data" {
+                    use base64::Engine as _;
+                    let decoded = base64::engine::general_purpose::STANDARD.decode(spec);
+                    String::from_utf8_lossy(&decoded.unwrap_or_default()).into_owned()
+                } else {
+                    spec.to_string()
+                };
+                if let Ok(document) = Document::parse_as(
+                    Origin::new(name, Some(file.clone())),
+                    &spec,
+                    &[DocumentKind::SupportBundle],
+                ) {
                     documents.push(document);
                 }
             }
@@ -123,7 +132,8 @@ pub fn collect(layout: &Layout, documents: &[Document], staging: &Staging, timeo
         program: kubectl.unwrap_or_default(),
         kubeconfig,
         timeout,
-        bound: staging.limits().file_bytes,
+        // A large cluster's lists run past one file's bound before they are split.
+        bound: staging.limits().file_bytes.saturating_mul(4),
     };
     for (document, item) in items {
         let started = Instant::now();
@@ -211,11 +221,14 @@ fn cluster_resources(kubectl: &Kubectl, staging: &Staging) -> Result<(), String>
                 continue;
             }
         };
+        // Indented as troubleshoot writes them: a `"name"` and its `"value"` on lines of
+        // their own, where the multi-line redactors find them.
+        let pretty = |value: &Value| serde_json::to_vec_pretty(value).unwrap_or_default();
         if !namespaced {
-            staging.write(
-                &format!("cluster-resources/{plural}.json"),
-                list.to_string().as_bytes(),
-            )?;
+            let path = format!("cluster-resources/{plural}.json");
+            if let Err(error) = staging.write(&path, &pretty(&list)) {
+                errors.push(error);
+            }
             continue;
         }
         let mut by_namespace: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
@@ -229,13 +242,13 @@ fn cluster_resources(kubectl: &Kubectl, staging: &Staging) -> Result<(), String>
         for (namespace, items) in by_namespace {
             let mut part = list.clone();
             part["items"] = Value::Array(items);
-            staging.write(
-                &format!(
-                    "cluster-resources/{plural}/{}.json",
-                    paths::safe_name(&namespace)
-                ),
-                part.to_string().as_bytes(),
-            )?;
+            let path = format!(
+                "cluster-resources/{plural}/{}.json",
+                paths::safe_name(&namespace)
+            );
+            if let Err(error) = staging.write(&path, &pretty(&part)) {
+                errors.push(error);
+            }
         }
     }
     if errors.len() == RESOURCES.len() {
@@ -245,7 +258,7 @@ fn cluster_resources(kubectl: &Kubectl, staging: &Staging) -> Result<(), String>
 }
 
 fn text<'a>(fields: &'a Map<String, Value>, key: &str) -> &'a str {
-    fields.get(key).and_then(Value::as_str).unwrap_or("")
+    berth_preflight::bundle::fields::text(fields, key).unwrap_or("")
 }
 
 fn selector(fields: &Map<String, Value>) -> String {
@@ -269,13 +282,17 @@ fn logs(kubectl: &Kubectl, fields: &Map<String, Value>, staging: &Staging) -> Re
         name => name,
     });
     let namespace = text(fields, "namespace");
-    let selector = selector(fields);
+    let selector = format!("--selector={}", selector(fields));
+    let in_namespace = format!("--namespace={namespace}");
     let mut args = vec!["get", "pods", "-o", "json"];
-    if !namespace.is_empty() {
-        args.extend(["--namespace", namespace]);
-    }
-    if !selector.is_empty() {
-        args.extend(["--selector", &selector]);
+    // Every namespace when the spec names none, as troubleshoot lists them.
+    args.push(if namespace.is_empty() {
+        "--all-namespaces"
+    } else {
+        &in_namespace
+    });
+    if selector != "--selector=" {
+        args.push(&selector);
     }
     let pods = match kubectl.json(&args) {
         Ok(pods) => pods,
@@ -313,16 +330,13 @@ fn logs(kubectl: &Kubectl, fields: &Map<String, Value>, staging: &Staging) -> Re
         for container in containers {
             let tail = max_lines.map(|lines| format!("--tail={lines}"));
             let since = max_age.map(|age| format!("--since={age}"));
-            let mut args = vec![
-                "logs",
-                "--namespace",
-                pod_namespace,
-                pod_name,
-                "--container",
-                container,
-            ];
+            let in_namespace = format!("--namespace={pod_namespace}");
+            let in_container = format!("--container={container}");
+            let mut args = vec!["logs", &in_namespace, &in_container];
             args.extend(tail.as_deref());
             args.extend(since.as_deref());
+            // Names from the cluster are never taken for options.
+            args.extend(["--", pod_name]);
             let target = format!(
                 "{name}/{}/{}",
                 paths::safe_name(pod_name),
@@ -371,13 +385,15 @@ fn object_data(
         .get("includeAllData")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let in_namespace = format!("--namespace={namespace}");
     let mut args = vec!["get", kind, "-o", "json"];
     if !namespace.is_empty() {
-        args.extend(["--namespace", namespace]);
+        args.push(&in_namespace);
     }
-    let selector = selector(fields);
+    let selector = format!("--selector={}", selector(fields));
     let objects: Vec<Value> = if !name.is_empty() {
-        args.insert(2, name);
+        // The name from the spec is never taken for an option.
+        args.extend(["--", name]);
         match kubectl.json(&args) {
             Ok(object) => vec![object],
             Err(error) if error.contains("NotFound") || error.contains("not found") => {
@@ -389,8 +405,11 @@ fn object_data(
             }
             Err(error) => return Err(error),
         }
-    } else if !selector.is_empty() {
-        args.extend(["--selector", &selector]);
+    } else if selector != "--selector=" {
+        args.push(&selector);
+        if namespace.is_empty() {
+            args.push("--all-namespaces");
+        }
         kubectl.json(&args)?["items"]
             .as_array()
             .cloned()
@@ -400,6 +419,10 @@ fn object_data(
     };
     for object in objects {
         let object_name = object["metadata"]["name"].as_str().unwrap_or(name);
+        // Each object in its own namespace: two of one name never share a file.
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or(namespace);
         let data: Map<String, Value> = object["data"].as_object().cloned().unwrap_or_default();
         let decode = |value: &Value| -> String {
             let text = value.as_str().unwrap_or_default();

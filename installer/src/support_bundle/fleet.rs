@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use berth_fleet::first_node::bundles::Gathered;
 use berth_formats::fleet::NodeRecord;
 use berth_preflight::bundle::{archive, paths};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Collected;
 
@@ -37,7 +37,9 @@ pub struct NodeLine {
 }
 
 /// Writes the fleet's archive to `output`: this node (`own_name`) and every node asked.
-/// `max_bytes` bounds what one node's bundle unpacks to.
+/// `max_bytes` bounds what one node's bundle unpacks to. Every file of another node's bundle
+/// passes this node's redactors too (its `--redact` files and the secrets it knows), as do
+/// the files that sum them up.
 pub fn write(
     own: &Collected,
     own_name: &str,
@@ -46,104 +48,115 @@ pub fn write(
     output: &Path,
     max_bytes: u64,
 ) -> anyhow::Result<Vec<NodeLine>> {
-    let top = super::top_folder(output);
-    let partial = output.with_extension("partial");
-    let mut writer = archive::ArchiveWriter::create(&partial, &top)
-        .with_context(|| format!("failed to create {}", partial.display()))?;
-    let mut used = std::collections::BTreeSet::new();
-    let mut folder_for = |name: &str, machine: &str| {
-        let mut folder = paths::safe_name(name);
-        if !used.insert(folder.clone()) {
-            folder = format!("{folder}-{}", paths::safe_name(machine));
-            used.insert(folder.clone());
-        }
-        folder
-    };
     let mut lines = Vec::new();
-    let mut analysis: Vec<Value> = Vec::new();
-    let own_folder = folder_for(own_name, "first");
-    writer.add_staging(&own.staging, &format!("nodes/{own_folder}"))?;
-    analysis.extend(titled(
-        own_name,
-        berth_preflight::bundle::analysis(&own.report),
-    ));
-    lines.push(NodeLine {
-        name: own_name.to_string(),
-        machine_id: String::new(),
-        address: String::new(),
-        bundle: "collected".into(),
-        message: "this node".into(),
-        folder: format!("nodes/{own_folder}"),
-    });
-    for (record, result) in gathered {
-        let mut line = NodeLine {
-            name: record.info.name.clone(),
-            machine_id: record.info.machine_id.clone(),
-            address: record.info.address.clone(),
-            bundle: String::new(),
-            message: String::new(),
-            folder: String::new(),
-        };
-        let problem = match result {
-            Gathered::Collected(path) => {
-                let folder = folder_for(&record.info.name, &record.info.machine_id);
-                match copy_node_archive(path, &mut writer, &format!("nodes/{folder}"), max_bytes) {
-                    Ok(node_analysis) => {
-                        analysis.extend(titled(&record.info.name, node_analysis));
-                        line.bundle = "collected".into();
-                        line.folder = format!("nodes/{folder}");
-                        None
-                    }
-                    Err(error) => {
-                        line.bundle = "failed".into();
-                        Some(format!("its bundle could not be read: {error:#}"))
+    archive::write_archive(output, &super::top_folder(output), |writer| {
+        let mut folders = Folders::default();
+        let mut results = own.report.results.clone();
+        let own_folder = folders.take(own_name);
+        writer.add_staging(&own.staging, &format!("nodes/{own_folder}"))?;
+        for result in &mut results {
+            result.title = format!("{own_name}: {}", result.title);
+        }
+        let mut analysis = berth_preflight::bundle::analysis(&berth_preflight::Report {
+            results,
+            milliseconds: 0,
+        });
+        lines.push(NodeLine {
+            name: own_name.to_string(),
+            machine_id: String::new(),
+            address: String::new(),
+            bundle: "collected".into(),
+            message: "this node".into(),
+            folder: format!("nodes/{own_folder}"),
+        });
+        for (record, result) in gathered {
+            let mut line = NodeLine {
+                name: record.info.name.clone(),
+                machine_id: record.info.machine_id.clone(),
+                address: record.info.address.clone(),
+                bundle: String::new(),
+                message: String::new(),
+                folder: String::new(),
+            };
+            let problem = match result {
+                Gathered::Collected(path) => {
+                    let folder = folders.take(&record.info.name);
+                    let under = format!("nodes/{folder}");
+                    match copy_node_archive(path, own, writer, &under, max_bytes) {
+                        Ok(node_analysis) => {
+                            analysis.extend(titled(&record.info.name, node_analysis));
+                            line.bundle = "collected".into();
+                            line.folder = under;
+                            None
+                        }
+                        Err(error) => {
+                            line.bundle = "failed".into();
+                            Some(format!("its bundle could not be read: {error:#}"))
+                        }
                     }
                 }
+                Gathered::Failed(message) => {
+                    line.bundle = "failed".into();
+                    Some(format!("it could not collect a bundle: {message}"))
+                }
+                Gathered::Missing => {
+                    line.bundle = "missing".into();
+                    Some(format!(
+                        "no bundle came within {}s (last heard of {})",
+                        waited.as_secs(),
+                        record.last_contact
+                    ))
+                }
+            };
+            if let Some(problem) = problem {
+                line.message = problem.clone();
+                let missing = berth_preflight::CheckResult {
+                    title: format!("{}: support bundle", record.info.name),
+                    outcome: berth_preflight::Outcome::Fail,
+                    message: problem,
+                    uri: String::new(),
+                    origin: "berth fleet".into(),
+                    kind: "berth".into(),
+                    ignored: false,
+                };
+                analysis.extend(berth_preflight::bundle::analysis(
+                    &berth_preflight::Report {
+                        results: vec![missing],
+                        milliseconds: 0,
+                    },
+                ));
             }
-            Gathered::Failed(message) => {
-                line.bundle = "failed".into();
-                Some(format!("it could not collect a bundle: {message}"))
-            }
-            Gathered::Missing => {
-                line.bundle = "missing".into();
-                Some(format!(
-                    "no bundle came within {}s (last heard of {})",
-                    waited.as_secs(),
-                    record.last_contact
-                ))
-            }
-        };
-        if let Some(problem) = problem {
-            line.message = problem.clone();
-            let title = format!("{}: support bundle", record.info.name);
-            analysis.push(json!({
-                "name": format!("{}.support.bundle", paths::safe_name(&record.info.name).to_lowercase()),
-                "insight": {"name": "support.bundle", "primary": title, "detail": problem, "severity": "error"},
-                "severity": "error",
-                "analyzerSpec": "",
-                "error": problem,
-            }));
+            lines.push(line);
         }
-        lines.push(line);
-    }
-    writer.add_bytes(
-        "version.yaml",
-        archive::version_yaml(env!("CARGO_PKG_VERSION")).as_bytes(),
-        0o644,
-    )?;
-    writer.add_bytes(
-        "analysis.json",
-        serde_json::to_string_pretty(&analysis)?.as_bytes(),
-        0o644,
-    )?;
-    writer.add_bytes(
-        "nodes.json",
-        serde_json::to_string_pretty(&lines)?.as_bytes(),
-        0o644,
-    )?;
-    writer.finish()?;
-    fs_err::rename(&partial, output)?;
+        let closing = |path: &str, bytes: Vec<u8>| own.staging.redact(path, &bytes, false);
+        writer.add_bytes(
+            "version.yaml",
+            archive::version_yaml(env!("CARGO_PKG_VERSION")).as_bytes(),
+            0o644,
+        )?;
+        let text = serde_json::to_vec_pretty(&analysis).map_err(std::io::Error::other)?;
+        writer.add_bytes("analysis.json", &closing("analysis.json", text), 0o644)?;
+        let text = serde_json::to_vec_pretty(&lines).map_err(std::io::Error::other)?;
+        writer.add_bytes("nodes.json", &closing("nodes.json", text), 0o644)
+    })?;
     Ok(lines)
+}
+
+/// Each node's folder: its name, made unique.
+#[derive(Default)]
+struct Folders(std::collections::BTreeSet<String>);
+
+impl Folders {
+    fn take(&mut self, name: &str) -> String {
+        let base = paths::safe_name(name);
+        let mut folder = base.clone();
+        let mut number = 1;
+        while !self.0.insert(folder.clone()) {
+            number += 1;
+            folder = format!("{base}-{number}");
+        }
+        folder
+    }
 }
 
 /// A node's analysis entries, each titled with the node.
@@ -164,15 +177,20 @@ fn titled(node: &str, entries: Vec<Value>) -> Vec<Value> {
         .collect()
 }
 
-/// Copies a node's archive under `under`, its own top folder left out; its analysis.json.
+/// Copies a node's archive under `under`, its own top folder left out, each file read whole
+/// (as long as its header says, or the archive is refused) and passed through this node's
+/// redactors; gives its analysis.json. A node's archive refused part-way leaves the files it
+/// added so far, which `nodes.json` says were from a bundle that could not be read.
 fn copy_node_archive(
     path: &Path,
+    own: &Collected,
     writer: &mut archive::ArchiveWriter,
     under: &str,
     max_bytes: u64,
 ) -> anyhow::Result<Vec<Value>> {
     let file = fs_err::File::open(path)?;
     let mut reader = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let file_bytes = own.staging.limits().file_bytes;
     let mut total = 0u64;
     let mut count = 0usize;
     let mut analysis = Vec::new();
@@ -193,20 +211,26 @@ fn copy_node_archive(
             anyhow::bail!("{name} is not a path inside the bundle");
         }
         let size = entry.header().size()?;
-        total += size;
-        if total > max_bytes {
-            anyhow::bail!("it unpacks to more than {max_bytes} bytes");
+        if size > file_bytes {
+            anyhow::bail!("{name} is {size} bytes, over the {file_bytes} a file may be");
         }
-        let mode = entry.header().mode().unwrap_or(0o600) & 0o644;
-        let target = format!("{under}/{inside}");
+        total = total
+            .checked_add(size)
+            .filter(|total| *total <= max_bytes)
+            .with_context(|| format!("it unpacks to more than {max_bytes} bytes"))?;
+        let mut bytes = Vec::with_capacity(size as usize);
+        (&mut entry).take(size).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 != size {
+            anyhow::bail!("{name} ends before the {size} bytes its header says");
+        }
         if inside == "analysis.json" && size <= MAX_ANALYSIS_BYTES {
-            let mut bytes = Vec::new();
-            (&mut entry).take(size).read_to_end(&mut bytes)?;
             analysis = serde_json::from_slice::<Vec<Value>>(&bytes).unwrap_or_default();
-            writer.add_bytes(&target, &bytes, mode)?;
-        } else {
-            writer.add_reader(&target, &mut entry, size, mode)?;
         }
+        let closing = matches!(inside, "version.yaml" | "analysis.json")
+            || inside.starts_with("execution-data/");
+        let redacted = own.staging.redact(inside, &bytes, !closing);
+        let mode = entry.header().mode().unwrap_or(0o600) & 0o644;
+        writer.add_bytes(&format!("{under}/{inside}"), &redacted, mode)?;
     }
     Ok(analysis)
 }
@@ -241,7 +265,24 @@ mod tests {
     fn a_nodes_archive_is_read_as_untrusted_input() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out.tar.gz");
-        let cases: [Case; 4] = [
+        let folder = tempfile::tempdir().unwrap();
+        let mut redactor = berth_preflight::bundle::redact::Redactor::default();
+        redactor
+            .hide_value("first node's secret", "planted-secret")
+            .unwrap();
+        let staging = berth_preflight::bundle::Staging::new(
+            &folder.path().join("bundle"),
+            redactor,
+            berth_preflight::bundle::BundleLimits::default(),
+        )
+        .unwrap();
+        let own = Collected {
+            staging,
+            report: Default::default(),
+            secrets: 1,
+            _folder: folder,
+        };
+        let cases: [Case; 5] = [
             (&[("b/../../etc/cron.d/x", b"x")], "not a path inside"),
             (&[("top-level-file", b"x")], "not under the bundle's folder"),
             (&[("b/big", &[0u8; 4096])], "more than 1000 bytes"),
@@ -249,20 +290,40 @@ mod tests {
                 &[
                     ("b/version.yaml", b"v"),
                     ("b/analysis.json", b"[{\"insight\": {\"primary\": \"x\"}}]"),
+                    ("b/host-collectors/x.txt", b"token planted-secret here"),
                 ],
                 "",
             ),
+            (&[("b/version.yaml", b"v"), ("b/other", b"")], ""),
         ];
         for (entries, expected) in cases {
             let node = dir.path().join("node.tar.gz");
             crafted(&node, entries);
-            let mut writer = archive::ArchiveWriter::create(&out, "fleet").unwrap();
-            let result = copy_node_archive(&node, &mut writer, "nodes/n", 1000);
-            writer.finish().unwrap();
-            match result {
+            let mut result = None;
+            archive::write_archive(&out, "fleet", |writer| {
+                result = Some(copy_node_archive(&node, &own, writer, "nodes/n", 1000));
+                Ok(())
+            })
+            .unwrap();
+            match result.unwrap() {
                 Ok(analysis) => {
                     assert!(expected.is_empty(), "{entries:?} was taken");
-                    assert_eq!(titled("n", analysis)[0]["insight"]["primary"], "n: x");
+                    if !analysis.is_empty() {
+                        assert_eq!(titled("n", analysis)[0]["insight"]["primary"], "n: x");
+                        // The node's file passed the first node's redactors.
+                        let listed = std::process::Command::new("tar")
+                            .args([
+                                "xzOf",
+                                out.to_str().unwrap(),
+                                "fleet/nodes/n/host-collectors/x.txt",
+                            ])
+                            .output()
+                            .unwrap();
+                        assert_eq!(
+                            String::from_utf8_lossy(&listed.stdout),
+                            "token ***HIDDEN*** here"
+                        );
+                    }
                 }
                 Err(error) => assert!(
                     !expected.is_empty() && error.to_string().contains(expected),

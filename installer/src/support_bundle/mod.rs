@@ -61,7 +61,7 @@ pub fn collect(
     progress: &(dyn Fn(&str) + Sync),
 ) -> anyhow::Result<Collected> {
     let mut redactor = Redactor::defaults();
-    redactor.hide_private_keys();
+    redactor.add_berth_rules();
     for path in &options.redactors {
         let text = berth_formats::files::read_to_string_at_most(
             path,
@@ -72,7 +72,7 @@ pub fn collect(
             .add_documents(&path.display().to_string(), &text)
             .map_err(anyhow::Error::msg)?;
     }
-    let secrets = secrets::gather(layout, &mut redactor);
+    let secrets = secrets::gather(layout, &mut redactor)?;
     let context = TemplateContext {
         root: match layout.root().to_string_lossy().trim_end_matches('/') {
             "" => String::new(),
@@ -170,7 +170,9 @@ pub fn collect(
         .tempdir()
         .context("failed to make a folder to collect into")?;
     let mut limits = options.limits.clone();
-    limits.since = options.since.map(|since| SystemTime::now() - since);
+    limits.since = options
+        .since
+        .and_then(|since| SystemTime::now().checked_sub(since));
     let staging = Staging::new(&folder.path().join("bundle"), redactor, limits)?;
     let mut report = bundle::collect(&documents, &staging, progress)?;
     progress("in-cluster collectors");
@@ -286,17 +288,13 @@ fn since_for_journals(documents: &mut [Document], since: Duration) {
     }
 }
 
-/// Writes the bundle to `output` (through a file beside it, renamed when whole), its entries
-/// under a folder named as the archive is.
+/// Writes the bundle to `output` (through a new file beside it, renamed when whole), its
+/// entries under a folder named as the archive is.
 pub fn write(collected: &Collected, output: &Path) -> anyhow::Result<()> {
-    let top = top_folder(output);
-    let partial = output.with_extension("partial");
-    let mut writer = archive::ArchiveWriter::create(&partial, &top)
-        .with_context(|| format!("failed to create {}", partial.display()))?;
-    writer.add_staging(&collected.staging, "")?;
-    writer.finish()?;
-    fs_err::rename(&partial, output)?;
-    Ok(())
+    archive::write_archive(output, &top_folder(output), |writer| {
+        writer.add_staging(&collected.staging, "")
+    })
+    .with_context(|| format!("failed to write the bundle {}", output.display()))
 }
 
 /// `support-bundle-2026-11-26T10_20_30` for `…/support-bundle-2026-11-26T10_20_30.tar.gz`.

@@ -40,18 +40,22 @@ pub fn is_secret_name(name: &str) -> bool {
 }
 
 /// Adds every secret Berth finds on the node under `layout` to `redactor`; how many.
-pub fn gather(layout: &Layout, redactor: &mut Redactor) -> usize {
+pub fn gather(layout: &Layout, redactor: &mut Redactor) -> anyhow::Result<usize> {
     let mut found = 0;
-    let mut hide = |name: &str, value: &str| {
-        if redactor.hide_value(name, value) {
+    let mut hide = |name: &str, value: &str| -> anyhow::Result<()> {
+        if redactor
+            .hide_value(name, value)
+            .map_err(anyhow::Error::msg)?
+        {
             found += 1;
         }
+        Ok(())
     };
     // Join parameters marked secret.
     if let Ok(file) = crate::join::JoinStore::new(layout.join_file()).load() {
         for (key, param) in &file.params {
             if param.secret || is_secret_name(key) {
-                hide(&format!("Berth join parameter {key}"), &param.value);
+                hide(&format!("Berth join parameter {key}"), &param.value)?;
             }
         }
     }
@@ -66,15 +70,18 @@ pub fn gather(layout: &Layout, redactor: &mut Redactor) -> usize {
     }
     for file in files {
         for (name, value) in secret_fields(&file) {
-            hide(&format!("Berth spec field {name}"), &value);
+            hide(&format!("Berth spec field {name}"), &value)?;
         }
     }
-    for (name, value) in std::env::vars() {
-        if is_secret_name(&name) {
-            hide(&format!("Berth environment variable {name}"), &value);
+    // Variables that are not UTF-8 are left: no name of them is asked for.
+    for (name, value) in std::env::vars_os() {
+        if let (Some(name), Some(value)) = (name.to_str(), value.to_str())
+            && is_secret_name(name)
+        {
+            hide(&format!("Berth environment variable {name}"), value)?;
         }
     }
-    found
+    Ok(found)
 }
 
 /// The secret-looking fields of a YAML or JSON file (each document), with their values.
@@ -103,8 +110,13 @@ fn walk(value: &Value, name: &str, secret: bool, found: &mut Vec<(String, String
                 walk(child, name, secret, found);
             }
         }
-        Value::String(text) if secret => found.push((name.to_string(), text.clone())),
-        Value::Number(number) if secret => found.push((name.to_string(), number.to_string())),
+        // Text alone: a flag or a number under a secret-looking name (`auth: {enabled: true}`,
+        // `tokenTTL: 86400`) is no secret, and hiding it everywhere would garble the bundle.
+        Value::String(text)
+            if secret && !matches!(text.as_str(), "true" | "false" | "none" | "null") =>
+        {
+            found.push((name.to_string(), text.clone()))
+        }
         _ => {}
     }
 }

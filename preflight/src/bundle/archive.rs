@@ -102,28 +102,19 @@ pub struct ArchiveWriter {
 }
 
 impl ArchiveWriter {
-    /// An archive at `path` (0600: it holds a host's logs) whose entries sit under `top/`.
-    pub fn create(path: &Path, top: &str) -> std::io::Result<Self> {
-        use fs_err::os::unix::fs::OpenOptionsExt as _;
-        let file = fs_err::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?
-            .into_parts()
-            .0;
+    /// An archive written to `file`, its entries under `top/`.
+    fn new(file: std::fs::File, top: &str) -> Self {
         let encoder = flate2::GzBuilder::new()
             .operating_system(255)
             .write(file, flate2::Compression::default());
         let mtime = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.as_secs());
-        Ok(Self {
+        Self {
             builder: tar::Builder::new(encoder),
             top: top.to_string(),
             mtime,
-        })
+        }
     }
 
     fn header(&self, size: u64, mode: u32) -> tar::Header {
@@ -182,12 +173,42 @@ impl ArchiveWriter {
         Ok(())
     }
 
-    pub fn finish(self) -> std::io::Result<()> {
+    fn finish(self) -> std::io::Result<()> {
         let encoder = self.builder.into_inner()?;
         let mut file = encoder.finish()?;
         file.flush()?;
         file.sync_all()
     }
+}
+
+/// Writes an archive to `output` whose entries `fill` adds under `top/`: into a new file
+/// beside it (0600: it holds a host's logs; never a file or link already there), renamed over
+/// `output` once whole, removed if anything fails.
+pub fn write_archive(
+    output: &Path,
+    top: &str,
+    fill: impl FnOnce(&mut ArchiveWriter) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let folder = match output.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let partial = tempfile::Builder::new()
+        .prefix(".support-bundle-")
+        .suffix(".partial")
+        .tempfile_in(folder)
+        .map_err(|error| {
+            std::io::Error::new(error.kind(), format!("{}: {error}", folder.display()))
+        })?;
+    let mut writer = ArchiveWriter::new(partial.as_file().try_clone()?, top);
+    fill(&mut writer)?;
+    writer.finish()?;
+    partial.persist(output).map(|_| ()).map_err(|error| {
+        std::io::Error::new(
+            error.error.kind(),
+            format!("{}: {}", output.display(), error.error),
+        )
+    })
 }
 
 #[cfg(test)]

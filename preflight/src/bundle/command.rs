@@ -27,7 +27,10 @@ pub fn run(command: &mut Command, timeout: Duration, bound: u64) -> std::io::Res
         // Its own process group: the deadline kills what it started too.
         .process_group(0)
         .spawn()?;
+    // Each pipe is read on a thread of its own, which says what it read on a channel: one
+    // that a program outside the group keeps open is given up on, never waited for.
     let read = |pipe: Option<Box<dyn Read + Send>>| {
+        let (sender, receiver) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut kept = Vec::new();
             let mut dropped = 0u64;
@@ -35,8 +38,18 @@ pub fn run(command: &mut Command, timeout: Duration, bound: u64) -> std::io::Res
                 let _ = (&mut pipe).take(bound).read_to_end(&mut kept);
                 dropped = std::io::copy(&mut pipe, &mut std::io::sink()).unwrap_or(0);
             }
-            (kept, dropped)
-        })
+            if dropped > 0 {
+                // The last line, cut, could hold part of a secret the redactors would not know.
+                let whole = kept
+                    .iter()
+                    .rposition(|byte| *byte == b'\n')
+                    .map_or(0, |at| at + 1);
+                dropped += (kept.len() - whole) as u64;
+                kept.truncate(whole);
+            }
+            let _ = sender.send((kept, dropped));
+        });
+        receiver
     };
     let stdout = read(child.stdout.take().map(|pipe| Box::new(pipe) as _));
     let stderr = read(child.stderr.take().map(|pipe| Box::new(pipe) as _));
@@ -53,17 +66,18 @@ pub fn run(command: &mut Command, timeout: Duration, bound: u64) -> std::io::Res
             None => std::thread::sleep(Duration::from_millis(5)),
         }
     };
-    // What it started may hold the pipes open after it ended: they go with its group.
+    // What it started may hold the pipes open after it ended: they go with its group, and
+    // a pipe still open a moment later (held by a program that left the group) is given up.
     let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
-    let (stdout, dropped_out) = stdout.join().unwrap_or_default();
-    let (stderr, dropped_err) = stderr.join().unwrap_or_default();
+    let grace = Duration::from_secs(2);
+    let (stdout, dropped_out) = stdout.recv_timeout(grace).unwrap_or_default();
+    let (stderr, dropped_err) = stderr.recv_timeout(grace).unwrap_or_default();
     use std::os::unix::process::ExitStatusExt as _;
     let exit_code = match status {
         None => "signal: killed".to_string(),
         Some(status) => match (status.code(), status.signal()) {
             (Some(code), _) => code.to_string(),
-            (None, Some(9)) => "signal: killed".to_string(),
-            (None, Some(signal)) => format!("signal: {signal}"),
+            (None, Some(signal)) => format!("signal: {}", signal_name(signal)),
             (None, None) => "-1".to_string(),
         },
     };
@@ -74,6 +88,22 @@ pub fn run(command: &mut Command, timeout: Duration, bound: u64) -> std::io::Res
         timed_out,
         dropped: dropped_out + dropped_err,
     })
+}
+
+/// A signal as Go's `os.ProcessState` names it in `signal: …`.
+fn signal_name(signal: i32) -> String {
+    match signal {
+        1 => "hangup",
+        2 => "interrupt",
+        3 => "quit",
+        6 => "aborted",
+        9 => "killed",
+        11 => "segmentation fault",
+        13 => "broken pipe",
+        15 => "terminated",
+        other => return other.to_string(),
+    }
+    .to_string()
 }
 
 #[cfg(test)]
@@ -91,6 +121,28 @@ mod tests {
         assert_eq!((ran.stdout.len(), ran.exit_code.as_str()), (1000, "3"));
         assert_eq!(ran.stderr, b"err\n");
         assert_eq!(ran.dropped, 99_000);
+        // A cut keeps whole lines.
+        let ran = run(
+            Command::new("sh").args(["-c", "echo one; echo two-is-longer"]),
+            Duration::from_secs(20),
+            10,
+        )
+        .unwrap();
+        assert_eq!((ran.stdout.as_slice(), ran.dropped), (&b"one\n"[..], 14));
+        // A program outside the group holding the pipe does not hold the run.
+        let started = Instant::now();
+        let ran = run(
+            Command::new("sh").args(["-c", "setsid sleep 30 & echo started"]),
+            Duration::from_secs(20),
+            1000,
+        )
+        .unwrap();
+        assert_eq!(ran.exit_code, "0");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
         let started = Instant::now();
         // A child that keeps the pipe open would hold the reader without the group kill.
         let ran = run(

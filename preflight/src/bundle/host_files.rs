@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::fields::{flag, strings, text};
 use super::{Staging, command, paths};
 use crate::checks;
 use crate::document::Item;
@@ -24,29 +25,6 @@ pub fn collect(item: &Item, staging: &Staging) -> Result<(), String> {
         "copy" => copy(item, staging),
         "journald" => journald(&item.fields, staging),
         other => Err(format!("{other} is not a file collector")),
-    }
-}
-
-fn text<'a>(fields: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    fields
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|text| !text.is_empty())
-}
-
-fn strings(fields: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
-    match fields.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(|item| match item {
-                Value::String(text) => Ok(text.clone()),
-                Value::Number(number) => Ok(number.to_string()),
-                Value::Bool(flag) => Ok(flag.to_string()),
-                other => Err(format!("`{key}` holds {other}, not text")),
-            })
-            .collect(),
-        Some(other) => Err(format!("`{key}` is {other}, not a list")),
     }
 }
 
@@ -95,10 +73,7 @@ fn run(fields: &Map<String, Value>, staging: &Staging) -> Result<(), String> {
     let mut command = Command::new(&resolved);
     command.args(&args).current_dir(work.path());
     let inherit = strings(fields, "inheritEnvs")?;
-    let ignore_parent = fields
-        .get("ignoreParentEnvs")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let ignore_parent = flag(fields, "ignoreParentEnvs");
     let mut shown: Vec<String> = Vec::new();
     if ignore_parent || !inherit.is_empty() {
         command.env_clear();
@@ -127,7 +102,7 @@ fn run(fields: &Map<String, Value>, staging: &Staging) -> Result<(), String> {
         match entry.split_once('=') {
             Some((key, value)) if !key.is_empty() && !value.is_empty() => {
                 command.env(key, value);
-                shown.push(entry.clone());
+                shown.push(format!("{key}={value}"));
             }
             _ => return Err(format!("env entry `{entry}` is not KEY=VALUE")),
         }
@@ -252,6 +227,34 @@ fn kept_path(pattern: &str, found: &Path) -> String {
     paths::safe_path(&relative.to_string_lossy())
 }
 
+/// Files no collector copies, whoever asks: keys (Berth's fleet key, kubeadm's), join
+/// secrets, kubeconfigs with client keys, and the kernel's files that never end.
+fn never_copied(path: &Path) -> Option<&'static str> {
+    let text = path.to_string_lossy();
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if text.starts_with("/proc/") || text.starts_with("/sys/") || text.starts_with("/dev/") {
+        return Some("a kernel file");
+    }
+    if name == "fleet.key"
+        || name == "join.json"
+        || name.ends_with(".key")
+        || name.ends_with(".pem")
+    {
+        return Some("a key or secret of its own");
+    }
+    if text.contains("/etc/kubernetes/") && name.ends_with(".conf") {
+        return Some("a kubeconfig with a client key");
+    }
+    let compressed = [".gz", ".tgz", ".zst", ".xz", ".bz2", ".zip", ".tar"];
+    if compressed.iter().any(|suffix| name.ends_with(suffix)) {
+        return Some("compressed, so its contents could not be redacted");
+    }
+    None
+}
+
 /// Copies a file, or a folder's files (links followed), to bundle path `to`.
 fn copy_tree(
     from: &Path,
@@ -272,6 +275,12 @@ fn copy_tree(
             }
         };
         if !entry.file_type().is_file() {
+            continue;
+        }
+        let real =
+            fs_err::canonicalize(entry.path()).unwrap_or_else(|_| entry.path().to_path_buf());
+        if let Some(why) = never_copied(&real).or_else(|| never_copied(entry.path())) {
+            errors.push(format!("{} left out: {why}", entry.path().display()));
             continue;
         }
         if *count >= MAX_COPIED_FILES {
@@ -319,14 +328,32 @@ fn copy_tree(
     }
 }
 
-/// A file's last `bound` bytes (logs grow at their end), and how many were left out.
+/// A file's last `bound` bytes (logs grow at their end) from its first whole line, and how
+/// many were left out. Opened without blocking: a file that turned into a pipe is refused.
 fn read_tail(path: &Path, bound: u64) -> std::io::Result<(Vec<u8>, u64)> {
-    let mut file = fs_err::File::open(path)?;
-    let length = file.metadata()?.len();
-    let cut = length.saturating_sub(bound);
+    use fs_err::os::unix::fs::OpenOptionsExt as _;
+    let mut file = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let length = metadata.len();
+    let mut cut = length.saturating_sub(bound);
     file.seek(SeekFrom::Start(cut))?;
     let mut bytes = Vec::new();
     file.take(bound).read_to_end(&mut bytes)?;
+    if cut > 0 {
+        // The first line, cut, could hold part of a secret the redactors would not know.
+        let start = bytes
+            .iter()
+            .position(|byte| *byte == b'\n')
+            .map_or(bytes.len(), |at| at + 1);
+        bytes.drain(..start);
+        cut += start as u64;
+    }
     Ok((bytes, cut))
 }
 
@@ -334,7 +361,7 @@ fn read_tail(path: &Path, bound: u64) -> std::io::Result<(Vec<u8>, u64)> {
 fn journald(fields: &Map<String, Value>, staging: &Staging) -> Result<(), String> {
     let name = text(fields, "collectorName").ok_or("collector name is required")?;
     let name = paths::safe_path(name);
-    let flag = |key: &str| fields.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let flag = |key: &str| flag(fields, key);
     let mut args: Vec<String> = Vec::new();
     if flag("system") {
         args.push("--system".into());

@@ -10,6 +10,7 @@
 
 pub mod archive;
 pub mod command;
+pub mod fields;
 mod host_files;
 pub mod paths;
 pub mod redact;
@@ -82,6 +83,8 @@ struct StagingState {
     collectors: Vec<CollectorRun>,
     /// Files left out for the total bound.
     left_out: Vec<String>,
+    /// Paths being written now: a second writer of one is refused.
+    writing: std::collections::BTreeSet<String>,
 }
 
 /// The bundle's folder as it is written: every file passes the redactor and the bounds.
@@ -131,17 +134,27 @@ impl Staging {
 
     /// Writes `bytes` at bundle path `path`, redacted, cut to the per-file bound; refused
     /// past the total bound (when `bounded`) or at a path outside the bundle.
-    fn write_with_mode(&self, path: &str, bytes: &[u8], mode: u32, bounded: bool) -> Result<(), String> {
+    fn write_with_mode(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        mode: u32,
+        bounded: bool,
+    ) -> Result<(), String> {
         if !paths::is_safe_relative(path) {
             return Err(format!("`{path}` is not a path inside the bundle"));
         }
-        let bytes = &bytes[..bytes.len().min(self.limits.file_bytes as usize)];
-        let (redacted, redactions) = self.redactor.redact(path, bytes);
+        // Redacted whole, then cut: a secret across the cut is hidden before it is cut.
+        let (mut redacted, redactions) = self.redactor.redact_as(path, bytes, bounded);
+        redacted.truncate(self.limits.file_bytes as usize);
         {
             let mut state = self.state();
-            let previous = state.files.get(path).map_or(0, |written| written.bytes);
-            let total = state.total - previous + redacted.len() as u64;
+            if state.files.contains_key(path) || !state.writing.insert(path.to_string()) {
+                return Err(format!("{path} was written already, by another collector"));
+            }
+            let total = state.total + redacted.len() as u64;
             if bounded && total > self.limits.total_bytes {
+                state.writing.remove(path);
                 state.left_out.push(path.to_string());
                 return Err(format!(
                     "{path} left out: the bundle reached its bound of {} bytes",
@@ -149,15 +162,30 @@ impl Staging {
                 ));
             }
             state.total = total;
-            state.files.insert(
-                path.to_string(),
-                Written {
-                    bytes: redacted.len() as u64,
-                    mode,
-                },
-            );
-            state.redactions.add(redactions);
         }
+        let written = self.write_file(path, &redacted);
+        let mut state = self.state();
+        state.writing.remove(path);
+        match written {
+            Ok(()) => {
+                state.files.insert(
+                    path.to_string(),
+                    Written {
+                        bytes: redacted.len() as u64,
+                        mode,
+                    },
+                );
+                state.redactions.add(redactions);
+                Ok(())
+            }
+            Err(error) => {
+                state.total -= redacted.len() as u64;
+                Err(format!("{path}: {error}"))
+            }
+        }
+    }
+
+    fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), String> {
         let target = self.root.join(path);
         if let Some(parent) = target.parent() {
             fs_err::create_dir_all(parent).map_err(|error| error.to_string())?;
@@ -166,12 +194,17 @@ impl Staging {
         use std::io::Write as _;
         fs_err::OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .mode(0o600)
             .open(&target)
-            .and_then(|mut file| file.write_all(&redacted))
+            .and_then(|mut file| file.write_all(bytes))
             .map_err(|error| error.to_string())
+    }
+
+    /// `bytes` of bundle path `path` through the redactors, for a file written elsewhere (the
+    /// fleet's archive); `rewrite: false` leaves YAML paths, for files that close a bundle.
+    pub fn redact(&self, path: &str, bytes: &[u8], rewrite: bool) -> Vec<u8> {
+        self.redactor.redact_as(path, bytes, rewrite).0
     }
 
     /// troubleshoot's record of a collector that failed: `host-collectors/errors/<Title>-error.json`.
@@ -253,7 +286,10 @@ pub fn collect(
     let gathered = crate::run::collect(documents, &limits, &writes_files, &mut report)?;
     for ((kind, name), collected) in &gathered {
         let name = Some(name.as_str()).filter(|name| !name.is_empty());
-        let title = name.map_or_else(|| kind.clone(), str::to_string);
+        let title = name.map_or_else(
+            || checks::kind(kind).map_or_else(|| kind.clone(), |kind| kind.title.to_string()),
+            str::to_string,
+        );
         let Some(path) = paths::result_path(kind, name) else {
             continue;
         };
@@ -361,12 +397,13 @@ pub fn analysis(report: &Report) -> Vec<Value> {
     report
         .results
         .iter()
-        .filter_map(|result: &CheckResult| {
+        .map(|result: &CheckResult| {
+            // troubleshoot writes an analyzer that chose no outcome with no severity.
             let severity = match result.outcome {
                 crate::Outcome::Fail => "error",
                 crate::Outcome::Warn => "warn",
                 crate::Outcome::Pass => "debug",
-                crate::Outcome::None => return None,
+                crate::Outcome::None => "",
             };
             let name = analysis_name(&result.title);
             let mut entry = serde_json::json!({
@@ -385,7 +422,7 @@ pub fn analysis(report: &Report) -> Vec<Value> {
             if result.outcome == crate::Outcome::Fail {
                 entry["error"] = Value::String(result.message.clone());
             }
-            Some(entry)
+            entry
         })
         .collect()
 }

@@ -15,10 +15,14 @@ use serde_json::Value;
 pub const MASK: &str = "***HIDDEN***";
 /// A `Redactor` file Berth reads at most.
 pub const MAX_REDACTOR_BYTES: usize = 1 << 20;
-/// The most rules one redactor set holds.
+/// The most rules (other than known secret values) one redactor set holds.
 const MAX_RULES: usize = 1_000;
+/// The most secret values one redactor set hides.
+pub const MAX_SECRETS: usize = 100_000;
 /// The shortest secret value hidden wherever it appears: a shorter one would hide common text.
-pub const MIN_SECRET_BYTES: usize = 4;
+pub const MIN_SECRET_BYTES: usize = 6;
+/// Redactions listed per file at most; the rest are counted.
+const MAX_LISTED_PER_FILE: usize = 1_000;
 /// A regex Berth compiles at most (bytes of its compiled program), so a crafted one is refused.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
@@ -189,24 +193,28 @@ pub struct Redaction {
 pub struct RedactionList {
     pub by_redactor: BTreeMap<String, Vec<Redaction>>,
     pub by_file: BTreeMap<String, Vec<Redaction>>,
+    /// Every redaction, listed or not (a file lists its first thousand).
+    pub total: usize,
 }
 
 impl RedactionList {
     pub fn add(&mut self, redactions: Vec<Redaction>) {
         for redaction in redactions {
+            self.total += 1;
+            let listed = self.by_file.entry(redaction.file.clone()).or_default();
+            if listed.len() >= MAX_LISTED_PER_FILE {
+                continue;
+            }
+            listed.push(redaction.clone());
             self.by_redactor
                 .entry(redaction.redactor_name.clone())
-                .or_default()
-                .push(redaction.clone());
-            self.by_file
-                .entry(redaction.file.clone())
                 .or_default()
                 .push(redaction);
         }
     }
 
     pub fn count(&self) -> usize {
-        self.by_file.values().map(Vec::len).sum()
+        self.total
     }
 }
 
@@ -305,12 +313,48 @@ enum RuleKind {
         selector: Regex,
         pattern: Pattern,
     },
-    /// A value hidden wherever it appears.
+    /// Values hidden wherever they appear (a Redactor's `values`).
     Literal(Vec<u8>),
     /// A path into a YAML (or JSON) file whose value is hidden.
     YamlPath(Vec<String>),
     /// The lines of every PEM private key block (`-----BEGIN … PRIVATE KEY-----`).
     PrivateKeys,
+}
+
+/// The secret values the caller knows, found together in one pass (Aho-Corasick), longest
+/// first, before any other rule changes the text.
+#[derive(Debug, Default)]
+struct Secrets {
+    values: Vec<(String, Vec<u8>)>,
+    matcher: Option<aho_corasick::AhoCorasick>,
+}
+
+impl Secrets {
+    fn build(&mut self) {
+        self.matcher = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(self.values.iter().map(|(_, value)| value))
+            .ok();
+    }
+
+    /// The line with every known secret masked, and the name of each one found.
+    fn replace(&self, line: &[u8]) -> Option<(Vec<u8>, Vec<&str>)> {
+        let matcher = self.matcher.as_ref()?;
+        let mut found = Vec::new();
+        let mut out = Vec::with_capacity(line.len());
+        let mut last = 0;
+        for hit in matcher.find_iter(line) {
+            out.extend_from_slice(&line[last..hit.start()]);
+            out.extend_from_slice(MASK.as_bytes());
+            last = hit.end();
+            found.push(self.values[hit.pattern().as_usize()].0.as_str());
+        }
+        if found.is_empty() {
+            return None;
+        }
+        out.extend_from_slice(&line[last..]);
+        Some((out, found))
+    }
 }
 
 #[derive(Debug)]
@@ -341,7 +385,22 @@ impl Rule {
 #[derive(Debug, Default)]
 pub struct Redactor {
     rules: Vec<Rule>,
+    secrets: Secrets,
 }
+
+/// Berth's own single-line rules, after troubleshoot's: a secret-looking variable's value in
+/// `NAME=value` text (a hook's `set` output, a container's environment), and a private key
+/// held in one line (PEM in a JSON or YAML string).
+const BERTH_SINGLE_LINE: &[(&str, &str)] = &[
+    (
+        "Redact values of secret-looking variables",
+        r#"(?i)(\b[A-Za-z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|APIKEY|API_KEY|ACCESS_KEY|PRIVATE_KEY|AUTH)[A-Za-z0-9_]*=)(?P<mask>[^"\s,;]+)"#,
+    ),
+    (
+        "Redact PEM private keys held in one line",
+        r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----)(?P<mask>.*?)(-----END [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----)",
+    ),
+];
 
 impl Redactor {
     /// troubleshoot's default redactors.
@@ -377,17 +436,34 @@ impl Redactor {
                 });
             }
         }
-        Self { rules }
+        Self {
+            rules,
+            secrets: Secrets::default(),
+        }
     }
 
-    /// Hides the body of every PEM private key, in any file.
-    pub fn hide_private_keys(&mut self) {
+    /// Adds Berth's own rules: private keys (PEM blocks, and PEM in one line) and the values
+    /// of secret-looking variables.
+    pub fn add_berth_rules(&mut self) {
         self.rules.push(Rule {
             name: "Redact PEM private keys".to_string(),
             default: false,
             files: Vec::new(),
             kind: RuleKind::PrivateKeys,
         });
+        for (name, regex) in BERTH_SINGLE_LINE {
+            if let Ok(pattern) = Pattern::compile(regex) {
+                self.rules.push(Rule {
+                    name: (*name).to_string(),
+                    default: false,
+                    files: Vec::new(),
+                    kind: RuleKind::Line {
+                        scan: None,
+                        pattern,
+                    },
+                });
+            }
+        }
     }
 
     /// How many rules the defaults compile to: all of troubleshoot's (a test holds it).
@@ -399,36 +475,46 @@ impl Redactor {
         self.rules.is_empty()
     }
 
-    /// Hides `value` wherever it appears, as redactor `name` (a value shorter than
-    /// [`MIN_SECRET_BYTES`] is left: it would hide common text). Says whether it was added.
-    pub fn hide_value(&mut self, name: &str, value: &str) -> bool {
+    /// Hides `value` wherever it appears, as redactor `name`: as written, JSON-escaped and
+    /// base64-encoded, and each line of a value of several. A value shorter than
+    /// [`MIN_SECRET_BYTES`] is left (it would hide common text). Says whether it was added;
+    /// an error past [`MAX_SECRETS`].
+    pub fn hide_value(&mut self, name: &str, value: &str) -> Result<bool, String> {
+        use base64::Engine as _;
         let value = value.trim();
-        if value.len() < MIN_SECRET_BYTES || self.rules.len() >= MAX_RULES * 10 {
-            return false;
+        if value.len() < MIN_SECRET_BYTES {
+            return Ok(false);
         }
-        let bytes = value.as_bytes().to_vec();
-        let known = self.rules.iter().any(|rule| {
-            rule.files.is_empty()
-                && matches!(&rule.kind, RuleKind::Literal(known) if *known == bytes)
-        });
-        if !known {
-            // Longest first: a secret that holds another is hidden whole.
-            let at = self
-                .rules
-                .iter()
-                .position(|rule| matches!(&rule.kind, RuleKind::Literal(known) if known.len() < bytes.len()))
-                .unwrap_or(self.rules.len());
-            self.rules.insert(
-                at,
-                Rule {
-                    name: name.to_string(),
-                    default: false,
-                    files: Vec::new(),
-                    kind: RuleKind::Literal(bytes),
-                },
-            );
+        let mut forms: Vec<String> = vec![value.to_string()];
+        let escaped = serde_json::to_string(value).unwrap_or_default();
+        forms.push(escaped.trim_matches('"').to_string());
+        forms.push(base64::engine::general_purpose::STANDARD.encode(value));
+        forms.extend(value.lines().map(str::trim).map(str::to_string));
+        let mut added = false;
+        for form in forms {
+            if form.len() < MIN_SECRET_BYTES
+                || self
+                    .secrets
+                    .values
+                    .iter()
+                    .any(|(_, known)| *known == form.as_bytes())
+            {
+                continue;
+            }
+            if self.secrets.values.len() >= MAX_SECRETS {
+                return Err(format!(
+                    "more than {MAX_SECRETS} secret values to hide; the bundle is not written"
+                ));
+            }
+            self.secrets
+                .values
+                .push((name.to_string(), form.into_bytes()));
+            added = true;
         }
-        true
+        if added {
+            self.secrets.build();
+        }
+        Ok(added)
     }
 
     /// Adds the redactors of a `Redactor` document (troubleshoot.sh/v1beta2; several in one
@@ -587,11 +673,21 @@ impl Redactor {
 
     /// `bytes` of bundle file `file` with every rule applied, and what was hidden.
     pub fn redact(&self, file: &str, bytes: &[u8]) -> (Vec<u8>, Vec<Redaction>) {
+        self.redact_as(file, bytes, true)
+    }
+
+    /// As [`Redactor::redact`]; without `rewrite`, YAML paths are left (the files that close a
+    /// bundle keep their format).
+    pub fn redact_as(&self, file: &str, bytes: &[u8], rewrite: bool) -> (Vec<u8>, Vec<Redaction>) {
         let mut redactions = Vec::new();
         // YAML paths first, while the file is still YAML: a mask written by a line rule
         // (`***HIDDEN***`) reads as an alias and would stop the file parsing.
         let mut rewritten = None;
-        for rule in self.rules.iter().filter(|rule| rule.applies_to(file)) {
+        for rule in self
+            .rules
+            .iter()
+            .filter(|rule| rewrite && rule.applies_to(file))
+        {
             if let RuleKind::YamlPath(path) = &rule.kind {
                 let current = rewritten.as_deref().unwrap_or(bytes);
                 if let Some(masked) = redact_yaml_path(current, path) {
@@ -611,6 +707,23 @@ impl Redactor {
             .split(|byte| *byte == b'\n')
             .map(<[u8]>::to_vec)
             .collect();
+        // The secrets the caller knows first, before any other rule changes the text.
+        for (number, line) in lines.iter_mut().enumerate() {
+            if let Some((replaced, names)) = self.secrets.replace(line) {
+                let removed =
+                    (line.len() as i64 - replaced.len() as i64) / names.len().max(1) as i64;
+                for name in names {
+                    redactions.push(Redaction {
+                        redactor_name: name.to_string(),
+                        characters_removed: removed,
+                        line: number + 1,
+                        file: file.to_string(),
+                        is_default_redactor: false,
+                    });
+                }
+                *line = replaced;
+            }
+        }
         for rule in self.rules.iter().filter(|rule| rule.applies_to(file)) {
             let mut note = |line: usize, before: usize, after: usize| {
                 redactions.push(Redaction {
@@ -674,9 +787,15 @@ impl Redactor {
                     let mut inside = false;
                     for (number, line) in lines.iter_mut().enumerate() {
                         let text = String::from_utf8_lossy(line);
-                        if text.contains("-----BEGIN") && text.contains("PRIVATE KEY-----") {
+                        let begins = text.contains("-----BEGIN") && text.contains("PRIVATE KEY");
+                        let ends = text.contains("-----END");
+                        if begins && ends {
+                            // A key held in one line: Berth's one-line rule hides it.
+                            continue;
+                        }
+                        if begins {
                             inside = true;
-                        } else if text.contains("-----END") {
+                        } else if ends {
                             inside = false;
                         } else if inside && !line.is_empty() && *line != MASK.as_bytes() {
                             note(number + 1, line.len(), MASK.len());
@@ -834,9 +953,35 @@ mod tests {
     }
 
     #[test]
+    fn berths_rules_hide_secret_variables_and_keys_in_one_line() {
+        let mut redactor = Redactor::default();
+        redactor.add_berth_rules();
+        assert_eq!(
+            redacted(
+                &redactor,
+                r#""env": ["PATH=/bin", "DB_PASSWORD=hunter22", "API_TOKEN=xyz"]"#
+            ),
+            r#""env": ["PATH=/bin", "DB_PASSWORD=***HIDDEN***", "API_TOKEN=***HIDDEN***"]"#
+        );
+        assert_eq!(
+            redacted(&redactor, "KEEPER_ADMIN_PASSWORD=s3cret"),
+            "KEEPER_ADMIN_PASSWORD=***HIDDEN***"
+        );
+        assert_eq!(redacted(&redactor, "MONKEY=banana"), "MONKEY=banana");
+        let inline =
+            r#"{"key": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----"}"#;
+        let out = redacted(&redactor, inline);
+        assert!(!out.contains("MHcCAQEE"), "{out}");
+        assert!(
+            out.contains("-----BEGIN EC PRIVATE KEY-----***HIDDEN***-----END"),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn private_key_blocks_are_hidden_line_by_line() {
         let mut redactor = Redactor::default();
-        redactor.hide_private_keys();
+        redactor.add_berth_rules();
         let key = "x\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\nkqhkiG9w0BAQEF\n-----END PRIVATE KEY-----\ny";
         assert_eq!(
             redacted(&redactor, key),
@@ -847,12 +992,25 @@ mod tests {
     #[test]
     fn secret_values_are_hidden_whole_and_short_ones_left() {
         let mut redactor = Redactor::default();
-        assert!(redactor.hide_value("token", "abcd"));
-        assert!(redactor.hide_value("token", "abcdefgh"));
-        assert!(!redactor.hide_value("short", "abc"));
+        assert!(redactor.hide_value("token", "abcdef").unwrap());
+        assert!(redactor.hide_value("token", "abcdefgh").unwrap());
+        assert!(!redactor.hide_value("short", "abcde").unwrap());
         assert_eq!(
-            redacted(&redactor, "t=abcdefgh u=abcd v=abc"),
-            "t=***HIDDEN*** u=***HIDDEN*** v=abc"
+            redacted(&redactor, "t=abcdefgh u=abcdef v=abcde"),
+            "t=***HIDDEN*** u=***HIDDEN*** v=abcde"
+        );
+        // Its other forms: JSON-escaped, base64, each line of a value of several.
+        assert!(
+            redactor
+                .hide_value("key", "line-one-x\nline\"two\"")
+                .unwrap()
+        );
+        let text =
+            "a: \"line-one-x\\nline\\\"two\\\"\"\nb: bGluZS1vbmUteApsaW5lInR3byI=\nline-one-x";
+        let out = redacted(&redactor, text);
+        assert!(
+            !out.contains("line-one-x") && !out.contains("bGluZS1v"),
+            "{out}"
         );
     }
 }

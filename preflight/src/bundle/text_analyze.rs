@@ -32,7 +32,7 @@ pub fn analyze(document: &Document, item: &Item, root: &Path) -> Vec<CheckResult
         ignored: false,
     };
     match run(item, root) {
-        Ok(Found::NoFiles) if flag(item, "ignoreIfNoFiles") => Vec::new(),
+        Ok(Found::NoFiles) if super::fields::flag(&item.fields, "ignoreIfNoFiles") => Vec::new(),
         Ok(Found::NoFiles) => vec![result(
             Outcome::Warn,
             "No matching files".into(),
@@ -55,15 +55,8 @@ enum Found {
     Results(Vec<(Outcome, String, String)>),
 }
 
-fn flag(item: &Item, key: &str) -> bool {
-    item.fields
-        .get(key)
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-}
-
 fn field<'a>(item: &'a Item, key: &str) -> &'a str {
-    item.fields.get(key).and_then(Value::as_str).unwrap_or("")
+    super::fields::text(&item.fields, key).unwrap_or("")
 }
 
 /// troubleshoot's path: `collectorName/fileName`, and `collectorName/*/*/fileName` for a
@@ -86,10 +79,12 @@ fn join(left: &str, right: &str) -> String {
 fn run(item: &Item, root: &Path) -> Result<Found, String> {
     let collector = field(item, "collectorName");
     let file = field(item, "fileName");
-    let relative = pattern(collector, file);
+    // Joined under the bundle's folder, as Go's filepath.Join does: a leading `/` stays inside.
+    let relative = pattern(collector, file).trim_start_matches('/').to_string();
     if relative.split('/').any(|part| part == "..") {
         return Err(format!("`{relative}` leaves the bundle"));
     }
+    let root_glob = glob::Pattern::escape(&root.to_string_lossy());
     let excluded: Vec<glob::Pattern> = match item.fields.get("excludeFiles") {
         Some(Value::Array(list)) => list
             .iter()
@@ -100,8 +95,7 @@ fn run(item: &Item, root: &Path) -> Result<Found, String> {
             .collect(),
         _ => Vec::new(),
     };
-    let full = root.join(&relative);
-    let mut files: Vec<std::path::PathBuf> = glob::glob(&full.to_string_lossy())
+    let mut files: Vec<std::path::PathBuf> = glob::glob(&format!("{root_glob}/{relative}"))
         .map_err(|error| format!("`{relative}` is not a glob: {error}"))?
         .filter_map(Result::ok)
         .filter(|path| path.is_file() && !excluded.iter().any(|pattern| pattern.matches_path(path)))
@@ -127,6 +121,11 @@ fn run(item: &Item, root: &Path) -> Result<Found, String> {
             .map_err(|error| format!("`{text}` is not a regex Berth can run: {error}"))
     };
     let spec_outcomes = outcomes(item)?;
+    let regex = compile(if regex_text.is_empty() {
+        groups_text
+    } else {
+        regex_text
+    })?;
     let mut results = Vec::new();
     for path in files {
         let mut bytes = Vec::new();
@@ -136,7 +135,7 @@ fn run(item: &Item, root: &Path) -> Result<Found, String> {
             .map_err(|error| error.to_string())?;
         let text = String::from_utf8_lossy(&bytes);
         if !regex_text.is_empty() {
-            let matched = compile(regex_text)?.is_match(&text);
+            let matched = regex.is_match(&text);
             let mut chosen = None;
             for outcome in &spec_outcomes {
                 let default = outcome.outcome == Outcome::Pass;
@@ -156,7 +155,6 @@ fn run(item: &Item, root: &Path) -> Result<Found, String> {
             }
             results.extend(chosen);
         } else {
-            let regex = compile(groups_text)?;
             let mut values: BTreeMap<String, String> = BTreeMap::new();
             if let Some(captures) = regex.captures(&text) {
                 for name in regex.capture_names().flatten() {
