@@ -28,6 +28,7 @@ pub mod release;
 pub mod report;
 pub mod rollout;
 pub mod shell;
+pub mod signature;
 pub mod spec;
 pub mod table;
 pub mod versions;
