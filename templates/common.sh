@@ -123,6 +123,13 @@ if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_airgap" = 0 ] 
     ln -sf "$berth_binary" /usr/local/bin/berth
 fi
 
+# A signed bundle's lock is taken with its signature: the node checks it against the vendor's
+# key it trusts (/etc/berth/trusted-keys/), which never comes from the bundle itself.
+if [ "$berth_airgap" = 1 ] && [ -f "$berth_bundle_dir/"{{ lock_file | sh }}.sig ]; then
+    cp "$berth_bundle_dir/"{{ lock_file | sh }} "$berth_lock_file"
+    cp "$berth_bundle_dir/"{{ lock_file | sh }}.sig "$berth_lock_file.sig"
+fi
+
 berth_install_arguments=(
     --spec "$berth_spec_file"
     --lock "$berth_lock_file"

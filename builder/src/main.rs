@@ -62,6 +62,10 @@ enum Command {
     Bundle(commands::bundle::BundleArgs),
     /// Serve installers over HTTP, as kurl.sh does: scripts, bundles and the release's files.
     Serve(commands::serve::ServeArgs),
+    /// Make a vendor's signing key: PREFIX.key (private) and PREFIX.pub (for nodes).
+    Keygen(commands::sign::KeygenArgs),
+    /// Sign a dist: a `.sig` beside versions.json and every package's .sha256.
+    Sign(commands::sign::SignArgs),
 }
 
 #[derive(Args)]
@@ -154,6 +158,10 @@ struct BuildArgs {
     /// Rebuild packages whose inputs are unchanged too.
     #[arg(long)]
     force: bool,
+    /// Sign the dist with this private key (PEM) once built [default: the PEM text of
+    /// $BERTH_SIGNING_KEY, if set; else unsigned].
+    #[arg(long, value_name = "FILE")]
+    signing_key: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -196,6 +204,8 @@ fn main() -> ExitCode {
         Command::Resolve(args) => commands::resolve::run(args),
         Command::Upload(args) => commands::upload::run(args),
         Command::Versions(args) => commands::versions::run(args),
+        Command::Keygen(args) => commands::sign::keygen(args),
+        Command::Sign(args) => commands::sign::run(args),
         Command::Script(args) => commands::script::run(args),
         Command::Bundle(args) => commands::bundle::run(args),
         Command::Serve(args) => commands::serve::run(args),

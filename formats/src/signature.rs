@@ -48,6 +48,14 @@ pub enum SignatureError {
         signature: String,
         keys: String,
     },
+    #[error(
+        "{file} is not signed ({signature} is missing), and this node trusts only what keys {keys} signed\nhint: sign the dist with `berth-build sign`, or take it from its vendor again"
+    )]
+    Unsigned {
+        file: String,
+        signature: String,
+        keys: String,
+    },
     #[error("failed to make a signing key")]
     Generate,
     #[error("failed to sign {file}")]
@@ -176,6 +184,14 @@ impl SigningKey {
     }
 }
 
+/// The fingerprints of `keys`, for messages.
+pub fn fingerprints(keys: &[PublicKey]) -> String {
+    keys.iter()
+        .map(PublicKey::fingerprint)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Checks that `signature_text` (a `.sig` file's text) over `message` is one of `keys`'.
 /// `file` and `signature` name them in the error, which names the keys by fingerprint.
 pub fn verify(
@@ -197,11 +213,7 @@ pub fn verify(
         .ok_or_else(|| SignatureError::Untrusted {
             file: file.to_string(),
             signature: signature.to_string(),
-            keys: keys
-                .iter()
-                .map(PublicKey::fingerprint)
-                .collect::<Vec<_>>()
-                .join(", "),
+            keys: fingerprints(keys),
         })
 }
 
@@ -242,13 +254,31 @@ mod tests {
         assert_eq!(public, key.public());
         let again = SigningKey::from_pem("key", &key.to_pem()).unwrap();
         assert_eq!(again.public(), key.public());
-        assert!(verify(&[public.clone()], "f", b"{}", "f.sig", &signature).is_ok());
+        assert!(
+            verify(
+                std::slice::from_ref(&public),
+                "f",
+                b"{}",
+                "f.sig",
+                &signature
+            )
+            .is_ok()
+        );
         let error = verify(&[other.public()], "f", b"{}", "f.sig", &signature).unwrap_err();
         assert!(
             error.to_string().contains(&other.public().fingerprint()),
             "{error}"
         );
-        assert!(verify(&[public.clone()], "f", b"{ }", "f.sig", &signature).is_err());
+        assert!(
+            verify(
+                std::slice::from_ref(&public),
+                "f",
+                b"{ }",
+                "f.sig",
+                &signature
+            )
+            .is_err()
+        );
         assert!(verify(&[public], "f", b"{}", "f.sig", "not base64!").is_err());
         // A key's bytes never appear in what is said of it.
         let shown = format!("{key:?} {:?}", key.public());

@@ -103,7 +103,14 @@ fn openssl_verifies_berths_signatures_and_berth_verifies_openssls() {
     .unwrap();
     let signature = base64::engine::general_purpose::STANDARD
         .encode(fs_err::read(path("openssl.sig")).unwrap());
-    verify(&[public.clone()], "file", message, "file.sig", &signature).unwrap();
+    verify(
+        std::slice::from_ref(&public),
+        "file",
+        message,
+        "file.sig",
+        &signature,
+    )
+    .unwrap();
     assert!(verify(&[key.public()], "file", message, "file.sig", &signature).is_err());
     // And signs with OpenSSL's private key as well.
     let imported = SigningKey::from_pem(

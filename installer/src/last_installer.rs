@@ -90,7 +90,17 @@ impl LastInstaller {
             id: id.to_string(),
             spec: keep(spec, berth_formats::bundle::SPEC_FILE)?,
             lock: lock
-                .map(|lock| keep(lock, berth_formats::lock::LOCK_FILE))
+                .map(|lock| {
+                    // Its signature goes with it, so a later run checks it again.
+                    let signature = PathBuf::from(format!("{}.sig", lock.display()));
+                    if signature.is_file() {
+                        keep(
+                            &signature,
+                            &format!("{}.sig", berth_formats::lock::LOCK_FILE),
+                        )?;
+                    }
+                    keep(lock, berth_formats::lock::LOCK_FILE)
+                })
                 .transpose()?,
             dist: dist.argument(),
             joined,

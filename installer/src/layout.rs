@@ -115,6 +115,11 @@ impl Layout {
         self.root.join("var/log/berth")
     }
 
+    /// The vendors' public keys this node trusts (`*.pub`).
+    pub fn trusted_keys_dir(&self) -> PathBuf {
+        self.root.join("etc/berth/trusted-keys")
+    }
+
     /// Per-node overrides of add-on fields.
     pub fn node_config(&self) -> PathBuf {
         self.root.join("etc/berth/node.yaml")

@@ -37,4 +37,5 @@ pub mod plan;
 pub mod session;
 pub mod state;
 pub mod support_bundle;
+pub mod trust;
 pub mod unpack;

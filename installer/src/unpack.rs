@@ -143,75 +143,114 @@ pub fn unpack_bundled(
     install_dir: &Path,
 ) -> Result<PackageIndex, UnpackError> {
     let source = bundled_package(bundle, name, version);
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| UnpackError::Io { path, source }
-    };
     let _ = fs_err::remove_dir_all(staging);
     let folder = staging.join(package_root(name, version));
-    fs_err::create_dir_all(&folder).map_err(io(&folder))?;
-    let index_path = source.join(PACKAGE_INDEX_FILE);
+    fs_err::create_dir_all(&folder).map_err(io_at(&folder))?;
     let result = (|| {
-        let bytes = fs_err::read(&index_path).map_err(|_| UnpackError::NoIndex {
-            package: source.clone(),
-            name: name.to_string(),
-            version: version.to_string(),
-        })?;
-        let actual = Sha256Digest::of(&bytes);
-        if &actual != expected {
-            return Err(UnpackError::Mismatch {
-                package: index_path.clone(),
-                expected: *expected,
-                actual,
-            });
-        }
-        let index = PackageIndex::from_bytes(&bytes).map_err(|error| UnpackError::BadIndex {
-            package: index_path.clone(),
-            message: error.to_string(),
-        })?;
-        fs_err::write(folder.join(PACKAGE_INDEX_FILE), &bytes).map_err(io(&folder))?;
-        for file in &index.files {
-            let relative = Path::new(&file.path);
-            if !relative
-                .components()
-                .all(|component| matches!(component, std::path::Component::Normal(_)))
-            {
-                return Err(UnpackError::BadIndex {
-                    package: index_path.clone(),
-                    message: format!("`{}` is not a path inside the package", file.path),
-                });
-            }
-            let from = match berth_formats::bundle::shared_blob(&file.path) {
-                Some(hex) => bundle.join(berth_formats::bundle::blob_path(hex)),
-                None => source.join(relative),
-            };
-            let to = folder.join(relative);
-            fs_err::create_dir_all(to.parent().expect("inside the folder")).map_err(io(&to))?;
-            // No more than the index says: a longer file fails its digest without filling the disk.
-            let mut reader = HashingReader::new(std::io::Read::take(
-                fs_err::File::open(&from).map_err(io(&from))?,
-                file.size + 1,
-            ));
-            let mut writer = fs_err::File::create(&to).map_err(io(&to))?;
-            std::io::copy(&mut reader, &mut writer).map_err(io(&from))?;
-            let (actual, _) = reader.finish().map_err(io(&from))?;
-            if actual != file.sha256 {
-                return Err(UnpackError::Mismatch {
-                    package: from,
-                    expected: file.sha256,
-                    actual,
-                });
-            }
-            if file.executable {
-                use std::os::unix::fs::PermissionsExt as _;
-                fs_err::set_permissions(&to, std::fs::Permissions::from_mode(0o755))
-                    .map_err(io(&to))?;
-            }
-        }
+        walk_bundled(bundle, expected, (name, version), Some(&folder))?;
         move_into_place(&source, (name, version), staging, install_dir)
     })();
     let _ = fs_err::remove_dir_all(staging);
     result
+}
+
+/// Checks a bundled package as [`unpack_bundled`] does — its index against `expected`, each
+/// file against its index — writing nothing.
+pub fn check_bundled(
+    bundle: &Path,
+    expected: &Sha256Digest,
+    (name, version): (&str, &str),
+) -> Result<(), UnpackError> {
+    walk_bundled(bundle, expected, (name, version), None).map(|_| ())
+}
+
+fn io_at(path: &Path) -> impl Fn(std::io::Error) -> UnpackError + use<> {
+    let path = path.to_path_buf();
+    move |source| UnpackError::Io {
+        path: path.clone(),
+        source,
+    }
+}
+
+/// Reads a bundled package's index (checked against `expected`) and every file it lists
+/// (each checked against it), copying them into `into` when given.
+fn walk_bundled(
+    bundle: &Path,
+    expected: &Sha256Digest,
+    (name, version): (&str, &str),
+    into: Option<&Path>,
+) -> Result<PackageIndex, UnpackError> {
+    let source = bundled_package(bundle, name, version);
+    let index_path = source.join(PACKAGE_INDEX_FILE);
+    let bytes = fs_err::read(&index_path).map_err(|_| UnpackError::NoIndex {
+        package: source.clone(),
+        name: name.to_string(),
+        version: version.to_string(),
+    })?;
+    let actual = Sha256Digest::of(&bytes);
+    if &actual != expected {
+        return Err(UnpackError::Mismatch {
+            package: index_path.clone(),
+            expected: *expected,
+            actual,
+        });
+    }
+    let index = PackageIndex::from_bytes(&bytes).map_err(|error| UnpackError::BadIndex {
+        package: index_path.clone(),
+        message: error.to_string(),
+    })?;
+    if let Some(folder) = into {
+        fs_err::write(folder.join(PACKAGE_INDEX_FILE), &bytes).map_err(io_at(folder))?;
+    }
+    for file in &index.files {
+        let relative = Path::new(&file.path);
+        if !relative
+            .components()
+            .all(|component| matches!(component, std::path::Component::Normal(_)))
+        {
+            return Err(UnpackError::BadIndex {
+                package: index_path.clone(),
+                message: format!("`{}` is not a path inside the package", file.path),
+            });
+        }
+        let from = match berth_formats::bundle::shared_blob(&file.path) {
+            Some(hex) => bundle.join(berth_formats::bundle::blob_path(hex)),
+            None => source.join(relative),
+        };
+        // No more than the index says: a longer file fails its digest without filling the disk.
+        let mut reader = HashingReader::new(std::io::Read::take(
+            fs_err::File::open(&from).map_err(io_at(&from))?,
+            file.size + 1,
+        ));
+        let to = into.map(|folder| folder.join(relative));
+        match &to {
+            Some(to) => {
+                fs_err::create_dir_all(to.parent().expect("inside the folder"))
+                    .map_err(io_at(to))?;
+                let mut writer = fs_err::File::create(to).map_err(io_at(to))?;
+                std::io::copy(&mut reader, &mut writer).map_err(io_at(&from))?;
+            }
+            None => {
+                std::io::copy(&mut reader, &mut std::io::sink()).map_err(io_at(&from))?;
+            }
+        }
+        let (actual, _) = reader.finish().map_err(io_at(&from))?;
+        if actual != file.sha256 {
+            return Err(UnpackError::Mismatch {
+                package: from,
+                expected: file.sha256,
+                actual,
+            });
+        }
+        if let Some(to) = &to
+            && file.executable
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            fs_err::set_permissions(to, std::fs::Permissions::from_mode(0o755))
+                .map_err(io_at(to))?;
+        }
+    }
+    Ok(index)
 }
 
 /// Room kept free on the node's disk when a package is downloaded or unpacked.

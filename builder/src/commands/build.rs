@@ -14,6 +14,8 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
             args.addons.display()
         );
     }
+    // The key is read before anything is built: a bad one fails at once.
+    let signing_key = berth_build::publish::sign::load_key(args.signing_key.as_deref())?;
     let (context, settings) = super::prepare(&args.fetch, !args.force)?;
     let jobs = args
         .jobs
@@ -71,6 +73,14 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let versions = build::write_versions(&args.addons, &settings.out_dir, &results)?;
     eprintln!("wrote {}", versions.display());
+    if let Some(key) = &signing_key {
+        let signed = berth_build::publish::sign::sign_dist(key, &settings.out_dir)?;
+        eprintln!(
+            "signed {} files with {}",
+            signed.len(),
+            key.public().fingerprint()
+        );
+    }
     for (directory, error) in &failures {
         let shown = berth_formats::report::render(*error);
         eprintln!(

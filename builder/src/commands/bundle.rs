@@ -21,6 +21,10 @@ pub struct BundleArgs {
     /// The node architecture the bundle is for.
     #[arg(long, default_value = default_arch())]
     arch: String,
+    /// Sign the bundle's versions.json and lock with this private key (PEM) [default: the
+    /// PEM text of $BERTH_SIGNING_KEY, if set; else unsigned].
+    #[arg(long, value_name = "FILE")]
+    signing_key: Option<PathBuf>,
     #[command(flatten)]
     release: ReleaseArgs,
 }
@@ -28,6 +32,8 @@ pub struct BundleArgs {
 pub fn run(args: BundleArgs) -> anyhow::Result<ExitCode> {
     let spec = InstallerSpec::load(&args.spec)?;
     let spec_text = fs_err::read_to_string(&args.spec)?;
+    let signing_key =
+        berth_build::publish::sign::load_key(args.signing_key.as_deref())?.map(Arc::new);
     let started = Instant::now();
     let directory = match args.out.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
@@ -39,7 +45,9 @@ pub fn run(args: BundleArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("failed to write in {}", directory.display()))?;
     let lock = super::runtime()?.block_on(async {
         let release = Arc::new(args.release.open().await?);
-        let plan = bundle::prepare(&release, &spec, None, &spec_text, &args.arch, "", "").await?;
+        let mut plan =
+            bundle::prepare(&release, &spec, None, &spec_text, &args.arch, "", "").await?;
+        plan.signing_key = signing_key;
         let file = tokio::fs::File::from_std(temporary.reopen()?);
         bundle::write(release, &plan, file)
             .await

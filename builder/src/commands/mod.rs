@@ -9,6 +9,7 @@ pub mod release;
 pub mod resolve;
 pub mod script;
 pub mod serve;
+pub mod sign;
 pub mod upload;
 pub mod versions;
 

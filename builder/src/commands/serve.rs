@@ -16,6 +16,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8800")]
     listen: String,
+    /// Sign each bundle's versions.json and lock with this private key (PEM) [default: the
+    /// PEM text of $BERTH_SIGNING_KEY, if set; else unsigned].
+    #[arg(long, value_name = "FILE")]
+    signing_key: Option<PathBuf>,
     /// The URL clients reach this server at [default: http://<listen>].
     #[arg(long)]
     public_url: Option<String>,
@@ -55,6 +59,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let signing_key = berth_build::publish::sign::load_key(args.signing_key.as_deref())?;
     let public_url = args
         .public_url
         .clone()
@@ -90,13 +95,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("failed to keep {}", path.display()))?;
             eprintln!("{public_url}/{id}  ({})", path.display());
         }
-        let server = Arc::new(Server::new(
+        let mut server = Server::new(
             Arc::new(release),
             public_url.clone(),
             args.arch.clone(),
             installers,
             args.max_bundles as usize,
-        ));
+        );
+        server.signing_key = signing_key.map(Arc::new);
+        let server = Arc::new(server);
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await
             .with_context(|| format!("failed to listen on {}", args.listen))?;

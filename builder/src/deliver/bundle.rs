@@ -21,6 +21,7 @@ use berth_formats::package_index::{
     self, IndexReadError, PACKAGE_INDEX_FILE, package_file_name, package_root,
 };
 use berth_formats::release::{berth_binary_file, checksum_file};
+use berth_formats::signature::{SIGNATURE_SUFFIX, SigningKey};
 use berth_formats::spec::InstallerSpec;
 use berth_formats::versions::{AddonVersions, VERSIONS_FILE, VersionEntry, VersionsFile};
 use tokio_util::io::SyncIoBridge;
@@ -73,6 +74,9 @@ pub struct BundlePlan {
     pub versions: VersionsFile,
     /// Where the node binary comes from: a key of the store, or the local file.
     pub berth: BerthSource,
+    /// The vendor's key: the bundle's versions.json and lock (which pins every file of every
+    /// package) are signed with it, their `.sig` beside them.
+    pub signing_key: Option<Arc<SigningKey>>,
 }
 
 #[derive(Debug, Clone)]
@@ -159,6 +163,7 @@ pub async fn prepare(
         scripts,
         versions,
         berth,
+        signing_key: None,
     })
 }
 
@@ -272,6 +277,7 @@ fn write_blocking<W: Write>(
         false,
         versions.as_slice(),
     )?;
+    append_signature(&mut builder, &plan, VERSIONS_FILE, &versions)?;
 
     let mut blobs_written: HashSet<String> = HashSet::new();
     for addon in &plan.lock.addons {
@@ -366,11 +372,36 @@ fn write_blocking<W: Write>(
         false,
         lock.as_slice(),
     )?;
+    append_signature(&mut builder, &plan, LOCK_FILE, &lock)?;
     let mut out = builder
         .finish()
         .map_err(|error| BundleError::Write(io_error_of(error)))?;
     out.flush().map_err(BundleError::Write)?;
     Ok(())
+}
+
+/// `<name>.sig` for `bytes`, when the plan signs.
+fn append_signature<W: Write>(
+    builder: &mut TarGzWriter<W>,
+    plan: &BundlePlan,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(), BundleError> {
+    let Some(key) = &plan.signing_key else {
+        return Ok(());
+    };
+    let signature = format!(
+        "{}\n",
+        key.sign(name, bytes)
+            .map_err(|error| BundleError::Write(std::io::Error::other(error)))?
+    );
+    append(
+        builder,
+        &format!("{name}{SIGNATURE_SUFFIX}"),
+        signature.len() as u64,
+        false,
+        signature.as_bytes(),
+    )
 }
 
 /// The I/O error inside a finishing archive's error, which has nothing else to say.

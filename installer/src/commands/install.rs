@@ -37,6 +37,11 @@ pub struct SpecArgs {
     /// when its scripts were rendered; a package with another digest is refused.
     #[arg(long, env = "BERTH_LOCK")]
     lock: Option<PathBuf>,
+    /// A vendor's public key (PEM) this run trusts, besides those kept in
+    /// /etc/berth/trusted-keys/ (repeatable): versions.json, each package's .sha256 and the
+    /// lock must then carry a signature of one of them.
+    #[arg(long = "trust-key", value_name = "FILE")]
+    trust_keys: Vec<PathBuf>,
     /// Override an add-on field for this node: `addon.field=value` (repeatable).
     #[arg(long = "set", value_name = "ADDON.FIELD=VALUE")]
     set: Vec<String>,
@@ -331,12 +336,15 @@ pub(crate) fn settings(
             layout.last_installer_file().display()
         ),
     };
+    let trust = berth::trust::Trust::load(&layout, &args.trust_keys)?;
     let source = SpecSource {
         spec_path,
         lock: lock_path
             .as_ref()
             .map(|path| {
                 let bytes = fs_err::read(path)?;
+                // Signed by a trusted key before anything is read from it.
+                trust.check_file(path, &bytes)?;
                 anyhow::Ok(Lock::parse(&path.display().to_string(), &bytes)?)
             })
             .transpose()?,
@@ -356,6 +364,7 @@ pub(crate) fn settings(
         mode,
         join_ttl: run.join_ttl,
         reuse_unpacked: false,
+        trust,
     };
     Ok((source, settings))
 }

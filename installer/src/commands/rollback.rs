@@ -40,6 +40,7 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     let plan = engine::rollback_plan(&layout, &args.addon, args.to.as_deref())?;
     let addon = &plan.addons[0];
     say!("berth: {} {}: {}", addon.name, addon.version, addon.reason);
+    let trust = berth::trust::Trust::load(&layout, &[])?;
     let settings = RunSettings {
         dist: Dist::Local(layout.package_cache()),
         params: Vec::new(),
@@ -48,6 +49,7 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
         mode: Mode::Rollback,
         join_ttl: berth::join::DEFAULT_TTL,
         reuse_unpacked: true,
+        trust,
         layout,
     };
     engine::apply(&settings, &plan, &lock, &Stderr)

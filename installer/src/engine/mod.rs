@@ -143,6 +143,9 @@ pub struct RunSettings {
     /// A package missing from the dist may be taken from its folder unpacked on this node
     /// (a rollback to a version installed from an airgap bundle, which leaves no archive).
     pub reuse_unpacked: bool,
+    /// The signing keys the run trusts: with any, versions.json, each `.sha256` and the lock
+    /// must be signed by one.
+    pub trust: crate::trust::Trust,
 }
 
 impl RunSettings {
@@ -225,6 +228,8 @@ pub enum EngineError {
     },
     #[error("failed to read {VERSIONS_FILE} from the dist")]
     VersionsFetch(#[source] FetchError),
+    #[error(transparent)]
+    Trust(#[from] crate::trust::TrustError),
     #[error("--set {text}: {problem}")]
     BadOverride { text: String, problem: String },
     #[error(

@@ -46,6 +46,8 @@ pub struct Server {
     pub parsing: Semaphore,
     /// Bundles streamed at once; one more is answered 503.
     pub bundles: Arc<Semaphore>,
+    /// The vendor's key, which signs each bundle's versions.json and lock.
+    pub signing_key: Option<Arc<berth_formats::signature::SigningKey>>,
 }
 
 /// Bundles a server streams at once unless told otherwise.
@@ -67,6 +69,7 @@ impl Server {
             installers,
             parsing: Semaphore::new(cores),
             bundles: Arc::new(Semaphore::new(bundles)),
+            signing_key: None,
         }
     }
 }
@@ -407,7 +410,10 @@ async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>
     )
     .await;
     let plan = match prepared {
-        Ok(plan) => plan,
+        Ok(mut plan) => {
+            plan.signing_key = server.signing_key.clone();
+            plan
+        }
         Err(error) => {
             tracing::warn!("bundle {id}: {error}");
             return text(

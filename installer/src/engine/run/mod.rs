@@ -171,11 +171,27 @@ impl<'a> Run<'a> {
     /// fetch: every package is verified and in place before any hook runs.
     fn fetch_all(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
         let layout = &self.settings.layout;
+        let needed = |member: &Member| {
+            member.planned.decision.applies()
+                || !layout
+                    .addon_dir(&member.planned.name, &member.planned.version)
+                    .join("install.sh")
+                    .exists()
+        };
+        // With signing keys trusted, every package is fetched and checked against its signed
+        // digest before any is unpacked: a tampered package leaves the add-ons' folders as
+        // they were.
+        if !self.settings.trust.is_empty() {
+            for index in 0..self.members.len() {
+                check_interrupt()?;
+                if needed(&self.members[index]) {
+                    self.fetch_checked(index)?;
+                }
+            }
+        }
         for index in 0..self.members.len() {
             check_interrupt()?;
-            let member = &self.members[index];
-            let addon_dir = layout.addon_dir(&member.planned.name, &member.planned.version);
-            if member.planned.decision.applies() || !addon_dir.join("install.sh").exists() {
+            if needed(&self.members[index]) {
                 let started = Instant::now();
                 let package_index = self.fetch(index)?;
                 let member = &mut self.members[index];

@@ -4,6 +4,62 @@
 use super::*;
 
 impl Run<'_> {
+    /// Fetches a package into the cache and checks it against its (signed) digest — a bundled
+    /// one, each of its files against its index — unpacking nothing: with trusted keys, every
+    /// package passes this before any is unpacked.
+    pub(super) fn fetch_checked(&self, index: usize) -> Result<(), EngineError> {
+        let layout = &self.settings.layout;
+        let planned = self.members[index].planned;
+        let (name, version) = (planned.name.as_str(), planned.version.as_str());
+        if let (Dist::Local(bundle), Some(index_digest)) =
+            (&self.settings.dist, planned.bundled_index)
+            && bundled_package(bundle, name, version).is_dir()
+        {
+            return crate::unpack::check_bundled(bundle, &index_digest, (name, version)).map_err(
+                |source| EngineError::Unpack {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    source,
+                },
+            );
+        }
+        let file = package_file_name(name, version);
+        let cache = layout.package_cache();
+        fs_err::create_dir_all(&cache).map_err(io_error(&cache))?;
+        let cached = cache.join(&file);
+        let expected = planned.target.package_digest;
+        if cached_digest(layout, &file) != Some(expected) || !cached.exists() {
+            if self.settings.reuse_unpacked {
+                return Ok(());
+            }
+            self.settings
+                .dist
+                .fetch(&file, &cached)
+                .map_err(|source| EngineError::Fetch {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    source,
+                })?;
+        }
+        let actual = fs_err::File::open(&cached)
+            .map(|file| std::io::BufReader::with_capacity(1 << 20, file))
+            .and_then(Sha256Digest::of_reader)
+            .map_err(io_error(&cached))?;
+        if actual != expected {
+            let _ = fs_err::remove_file(&cached);
+            return Err(EngineError::Unpack {
+                name: name.to_string(),
+                version: version.to_string(),
+                source: crate::unpack::UnpackError::Mismatch {
+                    package: cached,
+                    expected,
+                    actual,
+                },
+            });
+        }
+        Ok(())
+    }
+
     pub(super) fn fetch(&mut self, index: usize) -> Result<PackageIndex, EngineError> {
         let layout = &self.settings.layout;
         let planned = self.members[index].planned;

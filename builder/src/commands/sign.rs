@@ -1,0 +1,69 @@
+//! `berth-build keygen` makes a vendor's signing key; `berth-build sign DIST` signs a dist.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use berth_build::publish::sign;
+use berth_formats::signature::SigningKey;
+
+#[derive(clap::Args)]
+pub struct KeygenArgs {
+    /// Writes PREFIX.key (the private key, PKCS#8 PEM, readable by its owner alone) and
+    /// PREFIX.pub (the public key nodes trust); refused where either exists.
+    #[arg(value_name = "PREFIX", default_value = "berth")]
+    prefix: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct SignArgs {
+    /// The dist folder: versions.json and every package's .sha256 are signed.
+    dist: PathBuf,
+    /// The private key (PEM) [default: the PEM text of $BERTH_SIGNING_KEY].
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
+}
+
+pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
+    let private = PathBuf::from(format!("{}.key", args.prefix.display()));
+    let public = PathBuf::from(format!("{}.pub", args.prefix.display()));
+    for path in [&private, &public] {
+        if path.exists() {
+            anyhow::bail!(
+                "{} exists; give another PREFIX, or remove it",
+                path.display()
+            );
+        }
+    }
+    let key = SigningKey::generate()?;
+    berth_formats::files::write_atomically_with_mode(&private, key.to_pem().as_bytes(), 0o600)
+        .with_context(|| format!("failed to write {}", private.display()))?;
+    berth_formats::files::write_atomically(&public, key.public().to_pem().as_bytes())
+        .with_context(|| format!("failed to write {}", public.display()))?;
+    show!("{}", key.public().fingerprint());
+    eprintln!(
+        "wrote {} (keep it secret: CI signs with it) and {} (nodes trust it: --trust-key, or /etc/berth/trusted-keys/)",
+        private.display(),
+        public.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(args: SignArgs) -> anyhow::Result<ExitCode> {
+    let key = sign::load_key(args.key.as_deref())?.with_context(|| {
+        format!(
+            "no signing key: give --key FILE, or the key's PEM text in ${}",
+            sign::KEY_VARIABLE
+        )
+    })?;
+    let files = sign::sign_dist(&key, &args.dist)?;
+    for file in &files {
+        show!("signed {}", file.display());
+    }
+    eprintln!(
+        "{} files signed with {}",
+        files.len(),
+        key.public().fingerprint()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,340 @@
+//! A dist signed with the vendor's key, checked by a node that trusts it: the untouched dist
+//! installs; a package with one byte changed, a package re-signed with another key, a missing
+//! signature and a swapped versions.json are each refused before any file is written under
+//! `/var/lib/berth/addons`, naming the file and the key's fingerprint.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use berth_build::publish::sign::sign_dist;
+use berth_formats::signature::SigningKey;
+use support::*;
+use support::{require, run};
+
+/// A copy of the dist folder, to tamper with.
+fn copy_dist(from: &Path, to: &Path) {
+    fs_err::create_dir_all(to).unwrap();
+    for entry in fs_err::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        fs_err::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+fn nothing_unpacked(node: &Node) -> bool {
+    !node.root.path().join("var/lib/berth/addons").exists()
+}
+
+fn write_key(dir: &Path, name: &str, key: &SigningKey) -> PathBuf {
+    let path = dir.join(format!("{name}.pub"));
+    fs_err::write(&path, key.public().to_pem()).unwrap();
+    path
+}
+
+#[test]
+fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpacked() {
+    let mut dist = TestDist::new();
+    dist.addon("alpha", "1.0.0", "function alpha() { echo alpha; }\n");
+    dist.addon("beta", "1.0.0", "function beta() { echo beta; }\n");
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("alpha", "version: 1.0.0"), ("beta", "version: 1.0.0")],
+    );
+    let vendor = SigningKey::generate().unwrap();
+    let intruder = SigningKey::generate().unwrap();
+    let signed = sign_dist(&vendor, dist.dist.path()).unwrap();
+    assert_eq!(signed.len(), 3, "versions.json and two .sha256: {signed:?}");
+    let keys = tempfile::tempdir().unwrap();
+    let trusted = write_key(keys.path(), "vendor", &vendor);
+    let trust = ["--trust-key", trusted.to_str().unwrap()];
+    let work = tempfile::tempdir().unwrap();
+
+    // Untouched: it installs, and says nothing of checking digests alone.
+    let node = Node::new();
+    let output = node.install(&spec, &dist.url(), &trust);
+    let said = succeeded(&output);
+    assert!(!said.contains("digests alone"), "{said}");
+    assert!(
+        node.root
+            .path()
+            .join("var/lib/berth/addons/alpha/1.0.0")
+            .is_dir()
+    );
+
+    // The same key kept in /etc/berth/trusted-keys/ is trusted without --trust-key.
+    let node = Node::new();
+    let kept = node.root.path().join("etc/berth/trusted-keys");
+    fs_err::create_dir_all(&kept).unwrap();
+    fs_err::copy(&trusted, kept.join("vendor.pub")).unwrap();
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+
+    // Each tampering, on a fresh node and a copy of the dist.
+    type Tamper = fn(&Path, &SigningKey);
+    let cases: [(&str, Tamper, &str); 4] = [
+        (
+            "one byte changed",
+            |dist, _| {
+                let path = dist.join("beta-1.0.0.tar.gz");
+                let mut bytes = fs_err::read(&path).unwrap();
+                let middle = bytes.len() / 2;
+                bytes[middle] ^= 1;
+                fs_err::write(&path, bytes).unwrap();
+            },
+            "does not match its expected digest",
+        ),
+        (
+            "re-signed with another key",
+            |dist, intruder| {
+                // Another package in its place, its .sha256 and signature made to match.
+                let path = dist.join("beta-1.0.0.tar.gz");
+                let bytes = fs_err::read(dist.join("alpha-1.0.0.tar.gz")).unwrap();
+                fs_err::write(&path, &bytes).unwrap();
+                let digest = berth_formats::Sha256Digest::of(&bytes);
+                let checksum = dist.join("beta-1.0.0.tar.gz.sha256");
+                fs_err::write(
+                    &checksum,
+                    berth_formats::package_index::checksum_file_text(&digest, "beta-1.0.0.tar.gz"),
+                )
+                .unwrap();
+                berth_build::publish::sign::sign_file(intruder, &checksum).unwrap();
+            },
+            "beta-1.0.0.tar.gz.sha256 is not signed by a trusted key",
+        ),
+        (
+            "a missing signature",
+            |dist, _| fs_err::remove_file(dist.join("beta-1.0.0.tar.gz.sha256.sig")).unwrap(),
+            "beta-1.0.0.tar.gz.sha256 is not signed (",
+        ),
+        (
+            "a swapped versions.json",
+            |dist, intruder| {
+                let path = dist.join("versions.json");
+                let text = fs_err::read_to_string(&path).unwrap();
+                fs_err::write(&path, text.replace("\"beta\"", "\"beta\" ")).unwrap();
+                berth_build::publish::sign::sign_file(intruder, &path).unwrap();
+            },
+            "versions.json is not signed by a trusted key",
+        ),
+    ];
+    for (what, tamper, expected) in cases {
+        let copy = work.path().join(what.replace(' ', "-"));
+        copy_dist(dist.dist.path(), &copy);
+        tamper(&copy, &intruder);
+        let node = Node::new();
+        let output = node.install(&spec, copy.to_str().unwrap(), &trust);
+        let said = failed(&output);
+        assert!(said.contains(expected), "{what}: {said}");
+        if expected.contains("not signed") {
+            // The keys are named by their fingerprint, never by their bytes.
+            assert!(
+                said.contains(&vendor.public().fingerprint()),
+                "{what}: {said}"
+            );
+            assert!(!said.contains("BEGIN"), "{what}: {said}");
+        }
+        assert!(nothing_unpacked(&node), "{what}: something was unpacked");
+    }
+
+    // A node that trusts no key says once that it checks digests alone, and installs.
+    let node = Node::new();
+    let said = succeeded(&node.install(&spec, &dist.url(), &[]));
+    assert_eq!(said.matches("digests alone").count(), 1, "{said}");
+
+    // A lock, as the served scripts carry it: signed, it installs (and its signature is kept
+    // with it, so a later plan of the installer the node ran last checks it again); unsigned
+    // or signed by another key, it is refused before anything is read from it.
+    let id = berth_formats::spec::InstallerSpec::load(&spec)
+        .unwrap()
+        .id();
+    let addons: Vec<berth_formats::lock::LockedAddon> = ["alpha", "beta"]
+        .iter()
+        .map(|name| {
+            let checksum = fs_err::read_to_string(
+                dist.dist.path().join(format!("{name}-1.0.0.tar.gz.sha256")),
+            )
+            .unwrap();
+            berth_formats::lock::LockedAddon {
+                name: name.to_string(),
+                version: "1.0.0".into(),
+                sha256: berth_formats::package_index::parse_checksum_file(&checksum).unwrap(),
+                index_sha256: None,
+            }
+        })
+        .collect();
+    let lock = berth_formats::lock::Lock {
+        schema_version: berth_formats::lock::LOCK_SCHEMA_VERSION,
+        id,
+        addons,
+    };
+    let locks = tempfile::tempdir().unwrap();
+    let lock_path = locks.path().join("lock.json");
+    fs_err::write(&lock_path, serde_json::to_vec_pretty(&lock).unwrap()).unwrap();
+    let with_lock = |node: &Node, extra: &[&str]| {
+        let mut arguments = vec!["--lock", lock_path.to_str().unwrap()];
+        arguments.extend(extra);
+        node.install(&spec, &dist.url(), &arguments)
+    };
+    let node = Node::new();
+    let said = failed(&with_lock(&node, &trust));
+    assert!(said.contains("lock.json is not signed"), "{said}");
+    assert!(nothing_unpacked(&node));
+    berth_build::publish::sign::sign_file(&intruder, &lock_path).unwrap();
+    let said = failed(&with_lock(&node, &trust));
+    assert!(
+        said.contains("lock.json is not signed by a trusted key"),
+        "{said}"
+    );
+    assert!(nothing_unpacked(&node));
+    berth_build::publish::sign::sign_file(&vendor, &lock_path).unwrap();
+    succeeded(&with_lock(&node, &trust));
+    let again = node
+        .command(&["plan", "--trust-key", trusted.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = succeeded(&again);
+    assert!(!said.contains("not signed"), "{said}");
+
+    // A key file that is no key is refused, naming it.
+    let bad = keys.path().join("bad.pub");
+    fs_err::write(&bad, "not a key").unwrap();
+    let said =
+        failed(&Node::new().install(&spec, &dist.url(), &["--trust-key", bad.to_str().unwrap()]));
+    assert!(
+        said.contains("bad.pub") && said.contains("PUBLIC KEY"),
+        "{said}"
+    );
+}
+
+/// Bundles `spec` from the dist, signed with `key`, and extracts it into `into`.
+fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
+    use berth_build::deliver::bundle;
+    use berth_build::publish::release::Release;
+    use berth_build::publish::store::{LocalStore, Store};
+    let release = std::sync::Arc::new(Release::new(
+        Store::Local(LocalStore::new(dist.dist.path())),
+        String::new(),
+        Some(("amd64".into(), PathBuf::from(env!("CARGO_BIN_EXE_berth")))),
+    ));
+    let spec_text = fs_err::read_to_string(spec).unwrap();
+    let parsed = berth_formats::spec::InstallerSpec::parse(spec, &spec_text).unwrap();
+    let archive = into.with_extension("tar.gz");
+    let key = SigningKey::from_pem("vendor", &key.to_pem()).unwrap();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut plan = bundle::prepare(&release, &parsed, None, &spec_text, "amd64", "", "")
+                .await
+                .unwrap();
+            plan.signing_key = Some(std::sync::Arc::new(key));
+            let file = fs_err::tokio::File::create(&archive).await.unwrap();
+            bundle::write(release, &plan, file).await.unwrap();
+        });
+    fs_err::create_dir_all(into).unwrap();
+    run(std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&archive)
+        .current_dir(into));
+}
+
+/// A copy of an extracted bundle, every file and folder.
+fn copy_tree(from: &Path, to: &Path) {
+    run(std::process::Command::new("cp").arg("-a").arg(from).arg(to));
+}
+
+/// `bash install.sh airgap` in the bundle, with no network, on a node that trusts the key.
+fn install_offline(bundle: &Path, node: &Node) -> std::process::Output {
+    require("unshare", "util-linux");
+    std::process::Command::new("unshare")
+        .args(["-n", "bash", "install.sh", "airgap"])
+        .current_dir(bundle)
+        .env("BERTH_ROOT", node.root.path())
+        .output()
+        .unwrap()
+}
+
+fn trusting_node(key: &SigningKey) -> Node {
+    let node = Node::new();
+    let kept = node.root.path().join("etc/berth/trusted-keys");
+    fs_err::create_dir_all(&kept).unwrap();
+    fs_err::write(kept.join("vendor.pub"), key.public().to_pem()).unwrap();
+    node
+}
+
+#[test]
+fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anything_is_unpacked() {
+    let mut dist = TestDist::new();
+    dist.addon("alpha", "1.0.0", "function alpha() { echo alpha; }\n");
+    dist.addon("beta", "1.0.0", "function beta() { echo beta; }\n");
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("alpha", "version: 1.0.0"), ("beta", "version: 1.0.0")],
+    );
+    let vendor = SigningKey::generate().unwrap();
+    let intruder = SigningKey::generate().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let bundle = work.path().join("bundle");
+    signed_bundle(&dist, &spec, &vendor, &bundle);
+    for file in ["versions.json.sig", "lock.json.sig"] {
+        assert!(bundle.join(file).is_file(), "{file} in the bundle");
+    }
+
+    // Untouched, on a node that keeps the vendor's key: it installs.
+    let node = trusting_node(&vendor);
+    let output = install_offline(&bundle, &node);
+    let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{said}");
+    assert!(!said.contains("digests alone"), "{said}");
+
+    let beta_script =
+        Path::new(&berth_formats::bundle::package_dir("beta", "1.0.0")).join("install.sh");
+    type Tamper = fn(&Path, &Path, &SigningKey);
+    let cases: [(&str, Tamper, &str); 4] = [
+        (
+            "one byte changed in a package",
+            |bundle, script, _| {
+                let path = bundle.join(script);
+                let mut bytes = fs_err::read(&path).unwrap_or_else(|error| panic!("{error}"));
+                bytes[0] ^= 1;
+                fs_err::write(&path, bytes).unwrap();
+            },
+            "does not match its expected digest",
+        ),
+        (
+            "the lock re-signed with another key",
+            |bundle, _, intruder| {
+                berth_build::publish::sign::sign_file(intruder, &bundle.join("lock.json")).unwrap();
+            },
+            "lock.json is not signed by a trusted key",
+        ),
+        (
+            "a missing signature",
+            |bundle, _, _| fs_err::remove_file(bundle.join("versions.json.sig")).unwrap(),
+            "versions.json is not signed (",
+        ),
+        (
+            "a swapped versions.json",
+            |bundle, _, intruder| {
+                let path = bundle.join("versions.json");
+                let text = fs_err::read_to_string(&path).unwrap();
+                fs_err::write(&path, text.replace("\"alpha\"", "\"alpha\" ")).unwrap();
+                berth_build::publish::sign::sign_file(intruder, &path).unwrap();
+            },
+            "versions.json is not signed by a trusted key",
+        ),
+    ];
+    for (what, tamper, expected) in cases {
+        let copy = work.path().join(what.replace(' ', "-"));
+        copy_tree(&bundle, &copy);
+        tamper(&copy, &beta_script, &intruder);
+        let node = trusting_node(&vendor);
+        let output = install_offline(&copy, &node);
+        let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+        assert!(
+            !output.status.success() && said.contains(expected),
+            "{what}: {said}"
+        );
+        assert!(nothing_unpacked(&node), "{what}: something was unpacked");
+    }
+}
