@@ -84,6 +84,14 @@ berth_spec_file="$berth_installer_dir/"{{ spec_file | sh }}
 berth_lock_file="$berth_installer_dir/"{{ lock_file | sh }}
 printf '%s\n' {{ spec | sh }} >"$berth_spec_file"
 printf '%s\n' {{ lock | sh }} >"$berth_lock_file"
+berth_trust_arguments=()
+{%- if lock_signature %}
+# The vendor's server signed the lock, and names the key the node checks the dist's
+# signatures with (besides those kept in /etc/berth/trusted-keys/).
+printf '%s\n' {{ lock_signature | sh }} >"$berth_lock_file.sig"
+printf '%s' {{ trust_key | sh }} >"$berth_installer_dir/vendor.pub"
+berth_trust_arguments+=(--trust-key "$berth_installer_dir/vendor.pub")
+{%- endif %}
 
 berth_sha256_of() {
     sha256sum "$1" | cut -d' ' -f1
@@ -134,6 +142,7 @@ berth_install_arguments=(
     --spec "$berth_spec_file"
     --lock "$berth_lock_file"
     --dist "$berth_dist"
+    "${berth_trust_arguments[@]+"${berth_trust_arguments[@]}"}"
 )
 if [ "$berth_allow_downgrade" = 1 ]; then
     berth_install_arguments+=(--allow-downgrade)

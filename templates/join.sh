@@ -9,6 +9,7 @@ berth_join_arguments=(
     --spec "$berth_spec_file"
     --lock "$berth_lock_file"
     --dist "$berth_dist"
+    "${berth_trust_arguments[@]+"${berth_trust_arguments[@]}"}"
     --params-from-stdin
 )
 if [ "$berth_airgap" = 0 ]; then

@@ -362,30 +362,108 @@ fn bad_posts_are_answered_with_the_reason() {
 fn every_rendered_script_passes_shellcheck() {
     let shellcheck = require("shellcheck", "shellcheck");
     let dist = Dist::new();
-    let out = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let prefix = keys.path().join("vendor");
+    let (ok, _, stderr) = dist.build.run(&["keygen", prefix.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let key = keys.path().join("vendor.key");
+    let spec = dist.spec(SPEC);
+    // Unsigned, and signed (carrying the lock's signature and the vendor's key).
+    for signing in [None, Some(key.to_str().unwrap())] {
+        let out = tempfile::tempdir().unwrap();
+        let mut arguments = vec![
+            "script",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--from",
+            dist.dist.to_str().unwrap(),
+            "--dist-url",
+            "http://127.0.0.1:1/dist",
+            "--out",
+            out.path().to_str().unwrap(),
+        ];
+        if let Some(key) = signing {
+            arguments.extend(["--signing-key", key]);
+        }
+        let (ok, _, stderr) = dist.build.run(&arguments);
+        assert!(ok, "{stderr}");
+        let scripts: Vec<PathBuf> = ["install.sh", "join.sh", "upgrade.sh", "tasks.sh"]
+            .iter()
+            .map(|script| out.path().join(script))
+            .collect();
+        let install = fs_err::read_to_string(&scripts[0]).unwrap();
+        assert_eq!(install.contains("BEGIN PUBLIC KEY"), signing.is_some());
+        assert!(!install.contains("PRIVATE KEY"));
+        let output = Command::new(&shellcheck).args(&scripts).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+    }
+}
+
+/// The vendor signs in CI (`keygen`, `build --signing-key`) and serves with its key: the
+/// script carries the lock's signature and the public key, and a node checks the dist with
+/// it — a versions.json signed by another key is refused before anything is unpacked.
+#[test]
+fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_key_is_refused() {
+    let dist = Dist::new();
+    let keys = tempfile::tempdir().unwrap();
+    for name in ["vendor", "other"] {
+        let prefix = keys.path().join(name);
+        let (ok, _, stderr) = dist.build.run(&["keygen", prefix.to_str().unwrap()]);
+        assert!(ok, "{stderr}");
+    }
+    let vendor = keys.path().join("vendor.key");
     let (ok, _, stderr) = dist.build.run(&[
-        "script",
-        "--spec",
-        dist.spec(SPEC).to_str().unwrap(),
-        "--from",
-        dist.dist.to_str().unwrap(),
-        "--dist-url",
-        "http://127.0.0.1:1/dist",
+        "build",
+        dist.addons.root().to_str().unwrap(),
         "--out",
-        out.path().to_str().unwrap(),
+        dist.dist.to_str().unwrap(),
+        "--signing-key",
+        vendor.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
-    let scripts: Vec<PathBuf> = ["install.sh", "join.sh", "upgrade.sh", "tasks.sh"]
-        .iter()
-        .map(|script| out.path().join(script))
-        .collect();
-    let output = Command::new(shellcheck).args(&scripts).output().unwrap();
+    assert!(dist.dist.join("versions.json.sig").is_file());
+    assert!(dist.dist.join("hello-1.0.0.tar.gz.sha256.sig").is_file());
+    let serving = serve(&dist.dist, &["--signing-key", vendor.to_str().unwrap()]);
+    let (_, url) = post(&serving.url, &dist.spec(SPEC));
+    let script = curl(&["-fsSL", &url]).stdout;
+
+    let root = tempfile::tempdir().unwrap();
+    let output = run_script(&script, root.path(), &[]);
+    let said = text(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(!said.contains("digests alone"), "{said}");
+    let installers = root.path().join("var/lib/berth/installers");
+    let id = fs_err::read_dir(&installers)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(id.join("lock.json.sig").is_file() && id.join("vendor.pub").is_file());
+
+    // The dist's versions.json re-signed with another key: refused, naming it and the key.
+    let other = keys.path().join("other.key");
+    let (ok, _, stderr) = dist.build.run(&[
+        "sign",
+        dist.dist.to_str().unwrap(),
+        "--key",
+        other.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let root = tempfile::tempdir().unwrap();
+    let output = run_script(&script, root.path(), &[]);
+    let said = text(&output.stderr);
+    assert!(!output.status.success(), "{said}");
     assert!(
-        output.status.success(),
-        "{}{}",
-        text(&output.stdout),
-        text(&output.stderr)
+        said.contains("versions.json is not signed by a trusted key"),
+        "{said}"
     );
+    assert!(!root.path().join("var/lib/berth/addons").exists());
 }
 
 #[test]

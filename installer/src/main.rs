@@ -74,6 +74,8 @@ enum Command {
     /// Collect this node's support bundle: Berth's records, the host, the container runtime
     /// and the add-ons' own collectors, redacted, as troubleshoot.sh lays out a host bundle.
     SupportBundle(commands::support_bundle::SupportBundleArgs),
+    /// Check a whole dist or airgap bundle offline: signatures, digests, every package's files.
+    Verify(commands::verify::VerifyArgs),
     /// Verify a package against its `.sha256` file and unpack it, refusing unsafe paths.
     Unpack(commands::unpack::UnpackArgs),
     /// Edit a kustomization.yaml (the insert_* helpers call this).
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
         Command::Health(args) => commands::health::run(args),
         Command::SupportBundle(args) => commands::support_bundle::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
+        Command::Verify(args) => commands::verify::run(args),
         Command::Kustomization(command) => commands::kustomization::run(command),
         Command::Kurl(command) => commands::kurl::run(command),
         Command::KubeadmConfig(args) => commands::kubeadm_config::run(args),

@@ -124,6 +124,16 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
         let output = node.install(&spec, copy.to_str().unwrap(), &trust);
         let said = failed(&output);
         assert!(said.contains(expected), "{what}: {said}");
+        let checked = failed(&Node::new().berth(&[
+            "verify",
+            copy.to_str().unwrap(),
+            "--trust-key",
+            trusted.to_str().unwrap(),
+        ]));
+        assert!(
+            checked.contains("FAIL") && checked.contains("1 failed"),
+            "{what}: {checked}"
+        );
         if expected.contains("not signed") {
             // The keys are named by their fingerprint, never by their bytes.
             assert!(
@@ -278,6 +288,19 @@ fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anythin
     signed_bundle(&dist, &spec, &vendor, &bundle);
     for file in ["versions.json.sig", "lock.json.sig"] {
         assert!(bundle.join(file).is_file(), "{file} in the bundle");
+    }
+
+    // `berth verify` checks the bundle, extracted or as its archive.
+    for target in [bundle.clone(), bundle.with_extension("tar.gz")] {
+        let checked =
+            succeeded(&trusting_node(&vendor).berth(&["verify", target.to_str().unwrap()]));
+        for line in [
+            "ok    versions.json",
+            "ok    lock.json: signed by a trusted key",
+            "ok    beta 1.0.0: every file matches",
+        ] {
+            assert!(checked.contains(line), "{line} in {checked}");
+        }
     }
 
     // Untouched, on a node that keeps the vendor's key: it installs.

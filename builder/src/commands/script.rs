@@ -18,6 +18,11 @@ pub struct ScriptArgs {
     /// Where the scripts are written.
     #[arg(long, short = 'o')]
     out: PathBuf,
+    /// Sign the scripts' lock with this private key (PEM), and have them name its public key
+    /// as the one the node checks the dist with [default: the PEM text of
+    /// $BERTH_SIGNING_KEY, if set; else unsigned].
+    #[arg(long, value_name = "FILE")]
+    signing_key: Option<PathBuf>,
     #[command(flatten)]
     release: ReleaseArgs,
 }
@@ -25,6 +30,8 @@ pub struct ScriptArgs {
 pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     let spec = InstallerSpec::load(&args.spec)?;
     let spec_text = fs_err::read_to_string(&args.spec)?;
+    let signing_key =
+        berth_build::publish::sign::load_key(args.signing_key.as_deref())?.map(std::sync::Arc::new);
     let runtime = super::runtime()?;
     let (lock, berth_digests) = runtime.block_on(async {
         let release = args.release.open().await?;
@@ -39,6 +46,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
         spec: spec_text,
         lock,
         berth_digests,
+        signing_key,
     };
     fs_err::create_dir_all(&args.out)?;
     for script in SCRIPTS {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use berth_formats::Sha256Digest;
 use berth_formats::lock::Lock;
+use berth_formats::signature::SigningKey;
 use minijinja::{Environment, UndefinedBehavior, context};
 
 /// The scripts an installer has, by file name.
@@ -31,6 +32,11 @@ pub struct ScriptContext {
     pub spec: String,
     pub lock: Lock,
     pub berth_digests: BTreeMap<String, Sha256Digest>,
+    /// The vendor's key, for scripts served from the vendor's server: they carry the lock's
+    /// signature and the public key the node then checks the dist's signatures with, as they
+    /// carry the lock. An airgap bundle's scripts carry neither: a bundle's own files cannot
+    /// say which key to trust.
+    pub signing_key: Option<std::sync::Arc<SigningKey>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +88,20 @@ pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptErr
         .map(|arch| (*arch, berth_formats::release::berth_binary_file(arch)))
         .collect();
     let lock = String::from_utf8(context.lock.to_bytes()).expect("JSON is UTF-8");
+    // The lock's bytes as the script writes them (`printf '%s\n'`), signed.
+    let (lock_signature, trust_key) = match &context.signing_key {
+        Some(key) => {
+            let written = format!("{}\n", lock.trim_end());
+            let signature = key
+                .sign(berth_formats::lock::LOCK_FILE, written.as_bytes())
+                .map_err(|error| ScriptError::Render {
+                    script: script.to_string(),
+                    message: error.to_string(),
+                })?;
+            (signature, key.public().to_pem())
+        }
+        None => (String::new(), String::new()),
+    };
     let script_url = if script == "install.sh" {
         context.scripts_url.clone()
     } else {
@@ -96,6 +116,8 @@ pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptErr
             dist_url => context.dist_url.trim_end_matches('/'),
             spec => context.spec.trim_end(),
             lock => lock.trim_end(),
+            lock_signature,
+            trust_key,
             berth_sha256 => digests,
             berth_files => files,
             arches,

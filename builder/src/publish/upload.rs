@@ -1,7 +1,8 @@
 //! Publishing a built dist folder to a store under `{dist|staging}/<release>/`.
 //!
-//! Packages and every other file go first, several at once; `versions.json` goes last, so a
-//! node that reads it never finds a version whose package is not there yet. A file the store
+//! Packages and every other file (their signatures too) go first, several at once;
+//! `versions.json` and its signature go last, so a node that reads it never finds a version
+//! whose package is not there yet. A file the store
 //! already holds with the same sha256 is not written again.
 
 use std::path::{Path, PathBuf};
@@ -87,9 +88,14 @@ pub async fn upload(
         files.push((file.clone(), binary.clone()));
         files.push((checksum_file(&file), checksum));
     }
-    let (last, first): (Vec<_>, Vec<_>) = files
-        .into_iter()
-        .partition(|(relative, _)| relative == VERSIONS_FILE);
+    let (last, first): (Vec<_>, Vec<_>) = files.into_iter().partition(|(relative, _)| {
+        relative == VERSIONS_FILE
+            || *relative
+                == format!(
+                    "{VERSIONS_FILE}{}",
+                    berth_formats::signature::SIGNATURE_SUFFIX
+                )
+    });
     let mut uploaded = put_all(store, first, settings).await?;
     uploaded.extend(put_all(store, last, settings).await?);
     Ok(uploaded)

@@ -15,6 +15,7 @@ pub mod rollout;
 pub mod status;
 pub mod support_bundle;
 pub mod unpack;
+pub mod verify;
 
 use std::time::Duration;
 

@@ -46,7 +46,8 @@ pub struct Server {
     pub parsing: Semaphore,
     /// Bundles streamed at once; one more is answered 503.
     pub bundles: Arc<Semaphore>,
-    /// The vendor's key, which signs each bundle's versions.json and lock.
+    /// The vendor's key: it signs each bundle's versions.json and lock, and each served
+    /// script's lock, which scripts carry with its public key.
     pub signing_key: Option<Arc<berth_formats::signature::SigningKey>>,
 }
 
@@ -297,6 +298,7 @@ async fn render(server: &Shared, id: &str, script: &str) -> Response {
         spec: installer.yaml.clone(),
         lock,
         berth_digests,
+        signing_key: server.signing_key.clone(),
     };
     match scripts::render(script, &context) {
         Ok(body) => (
