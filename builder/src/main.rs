@@ -178,6 +178,9 @@ struct InspectArgs {
     /// Print the package index as JSON.
     #[arg(long)]
     json: bool,
+    /// Print the package's software bill of materials (CycloneDX 1.5 JSON).
+    #[arg(long, conflicts_with = "json")]
+    sbom: bool,
 }
 
 fn main() -> ExitCode {

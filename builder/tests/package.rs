@@ -746,3 +746,128 @@ fn inspect_keeps_its_columns_aligned_and_says_when_there_are_no_images() {
     }
     assert!(files.iter().any(|line| line.starts_with(&long)), "{shown}");
 }
+
+/// A package's bill of materials, checked by CycloneDX's own validator (its Python library's
+/// JSON schema check) and against the image's own package database as dpkg reads it.
+#[test]
+fn a_packages_bill_of_materials_validates_and_lists_exactly_the_images_dpkg_packages() {
+    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv-test/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh, which installs CycloneDX's validator",
+        python.display()
+    );
+    // A real dpkg database (this machine's), in an image's layer.
+    let status = fs_err::read("/var/lib/dpkg/status").expect("a Debian machine's dpkg database");
+    let registry = Registry::start();
+    push_image(
+        &registry,
+        "team/debianish",
+        "1.0",
+        vec![
+            busybox_layer(),
+            images::layer(&[images::Entry::File("var/lib/dpkg/status", &status, 0o644)]),
+        ],
+    );
+    let repository = AddonRepository::new();
+    repository.write("addons/app/1.0.0/files/notes.txt", "release notes\n");
+    let addon = repository.addon(
+        "app",
+        "1.0.0",
+        &format!(
+            "image app {}/team/debianish:1.0\nasset notes files/notes.txt\n",
+            registry.address
+        ),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let builder = BerthBuild::new();
+    builder.package(&addon, out.path());
+    let package = out.path().join("app-1.0.0.tar.gz");
+    let (ok, bom, stderr) = builder.run(&["inspect", "--sbom", package.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    // Made from the package alone: twice the same.
+    let (_, again, _) = builder.run(&["inspect", "--sbom", package.to_str().unwrap()]);
+    assert_eq!(bom, again);
+
+    let file = out.path().join("bom.json");
+    fs_err::write(&file, &bom).unwrap();
+    let checked = Command::new(&python)
+        .args([
+            "-c",
+            "import sys\nfrom cyclonedx.validation.json import JsonStrictValidator\nfrom cyclonedx.schema import SchemaVersion\nerror = JsonStrictValidator(SchemaVersion.V1_5).validate_str(open(sys.argv[1]).read())\nprint(error or 'valid')\nsys.exit(1 if error else 0)",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+
+    let bom: serde_json::Value = serde_json::from_str(&bom).unwrap();
+    assert_eq!(
+        (
+            bom["metadata"]["component"]["name"].as_str(),
+            bom["metadata"]["component"]["version"].as_str()
+        ),
+        (Some("app"), Some("1.0.0"))
+    );
+    let components = bom["components"].as_array().unwrap();
+    let image = components
+        .iter()
+        .find(|component| component["type"] == "container")
+        .unwrap();
+    let listed: std::collections::BTreeSet<(String, String)> = image["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|package| {
+            (
+                package["name"].as_str().unwrap().to_string(),
+                package["version"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    // dpkg's own reading of the same database.
+    let admin = tempfile::tempdir().unwrap();
+    fs_err::write(admin.path().join("status"), &status).unwrap();
+    fs_err::create_dir_all(admin.path().join("info")).unwrap();
+    fs_err::create_dir_all(admin.path().join("updates")).unwrap();
+    let query = Command::new("dpkg-query")
+        .arg(format!("--admindir={}", admin.path().display()))
+        .args(["-W", "-f", "${db:Status-Abbrev}|${Package}|${Version}\n"])
+        .output()
+        .unwrap();
+    assert!(
+        query.status.success(),
+        "{}",
+        String::from_utf8_lossy(&query.stderr)
+    );
+    let installed: std::collections::BTreeSet<(String, String)> =
+        String::from_utf8_lossy(&query.stdout)
+            .lines()
+            .filter(|line| line.starts_with("ii"))
+            .filter_map(|line| {
+                let mut parts = line.split('|').skip(1);
+                Some((parts.next()?.to_string(), parts.next()?.to_string()))
+            })
+            .collect();
+    assert!(installed.len() > 50, "{} packages", installed.len());
+    assert_eq!(listed, installed);
+    // The add-on's files and the asset, each with its sha256.
+    let asset = components
+        .iter()
+        .find(|component| component["name"] == "notes")
+        .unwrap();
+    assert_eq!(
+        asset["hashes"][0]["content"],
+        berth_formats::Sha256Digest::of(b"release notes\n").hex()
+    );
+    assert!(
+        components
+            .iter()
+            .any(|component| component["name"] == "Manifest" && component["type"] == "file")
+    );
+}

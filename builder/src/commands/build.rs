@@ -73,6 +73,29 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let versions = build::write_versions(&args.addons, &settings.out_dir, &results)?;
     eprintln!("wrote {}", versions.display());
+    // Each package's bill of materials beside it (made again only for a package rebuilt).
+    for outcome in results
+        .iter()
+        .filter_map(|result| result.outcome.as_ref().ok())
+    {
+        let package = settings
+            .out_dir
+            .join(berth_formats::package_index::package_file_name(
+                &outcome.name,
+                &outcome.version,
+            ));
+        let bom = std::path::PathBuf::from(format!(
+            "{}{}",
+            package.display(),
+            berth_build::package::sbom::SBOM_SUFFIX
+        ));
+        if outcome.unchanged && bom.is_file() {
+            continue;
+        }
+        let text = serde_json::to_vec_pretty(&berth_build::package::sbom::package_sbom(&package)?)?;
+        berth_formats::files::write_atomically(&bom, &text)
+            .with_context(|| format!("failed to write {}", bom.display()))?;
+    }
     if let Some(key) = &signing_key {
         let signed = berth_build::publish::sign::sign_dist(key, &settings.out_dir)?;
         eprintln!(

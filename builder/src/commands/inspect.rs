@@ -5,6 +5,11 @@ use berth_formats::table::{self, Align};
 use crate::InspectArgs;
 
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    if args.sbom {
+        let bom = berth_build::package::sbom::package_sbom(&args.package)?;
+        show_text!("{}\n", serde_json::to_string_pretty(&bom)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let index = berth_build::package::inspect::read_index(&args.package)?;
     if args.json {
         show_text!("{}", String::from_utf8_lossy(&index.to_bytes()));

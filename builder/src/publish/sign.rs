@@ -1,5 +1,5 @@
-//! Signing a dist: `versions.json` and each package's `.sha256` (which binds the package by
-//! its digest) get a `<file>.sig` beside them, made with the vendor's key
+//! Signing a dist: `versions.json`, each package's `.sha256` (which binds the package by
+//! its digest) and its bill of materials get a `<file>.sig` beside them, made with the vendor's key
 //! ([`berth_formats::signature`]). A signature is made again on every build: ECDSA's are not
 //! deterministic, and a key may have changed.
 
@@ -28,7 +28,8 @@ pub fn load_key(file: Option<&Path>) -> anyhow::Result<Option<SigningKey>> {
     }
 }
 
-/// The files of `dist` a signature covers: versions.json and every `.sha256`.
+/// The files of `dist` a signature covers: versions.json, every `.sha256` and every bill of
+/// materials.
 pub fn signed_files(dist: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = fs_err::read_dir(dist)?
         .flatten()
@@ -36,7 +37,9 @@ pub fn signed_files(dist: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .filter(|path| {
             path.file_name().is_some_and(|name| {
                 let name = name.to_string_lossy();
-                name == VERSIONS_FILE || name.ends_with(".sha256")
+                name == VERSIONS_FILE
+                    || name.ends_with(".sha256")
+                    || name.ends_with(crate::package::sbom::SBOM_SUFFIX)
             })
         })
         .collect();

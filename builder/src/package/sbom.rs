@@ -1,0 +1,405 @@
+//! A package's software bill of materials, in CycloneDX 1.5 JSON: the add-on (the BOM's
+//! subject), the add-on's own files, each asset (its URL from the Manifest, its sha256), each
+//! host package of each distro (name, version, architecture, package URL, sha256), and each
+//! image (by manifest digest) with the OS packages its layers' package databases list — dpkg's
+//! `status` (and distroless `status.d/`), apk's `installed` (with its licence).
+//!
+//! CycloneDX rather than SPDX: a container holds its OS packages as nested components, every
+//! component carries a package URL, and its schema is checked by the format's own tools. The
+//! BOM is made from the package alone, so it is as reproducible as the package: no timestamp,
+//! and a serial number derived from the package's digest.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use berth_formats::Sha256Digest;
+use berth_formats::manifest::{AssetSource, Directive, Manifest};
+use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex, package_root};
+use serde_json::{Value, json};
+
+/// The suffix of a package's BOM beside it.
+pub const SBOM_SUFFIX: &str = ".cdx.json";
+/// The most bytes of a package database read from a layer.
+const MAX_DATABASE_BYTES: u64 = 64 << 20;
+
+/// The BOM of the package at `path`.
+pub fn package_sbom(path: &Path) -> anyhow::Result<Value> {
+    let digest = {
+        let file = fs_err::File::open(path)?;
+        Sha256Digest::of_reader(std::io::BufReader::new(file))?
+    };
+    let folder = tempfile::Builder::new().prefix("berth-sbom-").tempdir()?;
+    berth_formats::archive::extract(fs_err::File::open(path)?, folder.path())
+        .with_context(|| format!("{} is not a package Berth can read", path.display()))?;
+    let index_path = find_index(folder.path())
+        .with_context(|| format!("{} has no {PACKAGE_INDEX_FILE}", path.display()))?;
+    let index = PackageIndex::from_bytes(&fs_err::read(&index_path)?)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", index_path.display()))?;
+    let root = folder
+        .path()
+        .join(package_root(&index.name, &index.version));
+    Ok(bom(&index, &root, &digest))
+}
+
+fn find_index(folder: &Path) -> Option<PathBuf> {
+    walkdir::WalkDir::new(folder)
+        .max_depth(4)
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|entry| entry.file_name() == PACKAGE_INDEX_FILE)
+        .map(|entry| entry.into_path())
+}
+
+fn bom(index: &PackageIndex, root: &Path, digest: &Sha256Digest) -> Value {
+    let hashes = |hex: &str| json!([{"alg": "SHA-256", "content": hex}]);
+    // Assets' URLs, from the Manifest the package carries.
+    let mut urls: BTreeMap<String, String> = BTreeMap::new();
+    if let Ok(text) = fs_err::read_to_string(root.join("Manifest"))
+        && let Ok(manifest) = Manifest::parse(&root.join("Manifest"), &text)
+    {
+        for entry in manifest.entries {
+            if let Directive::Asset(asset) = entry.directive
+                && let AssetSource::Url(url) = asset.source
+            {
+                urls.insert(asset.file, url.to_string());
+            }
+        }
+    }
+    // Host package files, by name, with their distro.
+    let mut host: BTreeMap<&str, &str> = BTreeMap::new();
+    for (distro, files) in &index.host_packages {
+        for file in files {
+            host.insert(file.as_str(), distro.as_str());
+        }
+    }
+    let mut components = Vec::new();
+    for file in &index.files {
+        if file.path.starts_with("images/") {
+            continue;
+        }
+        let name = file.path.rsplit('/').next().unwrap_or(&file.path);
+        let sha = file.sha256.hex();
+        if let Some(distro) = host.get(name) {
+            components.push(host_package(name, distro, &sha));
+        } else if let Some(asset) = file.path.strip_prefix("assets/") {
+            let mut component = json!({
+                "type": "file",
+                "bom-ref": format!("asset:{asset}"),
+                "name": asset,
+                "hashes": hashes(&sha),
+            });
+            if let Some(url) = urls.get(asset) {
+                component["externalReferences"] = json!([{"type": "distribution", "url": url}]);
+            }
+            components.push(component);
+        } else {
+            components.push(json!({
+                "type": "file",
+                "bom-ref": format!("file:{}", file.path),
+                "name": file.path,
+                "hashes": hashes(&sha),
+            }));
+        }
+    }
+    for image in &index.images {
+        let packages =
+            os_packages(&root.join("images"), &image.manifest_digest).unwrap_or_default();
+        let repository = image
+            .reference
+            .split(['@'])
+            .next()
+            .unwrap_or(&image.reference)
+            .rsplit_once(':')
+            .filter(|(_, tag)| !tag.contains('/'))
+            .map_or(image.reference.as_str(), |(repository, _)| repository)
+            .to_string();
+        let last = repository.rsplit('/').next().unwrap_or(&repository);
+        components.push(json!({
+            "type": "container",
+            "bom-ref": format!("image:{}", image.name),
+            "name": image.reference,
+            "version": image.manifest_digest.to_string(),
+            "purl": format!(
+                "pkg:oci/{last}@{}?repository_url={}",
+                percent(&image.manifest_digest.to_string()),
+                percent(&repository)
+            ),
+            "components": packages,
+        }));
+    }
+    let bytes = hex_bytes(&digest.hex());
+    json!({
+        "bomFormat": "CycloneDX",
+        "specVersion": "1.5",
+        "serialNumber": format!("urn:uuid:{}", uuid_from(&bytes)),
+        "version": 1,
+        "metadata": {
+            "tools": {"components": [{
+                "type": "application",
+                "name": "berth-build",
+                "version": env!("CARGO_PKG_VERSION"),
+            }]},
+            "component": {
+                "type": "application",
+                "bom-ref": "addon",
+                "name": index.name,
+                "version": index.version,
+                "hashes": hashes(&digest.hex()),
+            },
+        },
+        "components": components,
+    })
+}
+
+/// A host package's component from its file name (`name_version_arch.deb`,
+/// `name-version-release.arch.rpm`).
+fn host_package(file: &str, distro: &str, sha: &str) -> Value {
+    let (kind, name, version, arch) = if let Some(stem) = file.strip_suffix(".deb") {
+        let mut parts = stem.splitn(3, '_');
+        let name = parts.next().unwrap_or(stem);
+        let version = parts.next().unwrap_or("").replace("%3a", ":");
+        (
+            "deb",
+            name.to_string(),
+            version,
+            parts.next().unwrap_or("").to_string(),
+        )
+    } else if let Some(stem) = file.strip_suffix(".rpm") {
+        let (rest, arch) = stem.rsplit_once('.').unwrap_or((stem, ""));
+        let (rest, release) = rest.rsplit_once('-').unwrap_or((rest, ""));
+        let (name, version) = rest.rsplit_once('-').unwrap_or((rest, ""));
+        (
+            "rpm",
+            name.to_string(),
+            format!("{version}-{release}"),
+            arch.to_string(),
+        )
+    } else {
+        ("generic", file.to_string(), String::new(), String::new())
+    };
+    let namespace = distro.split('-').next().unwrap_or(distro);
+    json!({
+        "type": "library",
+        "bom-ref": format!("host:{distro}:{file}"),
+        "name": name,
+        "version": version,
+        "purl": format!(
+            "pkg:{kind}/{namespace}/{name}@{}?arch={arch}&distro={distro}",
+            percent(&version)
+        ),
+        "hashes": [{"alg": "SHA-256", "content": sha}],
+        "properties": [{"name": "berth:distro", "value": distro}],
+    })
+}
+
+/// The OS packages an image's layers' databases list, the last layer's database winning.
+fn os_packages(layout: &Path, manifest: &Sha256Digest) -> anyhow::Result<Vec<Value>> {
+    let blob = |digest: &str| {
+        layout
+            .join("blobs/sha256")
+            .join(digest.trim_start_matches("sha256:"))
+    };
+    let manifest: Value = serde_json::from_slice(&fs_err::read(blob(&manifest.to_string()))?)?;
+    let mut dpkg: Option<Vec<u8>> = None;
+    let mut dpkg_parts: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut apk: Option<Vec<u8>> = None;
+    for layer in manifest["layers"].as_array().into_iter().flatten() {
+        let (Some(digest), media) = (
+            layer["digest"].as_str(),
+            layer["mediaType"].as_str().unwrap_or(""),
+        ) else {
+            continue;
+        };
+        let file = std::io::BufReader::new(fs_err::File::open(blob(digest))?);
+        let reader: Box<dyn Read> = if media.ends_with("zstd") {
+            Box::new(
+                ruzstd::decoding::StreamingDecoder::new(file)
+                    .map_err(|error| anyhow::anyhow!("{error}"))?,
+            )
+        } else if media.ends_with("gzip")
+            || media.ends_with(".tar.gzip")
+            || media.contains("tar.gz")
+        {
+            Box::new(flate2::read::GzDecoder::new(file))
+        } else {
+            Box::new(file)
+        };
+        let mut archive = tar::Archive::new(reader);
+        for entry in archive.entries()? {
+            let mut entry = entry?;
+            if !entry.header().entry_type().is_file() {
+                continue;
+            }
+            let path = entry
+                .path()?
+                .to_string_lossy()
+                .trim_start_matches("./")
+                .to_string();
+            let wanted = path == "var/lib/dpkg/status"
+                || path.starts_with("var/lib/dpkg/status.d/")
+                || path == "lib/apk/db/installed";
+            if !wanted {
+                continue;
+            }
+            let mut bytes = Vec::new();
+            (&mut entry)
+                .take(MAX_DATABASE_BYTES)
+                .read_to_end(&mut bytes)?;
+            match path.as_str() {
+                "var/lib/dpkg/status" => dpkg = Some(bytes),
+                "lib/apk/db/installed" => apk = Some(bytes),
+                part => {
+                    dpkg_parts.insert(part.to_string(), bytes);
+                }
+            }
+        }
+    }
+    let mut packages = Vec::new();
+    let mut dpkg_text = dpkg
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    for bytes in dpkg_parts.values() {
+        dpkg_text.push_str("\n\n");
+        dpkg_text.push_str(&String::from_utf8_lossy(bytes));
+    }
+    packages.extend(dpkg_packages(&dpkg_text));
+    if let Some(bytes) = apk {
+        packages.extend(apk_packages(&String::from_utf8_lossy(&bytes)));
+    }
+    Ok(packages)
+}
+
+/// The installed packages of a dpkg `status` text.
+pub fn dpkg_packages(text: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for paragraph in text.split("\n\n") {
+        let field = |name: &str| {
+            paragraph
+                .lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                .map(str::trim)
+                .unwrap_or("")
+        };
+        let (name, version) = (field("Package"), field("Version"));
+        let status = field("Status");
+        if name.is_empty()
+            || version.is_empty()
+            || (!status.is_empty() && !status.ends_with(" installed"))
+        {
+            continue;
+        }
+        let arch = field("Architecture");
+        let mut component = json!({
+            "type": "library",
+            "bom-ref": format!("deb:{name}@{version}:{arch}"),
+            "name": name,
+            "version": version,
+            "purl": format!("pkg:deb/debian/{name}@{}?arch={arch}", percent(version)),
+        });
+        let source = field("Source");
+        if !source.is_empty() {
+            component["properties"] = json!([{"name": "berth:source", "value": source}]);
+        }
+        out.push(component);
+    }
+    out
+}
+
+/// The packages of an apk `installed` database.
+pub fn apk_packages(text: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for paragraph in text.split("\n\n") {
+        let field = |name: &str| {
+            paragraph
+                .lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                .unwrap_or("")
+        };
+        let (name, version, arch) = (field("P"), field("V"), field("A"));
+        if name.is_empty() || version.is_empty() {
+            continue;
+        }
+        let mut component = json!({
+            "type": "library",
+            "bom-ref": format!("apk:{name}@{version}:{arch}"),
+            "name": name,
+            "version": version,
+            "purl": format!("pkg:apk/alpine/{name}@{}?arch={arch}", percent(version)),
+        });
+        let licence = field("L");
+        if !licence.is_empty() {
+            component["licenses"] = json!([{"expression": licence}]);
+        }
+        out.push(component);
+    }
+    out
+}
+
+/// Percent-encoding of a package URL's version or qualifier value.
+fn percent(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'-' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+fn hex_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len() / 2)
+        .filter_map(|at| u8::from_str_radix(&hex[at * 2..at * 2 + 2], 16).ok())
+        .collect()
+}
+
+/// A version-5-shaped UUID from a digest, so a package's BOM has one serial number.
+fn uuid_from(bytes: &[u8]) -> String {
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&bytes[..16]);
+    id[6] = (id[6] & 0x0f) | 0x50;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    let hex = hex::encode(id);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn databases_and_file_names_read_as_their_tools_read_them() {
+        let dpkg = "Package: base-files\nStatus: install ok installed\nArchitecture: amd64\nVersion: 12.4+deb12u5\n\nPackage: gone\nStatus: deinstall ok config-files\nVersion: 1\n\nPackage: libc6\nStatus: install ok installed\nArchitecture: amd64\nSource: glibc\nVersion: 2.36-9+deb12u4\n";
+        let packages = dpkg_packages(dpkg);
+        assert_eq!(packages.len(), 2);
+        assert_eq!(
+            packages[1]["purl"],
+            "pkg:deb/debian/libc6@2.36-9%2Bdeb12u4?arch=amd64"
+        );
+        let apk = "C:Q1x\nP:musl\nV:1.2.4-r2\nA:x86_64\nL:MIT\n\nP:busybox\nV:1.36.1-r5\nA:x86_64\nL:GPL-2.0-only\n";
+        let packages = apk_packages(apk);
+        assert_eq!(packages[0]["licenses"][0]["expression"], "MIT");
+        let deb = host_package("curl_7.88.1-10%3adeb12u5_amd64.deb", "debian-12", "ab");
+        assert_eq!(
+            (deb["name"].as_str(), deb["version"].as_str()),
+            (Some("curl"), Some("7.88.1-10:deb12u5"))
+        );
+        let rpm = host_package("curl-7.76.1-26.el9.x86_64.rpm", "rhel-9", "ab");
+        assert_eq!(
+            (rpm["name"].as_str(), rpm["version"].as_str()),
+            (Some("curl"), Some("7.76.1-26.el9"))
+        );
+        let uuid = uuid_from(&[0xff; 32]);
+        assert!(uuid.chars().nth(14) == Some('5'), "{uuid}");
+    }
+}
