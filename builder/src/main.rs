@@ -64,8 +64,11 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     /// Make a vendor's signing key: PREFIX.key (private) and PREFIX.pub (for nodes).
     Keygen(commands::sign::KeygenArgs),
-    /// Sign a dist: a `.sig` beside versions.json and every package's .sha256.
+    /// Sign a dist: a `.sig` beside versions.json, every package's .sha256 and its bill of
+    /// materials.
     Sign(commands::sign::SignArgs),
+    /// Check a package's signed provenance, build its add-on again, and compare the bytes.
+    VerifyProvenance(commands::provenance::VerifyProvenanceArgs),
 }
 
 #[derive(Args)]
@@ -93,7 +96,7 @@ struct ResolveArgs {
 
 /// Settings shared by the commands that fetch and write packages.
 #[derive(Args, Clone)]
-struct FetchArgs {
+pub struct FetchArgs {
     /// Where packages are written.
     #[arg(long, short = 'o', value_name = "DIR")]
     out: PathBuf,
@@ -209,6 +212,7 @@ fn main() -> ExitCode {
         Command::Versions(args) => commands::versions::run(args),
         Command::Keygen(args) => commands::sign::keygen(args),
         Command::Sign(args) => commands::sign::run(args),
+        Command::VerifyProvenance(args) => commands::provenance::run(args),
         Command::Script(args) => commands::script::run(args),
         Command::Bundle(args) => commands::bundle::run(args),
         Command::Serve(args) => commands::serve::run(args),

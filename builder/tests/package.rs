@@ -871,3 +871,101 @@ fn a_packages_bill_of_materials_validates_and_lists_exactly_the_images_dpkg_pack
             .any(|component| component["name"] == "Manifest" && component["type"] == "file")
     );
 }
+
+/// A signed build writes each package's provenance; `verify-provenance` checks its signature,
+/// builds the add-on again with its settings and finds the same bytes — and says so when the
+/// add-on changed or another key signed.
+#[test]
+fn a_packages_signed_provenance_names_its_inputs_and_rebuilds_to_the_same_bytes() {
+    let registry = Registry::start();
+    push_image(
+        &registry,
+        "team/app",
+        "1.0",
+        vec![busybox_layer(), hello_layer("hello\n")],
+    );
+    let repository = AddonRepository::new();
+    repository.write("addons/app/1.0.0/files/notes.txt", "release notes\n");
+    let addon = repository.addon(
+        "app",
+        "1.0.0",
+        &format!(
+            "image app {}/team/app:1.0\nasset notes files/notes.txt\n",
+            registry.address
+        ),
+    );
+    let builder = BerthBuild::new();
+    let keys = tempfile::tempdir().unwrap();
+    for name in ["vendor", "other"] {
+        let (ok, _, stderr) = builder.run(&["keygen", keys.path().join(name).to_str().unwrap()]);
+        assert!(ok, "{stderr}");
+    }
+    let key = |file: &str| keys.path().join(file).to_str().unwrap().to_string();
+    let out = tempfile::tempdir().unwrap();
+    let dist = out.path().join("dist");
+    let (ok, _, stderr) = builder.run(&[
+        "build",
+        repository.root().to_str().unwrap(),
+        "--out",
+        dist.to_str().unwrap(),
+        "--signing-key",
+        &key("vendor.key"),
+    ]);
+    assert!(ok, "{stderr}");
+    for file in [
+        "app-1.0.0.tar.gz.intoto.json",
+        "app-1.0.0.tar.gz.cdx.json",
+        "app-1.0.0.tar.gz.cdx.json.sig",
+        "app-1.0.0.tar.gz.sha256.sig",
+        "versions.json.sig",
+    ] {
+        assert!(dist.join(file).is_file(), "{file}");
+    }
+    let provenance = dist.join("app-1.0.0.tar.gz.intoto.json");
+    let envelope: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&provenance).unwrap()).unwrap();
+    assert_eq!(envelope["payloadType"], "application/vnd.in-toto+json");
+    use base64::Engine as _;
+    let statement: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(envelope["payload"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(statement["predicateType"], "https://slsa.dev/provenance/v1");
+    let index = read_index(&dist.join("app-1.0.0.tar.gz"));
+    let dependencies =
+        statement["predicate"]["buildDefinition"]["resolvedDependencies"].to_string();
+    assert!(
+        dependencies.contains(&index.images[0].manifest_digest.hex()),
+        "{dependencies}"
+    );
+    assert!(dependencies.contains("\"Manifest\""), "{dependencies}");
+
+    let verify = |signer: &str, scratch: &str| {
+        builder.run(&[
+            "verify-provenance",
+            provenance.to_str().unwrap(),
+            addon.to_str().unwrap(),
+            "--trust-key",
+            &key(signer),
+            "--out",
+            out.path().join(scratch).to_str().unwrap(),
+        ])
+    };
+    let (ok, said, stderr) = verify("vendor.pub", "again");
+    assert!(ok, "{said}{stderr}");
+    assert!(said.contains("byte for byte"), "{said}");
+    let (ok, _, stderr) = verify("other.pub", "other");
+    assert!(
+        !ok && stderr.contains("not signed by a trusted key"),
+        "{stderr}"
+    );
+    // The add-on changed since: built again, its bytes differ, and that is said.
+    repository.write(
+        "addons/app/1.0.0/install.sh",
+        "function app() { echo changed; }\n",
+    );
+    let (ok, said, _) = verify("vendor.pub", "changed");
+    assert!(!ok && said.contains("FAIL"), "{said}");
+}

@@ -97,6 +97,40 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("failed to write {}", bom.display()))?;
     }
     if let Some(key) = &signing_key {
+        // Each package's provenance, signed: what made it, from what.
+        for result in &results {
+            let Ok(outcome) = &result.outcome else {
+                continue;
+            };
+            let package = settings
+                .out_dir
+                .join(berth_formats::package_index::package_file_name(
+                    &outcome.name,
+                    &outcome.version,
+                ));
+            let parts: Vec<String> = result
+                .directory
+                .components()
+                .rev()
+                .take(3)
+                .map(|part| part.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let parameters = berth_build::package::provenance::BuildParameters {
+                addon: parts.into_iter().rev().collect::<Vec<_>>().join("/"),
+                arch: settings.arch.clone(),
+                compression: settings.compression,
+                mtime: settings.mtime,
+            };
+            let statement = berth_build::package::provenance::statement(&package, &parameters)?;
+            let sealed = berth_build::package::provenance::envelope(&statement, key)?;
+            let path = std::path::PathBuf::from(format!(
+                "{}{}",
+                package.display(),
+                berth_build::package::provenance::PROVENANCE_SUFFIX
+            ));
+            berth_formats::files::write_atomically(&path, &serde_json::to_vec_pretty(&sealed)?)
+                .with_context(|| format!("failed to write {}", path.display()))?;
+        }
         let signed = berth_build::publish::sign::sign_dist(key, &settings.out_dir)?;
         eprintln!(
             "signed {} files with {}",

@@ -5,6 +5,7 @@ pub mod bundle;
 pub mod check;
 pub mod inspect;
 pub mod package;
+pub mod provenance;
 pub mod release;
 pub mod resolve;
 pub mod script;

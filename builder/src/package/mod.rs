@@ -11,6 +11,7 @@ mod contents;
 mod image_layout;
 mod inputs;
 pub mod inspect;
+pub mod provenance;
 pub mod sbom;
 mod write;
 

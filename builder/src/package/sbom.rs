@@ -24,13 +24,23 @@ pub const SBOM_SUFFIX: &str = ".cdx.json";
 /// The most bytes of a package database read from a layer.
 const MAX_DATABASE_BYTES: u64 = 64 << 20;
 
-/// The BOM of the package at `path`.
-pub fn package_sbom(path: &Path) -> anyhow::Result<Value> {
+/// A package extracted into a folder of its own (removed when dropped): its digest, index
+/// and the folder its files are in.
+pub(crate) struct Opened {
+    pub digest: Sha256Digest,
+    pub index: PackageIndex,
+    pub root: PathBuf,
+    _folder: tempfile::TempDir,
+}
+
+pub(crate) fn open_package(path: &Path) -> anyhow::Result<Opened> {
     let digest = {
         let file = fs_err::File::open(path)?;
         Sha256Digest::of_reader(std::io::BufReader::new(file))?
     };
-    let folder = tempfile::Builder::new().prefix("berth-sbom-").tempdir()?;
+    let folder = tempfile::Builder::new()
+        .prefix("berth-package-")
+        .tempdir()?;
     berth_formats::archive::extract(fs_err::File::open(path)?, folder.path())
         .with_context(|| format!("{} is not a package Berth can read", path.display()))?;
     let index_path = find_index(folder.path())
@@ -40,7 +50,35 @@ pub fn package_sbom(path: &Path) -> anyhow::Result<Value> {
     let root = folder
         .path()
         .join(package_root(&index.name, &index.version));
-    Ok(bom(&index, &root, &digest))
+    Ok(Opened {
+        digest,
+        index,
+        root,
+        _folder: folder,
+    })
+}
+
+/// The assets' URLs, by file, from the Manifest a package carries.
+pub(crate) fn asset_urls(root: &Path) -> BTreeMap<String, String> {
+    let mut urls = BTreeMap::new();
+    if let Ok(text) = fs_err::read_to_string(root.join("Manifest"))
+        && let Ok(manifest) = Manifest::parse(&root.join("Manifest"), &text)
+    {
+        for entry in manifest.entries {
+            if let Directive::Asset(asset) = entry.directive
+                && let AssetSource::Url(url) = asset.source
+            {
+                urls.insert(asset.file, url.to_string());
+            }
+        }
+    }
+    urls
+}
+
+/// The BOM of the package at `path`.
+pub fn package_sbom(path: &Path) -> anyhow::Result<Value> {
+    let opened = open_package(path)?;
+    Ok(bom(&opened.index, &opened.root, &opened.digest))
 }
 
 fn find_index(folder: &Path) -> Option<PathBuf> {
@@ -55,18 +93,7 @@ fn find_index(folder: &Path) -> Option<PathBuf> {
 fn bom(index: &PackageIndex, root: &Path, digest: &Sha256Digest) -> Value {
     let hashes = |hex: &str| json!([{"alg": "SHA-256", "content": hex}]);
     // Assets' URLs, from the Manifest the package carries.
-    let mut urls: BTreeMap<String, String> = BTreeMap::new();
-    if let Ok(text) = fs_err::read_to_string(root.join("Manifest"))
-        && let Ok(manifest) = Manifest::parse(&root.join("Manifest"), &text)
-    {
-        for entry in manifest.entries {
-            if let Directive::Asset(asset) = entry.directive
-                && let AssetSource::Url(url) = asset.source
-            {
-                urls.insert(asset.file, url.to_string());
-            }
-        }
-    }
+    let urls = asset_urls(root);
     // Host package files, by name, with their distro.
     let mut host: BTreeMap<&str, &str> = BTreeMap::new();
     for (distro, files) in &index.host_packages {
