@@ -4,7 +4,9 @@
 # An add-on of 6 images (a 30 MiB base layer shared by all, a 10 MiB one shared by three, and
 # 17 MiB unique to each: 142 MiB of distinct incompressible content) sits in a local registry.
 # kURL's method: `skopeo copy docker://… docker-archive:` per image, gzip each archive, then
-# `tar cz` of the add-on folder. Berth: `berth-build package` with a cold cache.
+# `tar cz` of the add-on folder. Berth: `berth-build package` with a cold cache. Then the cost
+# of a signed build (bill of materials, provenance, signatures) against the unsigned package,
+# both from a warm cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in docker-registry skopeo python3 gzip; do
@@ -69,6 +71,13 @@ start=$(now)
 warm_seconds=$(elapsed "$start" "$(now)")
 cmp -s "$work/berth/bench-1.0.0.tar.gz" "$work/berth-warm/bench-1.0.0.tar.gz" && same=yes || same=NO
 
+echo "berth-build build --force --signing-key (bill of materials, provenance, signatures), warm cache..." >&2
+"$berth_build" keygen "$work/vendor" >/dev/null 2>&1
+start=$(now)
+"$berth_build" build "$work/repo/addons" --out "$work/berth-signed" --cache-dir "$work/cache" --force --signing-key "$work/vendor.key" >/dev/null 2>&1
+signed_seconds=$(elapsed "$start" "$(now)")
+cmp -s "$work/berth/bench-1.0.0.tar.gz" "$work/berth-signed/bench-1.0.0.tar.gz" && signed_same=yes || signed_same=NO
+
 echo "berth-build build, unchanged inputs..." >&2
 "$berth_build" build "$work/repo/addons" --out "$work/berth" --cache-dir "$work/cache" >/dev/null
 start=$(now)
@@ -80,8 +89,10 @@ printf '%-38s %10s %14s\n' "" "seconds" "bytes"
 printf '%-38s %10s %14s\n' "kURL method (skopeo+gzip+tar cz)" "$kurl_seconds" "$kurl_bytes"
 printf '%-38s %10s %14s\n' "berth-build package (cold cache)" "$berth_seconds" "$berth_bytes"
 printf '%-38s %10s %14s\n' "berth-build package (warm cache)" "$warm_seconds" "same bytes: $same"
+printf '%-38s %10s %14s\n' "berth-build build, signed (warm)" "$signed_seconds" "same bytes: $signed_same"
 printf '%-38s %10s\n' "berth-build build (inputs unchanged)" "$rebuild_seconds"
 echo
 echo "time ratio berth/kURL:  $(ratio "$berth_seconds" "$kurl_seconds")   (target <= 0.5)"
 echo "bytes ratio berth/kURL: $(ratio "$berth_bytes" "$kurl_bytes")   (target <= 0.6)"
 echo "rebuild with unchanged inputs: ${rebuild_seconds}s   (target < 1)"
+echo "signing, bill of materials and provenance: $(ratio "$signed_seconds" "$warm_seconds")x the unsigned package (warm cache)   (target <= 1.1)"

@@ -73,41 +73,35 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let versions = build::write_versions(&args.addons, &settings.out_dir, &results)?;
     eprintln!("wrote {}", versions.display());
-    // Each package's bill of materials beside it (made again only for a package rebuilt).
-    for outcome in results
-        .iter()
-        .filter_map(|result| result.outcome.as_ref().ok())
-    {
+    // Each package's bill of materials beside it, and with a key its signed provenance: both
+    // from one read of the package (made again only for a package rebuilt).
+    use berth_build::package::{provenance, sbom};
+    for result in &results {
+        let Ok(outcome) = &result.outcome else {
+            continue;
+        };
         let package = settings
             .out_dir
             .join(berth_formats::package_index::package_file_name(
                 &outcome.name,
                 &outcome.version,
             ));
-        let bom = std::path::PathBuf::from(format!(
-            "{}{}",
-            package.display(),
-            berth_build::package::sbom::SBOM_SUFFIX
-        ));
-        if outcome.unchanged && bom.is_file() {
+        let beside =
+            |suffix: &str| std::path::PathBuf::from(format!("{}{suffix}", package.display()));
+        let (bom, sealed) = (
+            beside(sbom::SBOM_SUFFIX),
+            beside(provenance::PROVENANCE_SUFFIX),
+        );
+        if outcome.unchanged && bom.is_file() && (signing_key.is_none() || sealed.is_file()) {
             continue;
         }
-        let text = serde_json::to_vec_pretty(&berth_build::package::sbom::package_sbom(&package)?)?;
-        berth_formats::files::write_atomically(&bom, &text)
-            .with_context(|| format!("failed to write {}", bom.display()))?;
-    }
-    if let Some(key) = &signing_key {
-        // Each package's provenance, signed: what made it, from what.
-        for result in &results {
-            let Ok(outcome) = &result.outcome else {
-                continue;
-            };
-            let package = settings
-                .out_dir
-                .join(berth_formats::package_index::package_file_name(
-                    &outcome.name,
-                    &outcome.version,
-                ));
+        let scanned = sbom::scan_package(&package, Some(outcome.sha256))?;
+        berth_formats::files::write_atomically(
+            &bom,
+            &serde_json::to_vec_pretty(&sbom::bom(&scanned))?,
+        )
+        .with_context(|| format!("failed to write {}", bom.display()))?;
+        if let Some(key) = &signing_key {
             let parts: Vec<String> = result
                 .directory
                 .components()
@@ -115,22 +109,19 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 .take(3)
                 .map(|part| part.as_os_str().to_string_lossy().into_owned())
                 .collect();
-            let parameters = berth_build::package::provenance::BuildParameters {
+            let parameters = provenance::BuildParameters {
                 addon: parts.into_iter().rev().collect::<Vec<_>>().join("/"),
                 arch: settings.arch.clone(),
                 compression: settings.compression,
                 mtime: settings.mtime,
             };
-            let statement = berth_build::package::provenance::statement(&package, &parameters)?;
-            let sealed = berth_build::package::provenance::envelope(&statement, key)?;
-            let path = std::path::PathBuf::from(format!(
-                "{}{}",
-                package.display(),
-                berth_build::package::provenance::PROVENANCE_SUFFIX
-            ));
-            berth_formats::files::write_atomically(&path, &serde_json::to_vec_pretty(&sealed)?)
-                .with_context(|| format!("failed to write {}", path.display()))?;
+            let statement = provenance::statement_of(&package, &scanned, &parameters);
+            let envelope = provenance::envelope(&statement, key)?;
+            berth_formats::files::write_atomically(&sealed, &serde_json::to_vec_pretty(&envelope)?)
+                .with_context(|| format!("failed to write {}", sealed.display()))?;
         }
+    }
+    if let Some(key) = &signing_key {
         let signed = berth_build::publish::sign::sign_dist(key, &settings.out_dir)?;
         eprintln!(
             "signed {} files with {}",

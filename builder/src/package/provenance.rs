@@ -10,7 +10,7 @@ use base64::Engine as _;
 use berth_formats::signature::{PublicKey, SigningKey, verify};
 use serde_json::{Value, json};
 
-use super::sbom::{asset_urls, open_package};
+use super::sbom::{Scanned, scan_package};
 
 /// The suffix of a package's provenance beside it.
 pub const PROVENANCE_SUFFIX: &str = ".intoto.json";
@@ -32,13 +32,21 @@ pub struct BuildParameters {
 
 /// The statement for the package at `path`, built with `parameters`.
 pub fn statement(path: &std::path::Path, parameters: &BuildParameters) -> anyhow::Result<Value> {
-    let opened = open_package(path)?;
+    Ok(statement_of(path, &scan_package(path, None)?, parameters))
+}
+
+/// The statement for a package already scanned.
+pub fn statement_of(
+    path: &std::path::Path,
+    opened: &Scanned,
+    parameters: &BuildParameters,
+) -> Value {
     let file_name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut dependencies = Vec::new();
-    let urls = asset_urls(&opened.root);
+    let urls = opened.asset_urls();
     let host: std::collections::BTreeSet<&str> = opened
         .index
         .host_packages
@@ -68,7 +76,7 @@ pub fn statement(path: &std::path::Path, parameters: &BuildParameters) -> anyhow
             "digest": {"sha256": image.manifest_digest.hex()},
         }));
     }
-    Ok(json!({
+    json!({
         "_type": "https://in-toto.io/Statement/v1",
         "subject": [{"name": file_name, "digest": {"sha256": opened.digest.hex()}}],
         "predicateType": "https://slsa.dev/provenance/v1",
@@ -83,7 +91,7 @@ pub fn statement(path: &std::path::Path, parameters: &BuildParameters) -> anyhow
                 "builder": {"id": format!("urn:berth:berth-build:{}", env!("CARGO_PKG_VERSION"))},
             },
         },
-    }))
+    })
 }
 
 /// DSSE's pre-authentication encoding: what a signature covers.

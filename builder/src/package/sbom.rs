@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
 use berth_formats::Sha256Digest;
@@ -24,76 +24,229 @@ pub const SBOM_SUFFIX: &str = ".cdx.json";
 /// The most bytes of a package database read from a layer.
 const MAX_DATABASE_BYTES: u64 = 64 << 20;
 
-/// A package extracted into a folder of its own (removed when dropped): its digest, index
-/// and the folder its files are in.
-pub(crate) struct Opened {
+/// What a package's bills of materials and provenance are made from, read in one pass over
+/// the package: its digest, index, Manifest, its images' manifests, and the package databases
+/// of each layer.
+pub struct Scanned {
     pub digest: Sha256Digest,
     pub index: PackageIndex,
-    pub root: PathBuf,
-    _folder: tempfile::TempDir,
+    manifest: Option<String>,
+    /// Blobs small enough to be image manifests and configs, by hex digest.
+    small_blobs: BTreeMap<String, Vec<u8>>,
+    /// Each larger blob's (a layer's) package databases, by hex digest.
+    layers: BTreeMap<String, Databases>,
 }
 
-pub(crate) fn open_package(path: &Path) -> anyhow::Result<Opened> {
-    let digest = {
-        let file = fs_err::File::open(path)?;
-        Sha256Digest::of_reader(std::io::BufReader::new(file))?
-    };
-    let folder = tempfile::Builder::new()
-        .prefix("berth-package-")
-        .tempdir()?;
-    berth_formats::archive::extract(fs_err::File::open(path)?, folder.path())
-        .with_context(|| format!("{} is not a package Berth can read", path.display()))?;
-    let index_path = find_index(folder.path())
-        .with_context(|| format!("{} has no {PACKAGE_INDEX_FILE}", path.display()))?;
-    let index = PackageIndex::from_bytes(&fs_err::read(&index_path)?)
-        .map_err(|error| anyhow::anyhow!("{}: {error}", index_path.display()))?;
-    let root = folder
-        .path()
-        .join(package_root(&index.name, &index.version));
-    Ok(Opened {
-        digest,
-        index,
-        root,
-        _folder: folder,
-    })
+/// The package databases one layer holds.
+#[derive(Default, Clone)]
+struct Databases {
+    dpkg: Option<Vec<u8>>,
+    dpkg_parts: BTreeMap<String, Vec<u8>>,
+    apk: Option<Vec<u8>>,
 }
 
-/// The assets' URLs, by file, from the Manifest a package carries.
-pub(crate) fn asset_urls(root: &Path) -> BTreeMap<String, String> {
-    let mut urls = BTreeMap::new();
-    if let Ok(text) = fs_err::read_to_string(root.join("Manifest"))
-        && let Ok(manifest) = Manifest::parse(&root.join("Manifest"), &text)
+/// Blobs up to this size are kept whole (image manifests and configs among them).
+const SMALL_BLOB: u64 = 4 << 20;
+
+/// Reads the package at `path` once, streaming: nothing is written to disk. `digest` is the
+/// package's, where the caller knows it (a build just wrote it).
+pub fn scan_package(path: &Path, digest: Option<Sha256Digest>) -> anyhow::Result<Scanned> {
+    let file = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(path)?);
+    let mut hashing = berth_formats::digest::HashingReader::new(file);
+    let mut index: Option<PackageIndex> = None;
+    let mut manifest = None;
+    let mut small_blobs = BTreeMap::new();
+    let mut layers = BTreeMap::new();
     {
-        for entry in manifest.entries {
-            if let Directive::Asset(asset) = entry.directive
-                && let AssetSource::Url(url) = asset.source
-            {
-                urls.insert(asset.file, url.to_string());
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&mut hashing));
+        for entry in archive
+            .entries()
+            .with_context(|| format!("{} is not a package Berth can read", path.display()))?
+        {
+            let mut entry = entry?;
+            if !entry.header().entry_type().is_file() {
+                continue;
+            }
+            let name = entry.path()?.to_string_lossy().into_owned();
+            if name.ends_with(&format!("/{PACKAGE_INDEX_FILE}")) && index.is_none() {
+                let mut bytes = Vec::new();
+                entry.read_to_end(&mut bytes)?;
+                index = Some(
+                    PackageIndex::from_bytes(&bytes)
+                        .map_err(|error| anyhow::anyhow!("{}: {name}: {error}", path.display()))?,
+                );
+                continue;
+            }
+            let Some(known) = &index else {
+                continue;
+            };
+            let root = format!("{}/", package_root(&known.name, &known.version));
+            let Some(relative) = name.strip_prefix(&root) else {
+                continue;
+            };
+            if relative == "Manifest" {
+                let mut text = String::new();
+                (&mut entry).take(SMALL_BLOB).read_to_string(&mut text)?;
+                manifest = Some(text);
+            } else if let Some(hex) = relative.strip_prefix("images/blobs/sha256/") {
+                let hex = hex.to_string();
+                if entry.size() <= SMALL_BLOB {
+                    let mut bytes = Vec::new();
+                    entry.read_to_end(&mut bytes)?;
+                    small_blobs.insert(hex, bytes);
+                } else {
+                    // A large blob is a layer: its databases are read as it streams by.
+                    layers.insert(hex, scan_layer(&mut entry));
+                }
             }
         }
     }
-    urls
+    // The rest of the stream (padding) counts toward the digest too.
+    std::io::copy(&mut hashing, &mut std::io::sink())?;
+    let (read_digest, _) = hashing.finish()?;
+    let index = index.with_context(|| format!("{} has no {PACKAGE_INDEX_FILE}", path.display()))?;
+    Ok(Scanned {
+        digest: digest.unwrap_or(read_digest),
+        index,
+        manifest,
+        small_blobs,
+        layers,
+    })
+}
+
+/// The package databases in a layer (gzip, zstd or plain tar); none where it is no tar.
+fn scan_layer(reader: impl Read) -> Databases {
+    let mut reader = std::io::BufReader::new(reader);
+    let magic = std::io::BufRead::fill_buf(&mut reader)
+        .map(|bytes| bytes.get(..4).map(<[u8]>::to_vec).unwrap_or_default())
+        .unwrap_or_default();
+    let decoded: Box<dyn Read + '_> = if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::GzDecoder::new(reader))
+    } else if magic == [0x28, 0xb5, 0x2f, 0xfd] {
+        match ruzstd::decoding::StreamingDecoder::new(reader) {
+            Ok(decoder) => Box::new(decoder),
+            Err(_) => return Databases::default(),
+        }
+    } else {
+        Box::new(reader)
+    };
+    let mut found = Databases::default();
+    let mut archive = tar::Archive::new(decoded);
+    let Ok(entries) = archive.entries() else {
+        return found;
+    };
+    for entry in entries {
+        let Ok(mut entry) = entry else {
+            break;
+        };
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let Ok(path) = entry
+            .path()
+            .map(|path| path.to_string_lossy().trim_start_matches("./").to_string())
+        else {
+            continue;
+        };
+        let wanted = path == "var/lib/dpkg/status"
+            || path.starts_with("var/lib/dpkg/status.d/")
+            || path == "lib/apk/db/installed";
+        if !wanted {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        if (&mut entry)
+            .take(MAX_DATABASE_BYTES)
+            .read_to_end(&mut bytes)
+            .is_err()
+        {
+            continue;
+        }
+        match path.as_str() {
+            "var/lib/dpkg/status" => found.dpkg = Some(bytes),
+            "lib/apk/db/installed" => found.apk = Some(bytes),
+            part => {
+                found.dpkg_parts.insert(part.to_string(), bytes);
+            }
+        }
+    }
+    found
+}
+
+impl Scanned {
+    /// The assets' URLs, by file, from the Manifest the package carries.
+    pub fn asset_urls(&self) -> BTreeMap<String, String> {
+        let mut urls = BTreeMap::new();
+        if let Some(text) = &self.manifest
+            && let Ok(manifest) = Manifest::parse(Path::new("Manifest"), text)
+        {
+            for entry in manifest.entries {
+                if let Directive::Asset(asset) = entry.directive
+                    && let AssetSource::Url(url) = asset.source
+                {
+                    urls.insert(asset.file, url.to_string());
+                }
+            }
+        }
+        urls
+    }
+
+    /// The OS packages an image's layers' databases list, the last layer's database winning.
+    fn os_packages(&self, manifest: &Sha256Digest) -> Vec<Value> {
+        let Some(bytes) = self.small_blobs.get(&manifest.hex()) else {
+            return Vec::new();
+        };
+        let Ok(manifest) = serde_json::from_slice::<Value>(bytes) else {
+            return Vec::new();
+        };
+        let mut merged = Databases::default();
+        for layer in manifest["layers"].as_array().into_iter().flatten() {
+            let Some(hex) = layer["digest"]
+                .as_str()
+                .and_then(|digest| digest.strip_prefix("sha256:"))
+            else {
+                continue;
+            };
+            let databases = match (self.layers.get(hex), self.small_blobs.get(hex)) {
+                (Some(databases), _) => databases.clone(),
+                (None, Some(bytes)) => scan_layer(bytes.as_slice()),
+                (None, None) => continue,
+            };
+            if databases.dpkg.is_some() {
+                merged.dpkg = databases.dpkg;
+            }
+            if databases.apk.is_some() {
+                merged.apk = databases.apk;
+            }
+            merged.dpkg_parts.extend(databases.dpkg_parts);
+        }
+        let mut text = merged
+            .dpkg
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
+        for bytes in merged.dpkg_parts.values() {
+            text.push_str("\n\n");
+            text.push_str(&String::from_utf8_lossy(bytes));
+        }
+        let mut packages = dpkg_packages(&text);
+        if let Some(bytes) = merged.apk {
+            packages.extend(apk_packages(&String::from_utf8_lossy(&bytes)));
+        }
+        packages
+    }
 }
 
 /// The BOM of the package at `path`.
 pub fn package_sbom(path: &Path) -> anyhow::Result<Value> {
-    let opened = open_package(path)?;
-    Ok(bom(&opened.index, &opened.root, &opened.digest))
+    Ok(bom(&scan_package(path, None)?))
 }
 
-fn find_index(folder: &Path) -> Option<PathBuf> {
-    walkdir::WalkDir::new(folder)
-        .max_depth(4)
-        .into_iter()
-        .filter_map(Result::ok)
-        .find(|entry| entry.file_name() == PACKAGE_INDEX_FILE)
-        .map(|entry| entry.into_path())
-}
-
-fn bom(index: &PackageIndex, root: &Path, digest: &Sha256Digest) -> Value {
+/// The BOM of a package already scanned.
+pub fn bom(scanned: &Scanned) -> Value {
+    let (index, digest) = (&scanned.index, &scanned.digest);
     let hashes = |hex: &str| json!([{"alg": "SHA-256", "content": hex}]);
     // Assets' URLs, from the Manifest the package carries.
-    let urls = asset_urls(root);
+    let urls = scanned.asset_urls();
     // Host package files, by name, with their distro.
     let mut host: BTreeMap<&str, &str> = BTreeMap::new();
     for (distro, files) in &index.host_packages {
@@ -131,8 +284,7 @@ fn bom(index: &PackageIndex, root: &Path, digest: &Sha256Digest) -> Value {
         }
     }
     for image in &index.images {
-        let packages =
-            os_packages(&root.join("images"), &image.manifest_digest).unwrap_or_default();
+        let packages = scanned.os_packages(&image.manifest_digest);
         let repository = image
             .reference
             .split(['@'])
@@ -219,83 +371,6 @@ fn host_package(file: &str, distro: &str, sha: &str) -> Value {
         "hashes": [{"alg": "SHA-256", "content": sha}],
         "properties": [{"name": "berth:distro", "value": distro}],
     })
-}
-
-/// The OS packages an image's layers' databases list, the last layer's database winning.
-fn os_packages(layout: &Path, manifest: &Sha256Digest) -> anyhow::Result<Vec<Value>> {
-    let blob = |digest: &str| {
-        layout
-            .join("blobs/sha256")
-            .join(digest.trim_start_matches("sha256:"))
-    };
-    let manifest: Value = serde_json::from_slice(&fs_err::read(blob(&manifest.to_string()))?)?;
-    let mut dpkg: Option<Vec<u8>> = None;
-    let mut dpkg_parts: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let mut apk: Option<Vec<u8>> = None;
-    for layer in manifest["layers"].as_array().into_iter().flatten() {
-        let (Some(digest), media) = (
-            layer["digest"].as_str(),
-            layer["mediaType"].as_str().unwrap_or(""),
-        ) else {
-            continue;
-        };
-        let file = std::io::BufReader::new(fs_err::File::open(blob(digest))?);
-        let reader: Box<dyn Read> = if media.ends_with("zstd") {
-            Box::new(
-                ruzstd::decoding::StreamingDecoder::new(file)
-                    .map_err(|error| anyhow::anyhow!("{error}"))?,
-            )
-        } else if media.ends_with("gzip")
-            || media.ends_with(".tar.gzip")
-            || media.contains("tar.gz")
-        {
-            Box::new(flate2::read::GzDecoder::new(file))
-        } else {
-            Box::new(file)
-        };
-        let mut archive = tar::Archive::new(reader);
-        for entry in archive.entries()? {
-            let mut entry = entry?;
-            if !entry.header().entry_type().is_file() {
-                continue;
-            }
-            let path = entry
-                .path()?
-                .to_string_lossy()
-                .trim_start_matches("./")
-                .to_string();
-            let wanted = path == "var/lib/dpkg/status"
-                || path.starts_with("var/lib/dpkg/status.d/")
-                || path == "lib/apk/db/installed";
-            if !wanted {
-                continue;
-            }
-            let mut bytes = Vec::new();
-            (&mut entry)
-                .take(MAX_DATABASE_BYTES)
-                .read_to_end(&mut bytes)?;
-            match path.as_str() {
-                "var/lib/dpkg/status" => dpkg = Some(bytes),
-                "lib/apk/db/installed" => apk = Some(bytes),
-                part => {
-                    dpkg_parts.insert(part.to_string(), bytes);
-                }
-            }
-        }
-    }
-    let mut packages = Vec::new();
-    let mut dpkg_text = dpkg
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .unwrap_or_default();
-    for bytes in dpkg_parts.values() {
-        dpkg_text.push_str("\n\n");
-        dpkg_text.push_str(&String::from_utf8_lossy(bytes));
-    }
-    packages.extend(dpkg_packages(&dpkg_text));
-    if let Some(bytes) = apk {
-        packages.extend(apk_packages(&String::from_utf8_lossy(&bytes)));
-    }
-    Ok(packages)
 }
 
 /// The installed packages of a dpkg `status` text.
