@@ -446,6 +446,38 @@ fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_ke
         .path();
     assert!(id.join("lock.json.sig").is_file() && id.join("vendor.pub").is_file());
 
+    // Its bundle carries each package's bill of materials, signed with the rest.
+    let (_, installer) = url.rsplit_once('/').unwrap();
+    let bundle = root.path().join("bundle.tar.gz");
+    let fetched = curl(&[
+        "-fsS",
+        "-o",
+        bundle.to_str().unwrap(),
+        &format!("{}/bundle/{installer}.tar.gz", serving.url),
+    ]);
+    assert!(fetched.status.success(), "{}", text(&fetched.stderr));
+    let listed = text(
+        &Command::new("tar")
+            .arg("tzf")
+            .arg(&bundle)
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    for file in [
+        "packages/hello-1.0.0.cdx.json",
+        "packages/hello-1.0.0.cdx.json.sig",
+        "versions.json.sig",
+        "lock.json.sig",
+    ] {
+        assert!(
+            listed
+                .lines()
+                .any(|line| line.trim_start_matches("./") == file),
+            "{file} in {listed}"
+        );
+    }
+
     // The dist's versions.json re-signed with another key: refused, naming it and the key.
     let other = keys.path().join("other.key");
     let (ok, _, stderr) = dist.build.run(&[
