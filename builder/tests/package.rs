@@ -968,4 +968,21 @@ fn a_packages_signed_provenance_names_its_inputs_and_rebuilds_to_the_same_bytes(
     );
     let (ok, said, _) = verify("vendor.pub", "changed");
     assert!(!ok && said.contains("FAIL"), "{said}");
+    // An unsigned build over the signed dist leaves no signature it made stale.
+    let (ok, _, stderr) = builder.run(&[
+        "build",
+        repository.root().to_str().unwrap(),
+        "--out",
+        dist.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    for file in [
+        "versions.json.sig",
+        "app-1.0.0.tar.gz.sha256.sig",
+        "app-1.0.0.tar.gz.cdx.json.sig",
+        "app-1.0.0.tar.gz.intoto.json",
+    ] {
+        assert!(!dist.join(file).exists(), "{file} is stale: {stderr}");
+    }
+    assert!(stderr.contains("berth-build sign"), "{stderr}");
 }

@@ -121,6 +121,41 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("failed to write {}", sealed.display()))?;
         }
     }
+    if signing_key.is_none() {
+        // An unsigned build leaves no signature it made stale: versions.json's, and those of
+        // the packages it rebuilt.
+        let mut stale = vec![format!("{}.sig", berth_formats::versions::VERSIONS_FILE)];
+        for outcome in results
+            .iter()
+            .filter_map(|result| result.outcome.as_ref().ok())
+        {
+            if !outcome.unchanged {
+                let package = berth_formats::package_index::package_file_name(
+                    &outcome.name,
+                    &outcome.version,
+                );
+                stale.push(format!("{package}.sha256.sig"));
+                stale.push(format!(
+                    "{package}{}.sig",
+                    berth_build::package::sbom::SBOM_SUFFIX
+                ));
+                stale.push(format!(
+                    "{package}{}",
+                    berth_build::package::provenance::PROVENANCE_SUFFIX
+                ));
+            }
+        }
+        for file in stale {
+            let path = settings.out_dir.join(&file);
+            if path.exists() {
+                fs_err::remove_file(&path)?;
+                eprintln!(
+                    "removed {} (unsigned build; sign the dist again with `berth-build sign`)",
+                    path.display()
+                );
+            }
+        }
+    }
     if let Some(key) = &signing_key {
         let signed = berth_build::publish::sign::sign_dist(key, &settings.out_dir)?;
         eprintln!(

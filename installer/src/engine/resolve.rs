@@ -34,7 +34,8 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
     let id = spec.id();
     let flags = script_flags(&settings.params)?;
     for notice in &flags.notices {
-        eprintln!("berth: {notice}");
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "berth: {notice}");
     }
     spec.apply_script_flags(&flags)?;
     let versions_bytes = settings
@@ -42,7 +43,9 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         .read(VERSIONS_FILE)
         .map_err(EngineError::VersionsFetch)?;
     if settings.trust.is_empty() {
-        eprintln!("berth: {}", settings.trust.describe());
+        // Said, not required: a closed standard error never stops a run.
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "berth: {}", settings.trust.describe());
     }
     // Signed by a trusted key before anything is read from it.
     settings
