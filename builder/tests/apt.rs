@@ -226,6 +226,52 @@ fn a_package_ships_the_closure_as_a_local_apt_repository() {
         .unwrap()
         .expect("apt24 packages are listed");
     assert_eq!(deps, b"curl\n");
+
+    // The bill of materials lists exactly the closure: the packages of the repository's own
+    // index (apt's), each with its name, version and architecture.
+    let (ok, bom, stderr) = build.run(&["inspect", "--sbom", package.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let bom: serde_json::Value = serde_json::from_str(&bom).unwrap();
+    let listed: std::collections::BTreeSet<(String, String, String)> = bom["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|component| {
+            component["purl"]
+                .as_str()
+                .is_some_and(|purl| purl.starts_with("pkg:deb/"))
+        })
+        .map(|component| {
+            let purl = component["purl"].as_str().unwrap();
+            let arch = purl
+                .split("arch=")
+                .nth(1)
+                .unwrap()
+                .split('&')
+                .next()
+                .unwrap();
+            assert!(purl.contains("distro=test-distro"), "{purl}");
+            (
+                component["name"].as_str().unwrap().to_string(),
+                component["version"].as_str().unwrap().to_string(),
+                arch.to_string(),
+            )
+        })
+        .collect();
+    let indexed: std::collections::BTreeSet<(String, String, String)> = packages
+        .split("\n\n")
+        .filter_map(|stanza| {
+            let field = |name: &str| {
+                stanza
+                    .lines()
+                    .find_map(|line| line.strip_prefix(name)?.strip_prefix(": "))
+                    .map(str::to_string)
+            };
+            Some((field("Package")?, field("Version")?, field("Architecture")?))
+        })
+        .collect();
+    assert_eq!(indexed.len(), 6, "{packages}");
+    assert_eq!(listed, indexed);
 }
 
 #[test]

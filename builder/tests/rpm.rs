@@ -279,6 +279,61 @@ fn a_package_ships_the_closure_as_a_local_yum_repository() {
         );
     }
 
+    // The bill of materials lists exactly the shipped closure, each package as rpm itself
+    // reads it (name, version-release, architecture).
+    let (ok, bom, stderr) = build.run(&["inspect", "--sbom", package.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let bom: serde_json::Value = serde_json::from_str(&bom).unwrap();
+    let listed: std::collections::BTreeSet<String> = bom["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|component| {
+            component["purl"].as_str().is_some_and(|purl| {
+                purl.starts_with("pkg:rpm/") && purl.contains("distro=test-rhel")
+            })
+        })
+        .map(|component| {
+            let purl = component["purl"].as_str().unwrap();
+            let arch = purl
+                .split("arch=")
+                .nth(1)
+                .unwrap()
+                .split('&')
+                .next()
+                .unwrap();
+            format!(
+                "{} {} {arch}",
+                component["name"].as_str().unwrap(),
+                component["version"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let mut read = std::collections::BTreeSet::new();
+    for entry in fs_err::read_dir(&archives).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|extension| extension == "rpm") {
+            let output = std::process::Command::new("rpm")
+                .args([
+                    "-qp",
+                    "--nosignature",
+                    "--qf",
+                    "%{NAME} %{VERSION}-%{RELEASE} %{ARCH}",
+                ])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            read.insert(String::from_utf8_lossy(&output.stdout).trim().to_string());
+        }
+    }
+    assert_eq!(read.len(), 8);
+    assert_eq!(listed, read);
+
     // Built again, the package is the same bytes.
     let first = fs_err::read(&package).unwrap();
     let (ok, _, stderr) = support::BerthBuild::new().run(&arguments);
