@@ -87,10 +87,17 @@ printf '%s\n' {{ lock | sh }} >"$berth_lock_file"
 berth_trust_arguments=()
 {%- if lock_signature %}
 # The vendor's server signed the lock, and names the key the node checks the dist's
-# signatures with (besides those kept in /etc/berth/trusted-keys/).
+# signatures with. The node keeps it (but for a plan, which changes nothing), so every later
+# run — an upgrade by hand, a fleet rollout — checks with it too.
 printf '%s\n' {{ lock_signature | sh }} >"$berth_lock_file.sig"
-printf '%s' {{ trust_key | sh }} >"$berth_installer_dir/vendor.pub"
-berth_trust_arguments+=(--trust-key "$berth_installer_dir/vendor.pub")
+if [ "$berth_plan_only" = 1 ]; then
+    berth_trust_key="$berth_installer_dir/"{{ trust_key_name | sh }}
+else
+    mkdir -p "${BERTH_ROOT:-}/etc/berth/trusted-keys"
+    berth_trust_key="${BERTH_ROOT:-}/etc/berth/trusted-keys/"{{ trust_key_name | sh }}
+fi
+printf '%s' {{ trust_key | sh }} >"$berth_trust_key"
+berth_trust_arguments+=(--trust-key "$berth_trust_key")
 {%- endif %}
 
 berth_sha256_of() {

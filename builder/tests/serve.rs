@@ -383,6 +383,11 @@ fn every_rendered_script_passes_shellcheck() {
             out.path().to_str().unwrap(),
         ];
         if let Some(key) = signing {
+            // The release must be the key's own: sign the dist first.
+            let (ok, _, stderr) =
+                dist.build
+                    .run(&["sign", dist.dist.to_str().unwrap(), "--key", key]);
+            assert!(ok, "{stderr}");
             arguments.extend(["--signing-key", key]);
         }
         let (ok, _, stderr) = dist.build.run(&arguments);
@@ -444,7 +449,16 @@ fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_ke
         .unwrap()
         .unwrap()
         .path();
-    assert!(id.join("lock.json.sig").is_file() && id.join("vendor.pub").is_file());
+    assert!(id.join("lock.json.sig").is_file());
+    // The node keeps the vendor's key: later runs (a rollout's upgrade) check with it too.
+    let kept: Vec<String> = fs_err::read_dir(root.path().join("etc/berth/trusted-keys"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        kept.len() == 1 && kept[0].starts_with("vendor-"),
+        "{kept:?}"
+    );
 
     // Its bundle carries each package's bill of materials, signed with the rest.
     let (_, installer) = url.rsplit_once('/').unwrap();
@@ -496,6 +510,9 @@ fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_ke
         "{said}"
     );
     assert!(!root.path().join("var/lib/berth/addons").exists());
+    // And the server no longer signs a lock for that release: it is not its key's.
+    let output = curl(&["-sS", "-o", "/dev/null", "-w", "%{http_code}", &url]);
+    assert_eq!(text(&output.stdout), "502");
 }
 
 #[test]

@@ -201,8 +201,13 @@ pub fn verify(
     signature: &str,
     signature_text: &str,
 ) -> Result<PublicKey, SignatureError> {
+    // Wrapped as `base64` and `openssl base64` wrap it, or not.
+    let compact: String = signature_text
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
     let der = base64::engine::general_purpose::STANDARD
-        .decode(signature_text.trim())
+        .decode(compact)
         .map_err(|_| SignatureError::BadSignature {
             file: file.to_string(),
             signature: signature.to_string(),

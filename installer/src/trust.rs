@@ -32,6 +32,14 @@ pub enum TrustError {
     Key(#[from] SignatureError),
     #[error(transparent)]
     Signature(SignatureError),
+    #[error(
+        "{lock} is not signed, and is taken only as far as trusted keys ({keys}) signed what it pins: {message}"
+    )]
+    UnsignedLock {
+        lock: String,
+        message: String,
+        keys: String,
+    },
     #[error("failed to read {file}'s signature from the dist")]
     Fetch {
         file: String,
@@ -44,14 +52,28 @@ impl Trust {
     /// The keys given, and those kept in the node's `/etc/berth/trusted-keys/`.
     pub fn load(layout: &Layout, given: &[PathBuf]) -> Result<Self, TrustError> {
         let mut files: Vec<PathBuf> = given.to_vec();
-        if let Ok(entries) = fs_err::read_dir(layout.trusted_keys_dir()) {
-            let mut kept: Vec<PathBuf> = entries
-                .flatten()
-                .map(|entry| entry.path())
-                .filter(|path| path.extension().is_some_and(|extension| extension == "pub"))
-                .collect();
-            kept.sort();
-            files.extend(kept);
+        // Only a folder that is not there means no kept keys: one that cannot be read fails
+        // the run, never leaves it checking digests alone.
+        let dir = layout.trusted_keys_dir();
+        match fs_err::read_dir(&dir) {
+            Ok(entries) => {
+                let mut kept = Vec::new();
+                for entry in entries {
+                    let path = entry
+                        .map_err(|source| TrustError::Read {
+                            path: dir.clone(),
+                            source,
+                        })?
+                        .path();
+                    if path.extension().is_some_and(|extension| extension == "pub") {
+                        kept.push(path);
+                    }
+                }
+                kept.sort();
+                files.extend(kept);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(TrustError::Read { path: dir, source }),
         }
         let mut keys = Vec::new();
         for path in files {
@@ -144,6 +166,52 @@ impl Trust {
             &signature.display().to_string(),
             &text,
         )
+    }
+
+    /// A lock with no signature (one a node made: a fleet rollout's) is taken only when every
+    /// digest in it is one a trusted key signed in the dist (its `.sha256`). A bundle's lock,
+    /// which pins unpacked packages, must be signed itself.
+    pub fn check_unsigned_lock(
+        &self,
+        dist: &Dist,
+        lock_path: &Path,
+        lock: &berth_formats::lock::Lock,
+    ) -> Result<(), TrustError> {
+        let unsigned = |message: String| TrustError::UnsignedLock {
+            lock: lock_path.display().to_string(),
+            message,
+            keys: fingerprints(&self.keys),
+        };
+        for addon in &lock.addons {
+            if addon.index_sha256.is_some() {
+                return Err(unsigned(format!(
+                    "it pins {} {} unpacked, as a bundle's lock does, and such a lock is signed",
+                    addon.name, addon.version
+                )));
+            }
+            let file = berth_formats::package_index::package_file_name(&addon.name, &addon.version);
+            let checksum = berth_formats::release::checksum_file(&file);
+            let bytes = dist.read(&checksum).map_err(|source| TrustError::Fetch {
+                file: dist.location(&checksum),
+                source,
+            })?;
+            self.check_dist_file(dist, &checksum, &bytes)?;
+            let signed =
+                berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(&bytes))
+                    .map_err(|_| {
+                        unsigned(format!(
+                            "{} is not a sha256sum line",
+                            dist.location(&checksum)
+                        ))
+                    })?;
+            if signed != addon.sha256 {
+                return Err(unsigned(format!(
+                    "it pins {} {} at {}, and the trusted keys signed {signed}",
+                    addon.name, addon.version, addon.sha256
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn check(

@@ -184,10 +184,21 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
         arguments.extend(extra);
         node.install(&spec, &dist.url(), &arguments)
     };
+    // Unsigned (as a fleet rollout's agent writes one), a lock is taken only as far as the
+    // trusted key signed what it pins: a digest the key did not sign is refused.
+    let mut forged = lock.clone();
+    forged.addons[1].sha256 = forged.addons[0].sha256;
+    fs_err::write(&lock_path, serde_json::to_vec_pretty(&forged).unwrap()).unwrap();
     let node = Node::new();
     let said = failed(&with_lock(&node, &trust));
-    assert!(said.contains("lock.json is not signed"), "{said}");
+    assert!(
+        said.contains("lock.json is not signed, and is taken only as far as trusted keys")
+            && said.contains("it pins beta 1.0.0"),
+        "{said}"
+    );
     assert!(nothing_unpacked(&node));
+    fs_err::write(&lock_path, serde_json::to_vec_pretty(&lock).unwrap()).unwrap();
+    succeeded(&with_lock(&Node::new(), &trust));
     berth_build::publish::sign::sign_file(&intruder, &lock_path).unwrap();
     let said = failed(&with_lock(&node, &trust));
     assert!(
@@ -225,6 +236,8 @@ fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
         String::new(),
         Some(("amd64".into(), PathBuf::from(env!("CARGO_BIN_EXE_berth")))),
     ));
+    // The release is the vendor's signed dist: the key signs nothing the store did not.
+    sign_dist(key, dist.dist.path()).unwrap();
     let spec_text = fs_err::read_to_string(spec).unwrap();
     let parsed = berth_formats::spec::InstallerSpec::parse(spec, &spec_text).unwrap();
     let archive = into.with_extension("tar.gz");
@@ -246,6 +259,42 @@ fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
         .arg("-xzf")
         .arg(&archive)
         .current_dir(into));
+}
+
+/// Writing a bundle signed with `key` from a store nobody signed: the error it gives.
+fn signed_bundle_unsigned_store(
+    dist: &TestDist,
+    spec: &Path,
+    key: &SigningKey,
+    into: &Path,
+) -> String {
+    use berth_build::deliver::bundle;
+    use berth_build::publish::release::Release;
+    use berth_build::publish::store::{LocalStore, Store};
+    let release = std::sync::Arc::new(Release::new(
+        Store::Local(LocalStore::new(dist.dist.path())),
+        String::new(),
+        Some(("amd64".into(), PathBuf::from(env!("CARGO_BIN_EXE_berth")))),
+    ));
+    let spec_text = fs_err::read_to_string(spec).unwrap();
+    let parsed = berth_formats::spec::InstallerSpec::parse(spec, &spec_text).unwrap();
+    let key = SigningKey::from_pem("vendor", &key.to_pem()).unwrap();
+    fs_err::create_dir_all(into).unwrap();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut plan = bundle::prepare(&release, &parsed, None, &spec_text, "amd64", "", "")
+                .await
+                .unwrap();
+            plan.signing_key = Some(std::sync::Arc::new(key));
+            let file = fs_err::tokio::File::create(into.join("bundle.tar.gz"))
+                .await
+                .unwrap();
+            let error = bundle::write(release, &plan, file).await.unwrap_err();
+            berth_formats::report::chain(&error)
+        })
 }
 
 /// A copy of an extracted bundle, every file and folder.
@@ -284,6 +333,20 @@ fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anythin
     let vendor = SigningKey::generate().unwrap();
     let intruder = SigningKey::generate().unwrap();
     let work = tempfile::tempdir().unwrap();
+    // A store the vendor did not sign is not bundled with the vendor's key.
+    let mut unsigned = TestDist::new();
+    unsigned.addon("alpha", "1.0.0", "function alpha() { :; }\n");
+    let unsigned_spec = unsigned.spec("spec.yaml", &[("alpha", "version: 1.0.0")]);
+    let said = signed_bundle_unsigned_store(
+        &unsigned,
+        &unsigned_spec,
+        &vendor,
+        &work.path().join("refused"),
+    );
+    assert!(
+        said.contains("the store is not signed with the bundle's key"),
+        "{said}"
+    );
     let bundle = work.path().join("bundle");
     signed_bundle(&dist, &spec, &vendor, &bundle);
     for file in ["versions.json.sig", "lock.json.sig"] {

@@ -38,6 +38,12 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
         let lock = release.lock(&spec).await?;
         anyhow::Ok((lock, release.berth_digests().await?))
     })?;
+    if let Some(key) = &signing_key {
+        let release = runtime.block_on(args.release.open())?;
+        runtime.block_on(berth_build::publish::sign::check_store(
+            &release, &lock, key,
+        ))?;
+    }
     let id = spec.id();
     let context = ScriptContext {
         scripts_url: format!("<server>/{id}"),

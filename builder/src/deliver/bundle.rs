@@ -221,6 +221,17 @@ pub async fn write<W>(release: Arc<Release>, plan: &BundlePlan, out: W) -> Resul
 where
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
+    // The store's own signatures first: the key signs nothing a store writer made.
+    if let Some(key) = &plan.signing_key {
+        crate::publish::sign::check_store(&release, &plan.lock, key)
+            .await
+            .map_err(|error| {
+                BundleError::Write(std::io::Error::other(format!(
+                    "the store is not signed with the bundle's key: {}",
+                    berth_formats::report::chain(error.as_ref())
+                )))
+            })?;
+    }
     let plan = plan.clone();
     let handle = tokio::runtime::Handle::current();
     let writer = SyncIoBridge::new(out);

@@ -89,7 +89,7 @@ pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptErr
         .collect();
     let lock = String::from_utf8(context.lock.to_bytes()).expect("JSON is UTF-8");
     // The lock's bytes as the script writes them (`printf '%s\n'`), signed.
-    let (lock_signature, trust_key) = match &context.signing_key {
+    let (lock_signature, trust_key, trust_key_name) = match &context.signing_key {
         Some(key) => {
             let written = format!("{}\n", lock.trim_end());
             let signature = key
@@ -98,9 +98,13 @@ pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptErr
                     script: script.to_string(),
                     message: error.to_string(),
                 })?;
-            (signature, key.public().to_pem())
+            let name = format!(
+                "vendor-{}.pub",
+                key.public().fingerprint().trim_start_matches("sha256:")
+            );
+            (signature, key.public().to_pem(), name)
         }
-        None => (String::new(), String::new()),
+        None => (String::new(), String::new(), String::new()),
     };
     let script_url = if script == "install.sh" {
         context.scripts_url.clone()
@@ -118,6 +122,7 @@ pub fn render(script: &str, context: &ScriptContext) -> Result<String, ScriptErr
             lock => lock.trim_end(),
             lock_signature,
             trust_key,
+            trust_key_name,
             berth_sha256 => digests,
             berth_files => files,
             arches,

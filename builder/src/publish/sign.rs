@@ -67,7 +67,81 @@ pub fn sign_dist(key: &SigningKey, dist: &Path) -> anyhow::Result<Vec<PathBuf>> 
         );
     }
     for file in &files {
+        // A package's `.sha256` is signed only when it is the package's: a stale or planted
+        // one is refused, never signed.
+        if let Some(package) = file.to_str().and_then(|text| text.strip_suffix(".sha256")) {
+            let text = fs_err::read_to_string(file)?;
+            let said = berth_formats::package_index::parse_checksum_file(&text)
+                .map_err(|_| anyhow::anyhow!("{} is not a sha256sum line", file.display()))?;
+            let name = Path::new(package)
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy();
+            if !text.trim_end().ends_with(&format!("  {name}")) {
+                anyhow::bail!("{} names another file than {name}", file.display());
+            }
+            let actual = fs_err::File::open(package)
+                .map(std::io::BufReader::new)
+                .and_then(berth_formats::Sha256Digest::of_reader)
+                .with_context(|| format!("{} has no package beside it", file.display()))?;
+            if actual != said {
+                anyhow::bail!(
+                    "{} says {said}, but {package} has sha256 {actual}; build it again before signing",
+                    file.display()
+                );
+            }
+        }
         sign_file(key, file)?;
     }
     Ok(files)
+}
+
+/// Before the vendor's key signs anything read from a store (a bundle's versions.json and
+/// lock, a served script's lock), the store's own signatures are checked with the key's public
+/// half: `versions.json` and each locked package's `.sha256`, whose digest must be the lock's.
+/// Whoever can write the store cannot have their bytes signed.
+pub async fn check_store(
+    release: &crate::publish::release::Release,
+    lock: &berth_formats::lock::Lock,
+    key: &SigningKey,
+) -> anyhow::Result<()> {
+    let keys = [key.public()];
+    let public = &keys;
+    let read = |file: String| async move {
+        let key = release.key(&file);
+        let bytes = release.store.read(&key).await?.with_context(|| {
+            format!("the store has no {key}: sign the release's dist first (`berth-build sign`)")
+        })?;
+        anyhow::Ok(bytes)
+    };
+    let signed = |file: String| async move {
+        let bytes = read(file.clone()).await?;
+        let signature = read(format!("{file}{SIGNATURE_SUFFIX}")).await?;
+        let text = String::from_utf8_lossy(&signature).into_owned();
+        berth_formats::signature::verify(
+            public,
+            &file,
+            &bytes,
+            &format!("{file}{SIGNATURE_SUFFIX}"),
+            &text,
+        )?;
+        anyhow::Ok(bytes)
+    };
+    signed(VERSIONS_FILE.to_string()).await?;
+    for addon in &lock.addons {
+        let file = berth_formats::package_index::package_file_name(&addon.name, &addon.version);
+        let bytes = signed(berth_formats::release::checksum_file(&file)).await?;
+        let said =
+            berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(&bytes))
+                .map_err(|_| {
+                    anyhow::anyhow!("the store's {file}.sha256 is not a sha256sum line")
+                })?;
+        if said != addon.sha256 {
+            anyhow::bail!(
+                "the store's signed {file}.sha256 says {said}, the lock {}",
+                addon.sha256
+            );
+        }
+    }
+    Ok(())
 }

@@ -337,15 +337,27 @@ pub(crate) fn settings(
         ),
     };
     let trust = berth::trust::Trust::load(&layout, &args.trust_keys)?;
+    let dist = Dist::parse(&dist)?;
     let source = SpecSource {
         spec_path,
         lock: lock_path
             .as_ref()
             .map(|path| {
                 let bytes = fs_err::read(path)?;
-                // Signed by a trusted key before anything is read from it.
-                trust.check_file(path, &bytes)?;
-                anyhow::Ok(Lock::parse(&path.display().to_string(), &bytes)?)
+                // Signed by a trusted key before anything is read from it; one with no
+                // signature (a node made it) only as far as the keys signed what it pins.
+                let unsigned = match trust.check_file(path, &bytes) {
+                    Ok(()) => false,
+                    Err(berth::trust::TrustError::Signature(
+                        berth_formats::signature::SignatureError::Unsigned { .. },
+                    )) => true,
+                    Err(error) => return Err(error.into()),
+                };
+                let lock = Lock::parse(&path.display().to_string(), &bytes)?;
+                if unsigned {
+                    trust.check_unsigned_lock(&dist, path, &lock)?;
+                }
+                anyhow::Ok(lock)
             })
             .transpose()?,
         lock_path,
@@ -357,7 +369,7 @@ pub(crate) fn settings(
     };
     let settings = RunSettings {
         layout,
-        dist: Dist::parse(&dist)?,
+        dist,
         params: params(args)?,
         hook_timeout: run.hook_timeout.duration(),
         health_timeout: run.health_timeout.duration(),

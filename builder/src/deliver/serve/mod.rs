@@ -291,6 +291,19 @@ async fn render(server: &Shared, id: &str, script: &str) -> Response {
         Ok(digests) => digests,
         Err(error) => return release_error(server, error),
     };
+    // The key signs the lock only when the store's own signatures (its key's) cover it.
+    if let Some(key) = &server.signing_key
+        && let Err(error) = crate::publish::sign::check_store(&server.release, &lock, key).await
+    {
+        tracing::warn!(
+            "script {id}: {}",
+            berth_formats::report::chain(error.as_ref())
+        );
+        return text(
+            StatusCode::BAD_GATEWAY,
+            "the release is not signed with this server's key; its log says why",
+        );
+    }
     let context = ScriptContext {
         id: id.to_string(),
         dist_url: format!("{}/dist", server.public_url),

@@ -57,6 +57,9 @@ impl Run<'_> {
                 },
             });
         }
+        // Recorded as checked: the unpack that follows takes this copy, not a second download.
+        let checksum = berth_formats::package_index::checksum_file_text(&expected, &file);
+        fs_err::write(cache.join(checksum_file(&file)), checksum).map_err(io_error(&cache))?;
         Ok(())
     }
 
