@@ -33,6 +33,12 @@ impl Sha256Digest {
         Ok(hashing.finish().0)
     }
 
+    /// The digest of a file's bytes, read in large blocks; the error names the file.
+    pub fn of_file(path: &std::path::Path) -> io::Result<Self> {
+        let file = fs_err::File::open(path)?;
+        Self::of_reader(io::BufReader::with_capacity(1 << 20, file))
+    }
+
     /// The 64 hexadecimal digits, without the `sha256:` prefix (the blob file name in an OCI layout).
     pub fn hex(&self) -> String {
         hex::encode(self.0)

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use berth_formats::Sha256Digest;
 use berth_formats::signature::{
     MAX_KEY_FILE_BYTES, PublicKey, SIGNATURE_SUFFIX, SignatureError, fingerprints, verify,
 };
@@ -40,7 +41,7 @@ pub enum TrustError {
         message: String,
         keys: String,
     },
-    #[error("failed to read {file}'s signature from the dist")]
+    #[error("failed to read {file} from the dist")]
     Fetch {
         file: String,
         #[source]
@@ -124,7 +125,7 @@ impl Trust {
             }
             Err(source) => {
                 return Err(TrustError::Fetch {
-                    file: dist.location(file),
+                    file: dist.location(&signature),
                     source,
                 });
             }
@@ -168,6 +169,25 @@ impl Trust {
         )
     }
 
+    /// The digest `<file>.sha256` in the dist gives, its signature checked first (when keys
+    /// are trusted).
+    pub fn package_digest(&self, dist: &Dist, file: &str) -> Result<Sha256Digest, TrustError> {
+        let checksum = berth_formats::release::checksum_file(file);
+        let fetch = |source| TrustError::Fetch {
+            file: dist.location(&checksum),
+            source,
+        };
+        let bytes = dist.read(&checksum).map_err(fetch)?;
+        self.check_dist_file(dist, &checksum, &bytes)?;
+        berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(&bytes)).map_err(
+            |_| {
+                fetch(FetchError::BadChecksum {
+                    location: dist.location(&checksum),
+                })
+            },
+        )
+    }
+
     /// A lock with no signature (one a node made: a fleet rollout's) is taken only when every
     /// digest in it is one a trusted key signed in the dist (its `.sha256`). A bundle's lock,
     /// which pins unpacked packages, must be signed itself.
@@ -190,20 +210,7 @@ impl Trust {
                 )));
             }
             let file = berth_formats::package_index::package_file_name(&addon.name, &addon.version);
-            let checksum = berth_formats::release::checksum_file(&file);
-            let bytes = dist.read(&checksum).map_err(|source| TrustError::Fetch {
-                file: dist.location(&checksum),
-                source,
-            })?;
-            self.check_dist_file(dist, &checksum, &bytes)?;
-            let signed =
-                berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(&bytes))
-                    .map_err(|_| {
-                        unsigned(format!(
-                            "{} is not a sha256sum line",
-                            dist.location(&checksum)
-                        ))
-                    })?;
+            let signed = self.package_digest(dist, &file)?;
             if signed != addon.sha256 {
                 return Err(unsigned(format!(
                     "it pins {} {} at {}, and the trusted keys signed {signed}",

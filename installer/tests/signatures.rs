@@ -33,13 +33,7 @@ fn write_key(dir: &Path, name: &str, key: &SigningKey) -> PathBuf {
 
 #[test]
 fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpacked() {
-    let mut dist = TestDist::new();
-    dist.addon("alpha", "1.0.0", "function alpha() { echo alpha; }\n");
-    dist.addon("beta", "1.0.0", "function beta() { echo beta; }\n");
-    let spec = dist.spec(
-        "spec.yaml",
-        &[("alpha", "version: 1.0.0"), ("beta", "version: 1.0.0")],
-    );
+    let (dist, spec) = two_addons();
     let vendor = SigningKey::generate().unwrap();
     let intruder = SigningKey::generate().unwrap();
     let signed = sign_dist(&vendor, dist.dist.path()).unwrap();
@@ -226,8 +220,14 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
     );
 }
 
-/// Bundles `spec` from the dist, signed with `key`, and extracts it into `into`.
-fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
+/// Writes the bundle of `spec` from the dist to `archive`, signed with `key`; the error
+/// bundling gives, if any.
+fn write_bundle(
+    dist: &TestDist,
+    spec: &Path,
+    key: &SigningKey,
+    archive: &Path,
+) -> Result<(), String> {
     use berth_build::deliver::bundle;
     use berth_build::publish::release::Release;
     use berth_build::publish::store::{LocalStore, Store};
@@ -236,11 +236,8 @@ fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
         String::new(),
         Some(("amd64".into(), PathBuf::from(env!("CARGO_BIN_EXE_berth")))),
     ));
-    // The release is the vendor's signed dist: the key signs nothing the store did not.
-    sign_dist(key, dist.dist.path()).unwrap();
     let spec_text = fs_err::read_to_string(spec).unwrap();
     let parsed = berth_formats::spec::InstallerSpec::parse(spec, &spec_text).unwrap();
-    let archive = into.with_extension("tar.gz");
     let key = SigningKey::from_pem("vendor", &key.to_pem()).unwrap();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -251,9 +248,19 @@ fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
                 .await
                 .unwrap();
             plan.signing_key = Some(std::sync::Arc::new(key));
-            let file = fs_err::tokio::File::create(&archive).await.unwrap();
-            bundle::write(release, &plan, file).await.unwrap();
-        });
+            let file = fs_err::tokio::File::create(archive).await.unwrap();
+            bundle::write(release, &plan, file)
+                .await
+                .map_err(|error| berth_formats::report::chain(&error))
+        })
+}
+
+/// Signs the dist with `key` (the release is the vendor's), bundles `spec` signed with it, and
+/// extracts the bundle into `into` (the archive stays beside it).
+fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
+    sign_dist(key, dist.dist.path()).unwrap();
+    let archive = into.with_extension("tar.gz");
+    write_bundle(dist, spec, key, &archive).unwrap();
     fs_err::create_dir_all(into).unwrap();
     run(std::process::Command::new("tar")
         .arg("-xzf")
@@ -261,40 +268,16 @@ fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
         .current_dir(into));
 }
 
-/// Writing a bundle signed with `key` from a store nobody signed: the error it gives.
-fn signed_bundle_unsigned_store(
-    dist: &TestDist,
-    spec: &Path,
-    key: &SigningKey,
-    into: &Path,
-) -> String {
-    use berth_build::deliver::bundle;
-    use berth_build::publish::release::Release;
-    use berth_build::publish::store::{LocalStore, Store};
-    let release = std::sync::Arc::new(Release::new(
-        Store::Local(LocalStore::new(dist.dist.path())),
-        String::new(),
-        Some(("amd64".into(), PathBuf::from(env!("CARGO_BIN_EXE_berth")))),
-    ));
-    let spec_text = fs_err::read_to_string(spec).unwrap();
-    let parsed = berth_formats::spec::InstallerSpec::parse(spec, &spec_text).unwrap();
-    let key = SigningKey::from_pem("vendor", &key.to_pem()).unwrap();
-    fs_err::create_dir_all(into).unwrap();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let mut plan = bundle::prepare(&release, &parsed, None, &spec_text, "amd64", "", "")
-                .await
-                .unwrap();
-            plan.signing_key = Some(std::sync::Arc::new(key));
-            let file = fs_err::tokio::File::create(into.join("bundle.tar.gz"))
-                .await
-                .unwrap();
-            let error = bundle::write(release, &plan, file).await.unwrap_err();
-            berth_formats::report::chain(&error)
-        })
+/// Two trivial add-ons, alpha and beta, and the spec of both.
+fn two_addons() -> (TestDist, PathBuf) {
+    let mut dist = TestDist::new();
+    dist.addon("alpha", "1.0.0", "function alpha() { echo alpha; }\n");
+    dist.addon("beta", "1.0.0", "function beta() { echo beta; }\n");
+    let spec = dist.spec(
+        "spec.yaml",
+        &[("alpha", "version: 1.0.0"), ("beta", "version: 1.0.0")],
+    );
+    (dist, spec)
 }
 
 /// A copy of an extracted bundle, every file and folder.
@@ -323,13 +306,7 @@ fn trusting_node(key: &SigningKey) -> Node {
 
 #[test]
 fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anything_is_unpacked() {
-    let mut dist = TestDist::new();
-    dist.addon("alpha", "1.0.0", "function alpha() { echo alpha; }\n");
-    dist.addon("beta", "1.0.0", "function beta() { echo beta; }\n");
-    let spec = dist.spec(
-        "spec.yaml",
-        &[("alpha", "version: 1.0.0"), ("beta", "version: 1.0.0")],
-    );
+    let (dist, spec) = two_addons();
     let vendor = SigningKey::generate().unwrap();
     let intruder = SigningKey::generate().unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -337,12 +314,13 @@ fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anythin
     let mut unsigned = TestDist::new();
     unsigned.addon("alpha", "1.0.0", "function alpha() { :; }\n");
     let unsigned_spec = unsigned.spec("spec.yaml", &[("alpha", "version: 1.0.0")]);
-    let said = signed_bundle_unsigned_store(
+    let said = write_bundle(
         &unsigned,
         &unsigned_spec,
         &vendor,
-        &work.path().join("refused"),
-    );
+        &work.path().join("refused.tar.gz"),
+    )
+    .unwrap_err();
     assert!(
         said.contains("the store is not signed with the bundle's key"),
         "{said}"

@@ -373,17 +373,19 @@ fn host_package(file: &str, distro: &str, sha: &str) -> Value {
     })
 }
 
+/// A field of a package database's stanza (`Package: x` in dpkg's, `P:x` in apk's).
+fn stanza_field<'a>(stanza: &'a str, name: &str) -> &'a str {
+    stanza
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .map_or("", str::trim)
+}
+
 /// The installed packages of a dpkg `status` text.
 pub fn dpkg_packages(text: &str) -> Vec<Value> {
     let mut out = Vec::new();
     for paragraph in text.split("\n\n") {
-        let field = |name: &str| {
-            paragraph
-                .lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-                .map(str::trim)
-                .unwrap_or("")
-        };
+        let field = |name: &str| stanza_field(paragraph, name);
         let (name, version) = (field("Package"), field("Version"));
         let status = field("Status");
         if name.is_empty()
@@ -413,12 +415,7 @@ pub fn dpkg_packages(text: &str) -> Vec<Value> {
 pub fn apk_packages(text: &str) -> Vec<Value> {
     let mut out = Vec::new();
     for paragraph in text.split("\n\n") {
-        let field = |name: &str| {
-            paragraph
-                .lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-                .unwrap_or("")
-        };
+        let field = |name: &str| stanza_field(paragraph, name);
         let (name, version, arch) = (field("P"), field("V"), field("A"));
         if name.is_empty() || version.is_empty() {
             continue;

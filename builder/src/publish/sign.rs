@@ -80,9 +80,7 @@ pub fn sign_dist(key: &SigningKey, dist: &Path) -> anyhow::Result<Vec<PathBuf>> 
             if !text.trim_end().ends_with(&format!("  {name}")) {
                 anyhow::bail!("{} names another file than {name}", file.display());
             }
-            let actual = fs_err::File::open(package)
-                .map(std::io::BufReader::new)
-                .and_then(berth_formats::Sha256Digest::of_reader)
+            let actual = berth_formats::Sha256Digest::of_file(Path::new(package))
                 .with_context(|| format!("{} has no package beside it", file.display()))?;
             if actual != said {
                 anyhow::bail!(

@@ -124,7 +124,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     &String::from_utf8_lossy(&bytes),
                 )
                 .map_err(|_| anyhow::anyhow!("{name} is not a sha256sum line"))?;
-                let actual = package_digest(&folder.join(&package))?;
+                let actual = Sha256Digest::of_file(&folder.join(&package))?;
                 if actual != expected {
                     anyhow::bail!("{package} has sha256 {actual}, its .sha256 says {expected}");
                 }
@@ -153,12 +153,4 @@ fn checksum_files(folder: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
-}
-
-fn package_digest(path: &Path) -> anyhow::Result<Sha256Digest> {
-    let file = fs_err::File::open(path)?;
-    Ok(Sha256Digest::of_reader(std::io::BufReader::with_capacity(
-        1 << 20,
-        file,
-    ))?)
 }

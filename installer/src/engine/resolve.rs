@@ -14,7 +14,6 @@ use super::{
     ENGINE_GENERATION, EngineError, Plan, PlannedAddon, RunSettings, SpecSource, cached_digest,
     first_line,
 };
-use crate::dist::FetchError;
 use crate::last_installer::LastInstaller;
 use crate::layout::Layout;
 use crate::plan::{Decision, decide};
@@ -130,14 +129,18 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             .into_iter()
             .map(|addon| {
                 let file = package_file_name(&addon.name, &addon.version);
-                let digest = package_digest(settings, &file).map_err(|error| match error {
-                    DigestError::Fetch(source) => EngineError::Fetch {
-                        name: addon.name.clone(),
-                        version: addon.version.clone(),
-                        source,
-                    },
-                    DigestError::Trust(error) => EngineError::Trust(error),
-                })?;
+                // From its `.sha256`, whose signature is checked first when keys are trusted.
+                let digest = settings
+                    .trust
+                    .package_digest(&settings.dist, &file)
+                    .map_err(|error| match error {
+                        crate::trust::TrustError::Fetch { source, .. } => EngineError::Fetch {
+                            name: addon.name.clone(),
+                            version: addon.version.clone(),
+                            source,
+                        },
+                        error => EngineError::Trust(error),
+                    })?;
                 Ok(Pinned {
                     name: addon.name,
                     version: addon.version,
@@ -408,29 +411,4 @@ pub fn node_overrides(path: &Path) -> Result<Vec<FieldsOfAddon>, EngineError> {
             "expected a mapping of add-on names to their fields".into(),
         )),
     }
-}
-
-enum DigestError {
-    Fetch(FetchError),
-    Trust(crate::trust::TrustError),
-}
-
-/// A package's digest from its `.sha256` in the dist, whose signature is checked first when
-/// the run trusts keys.
-fn package_digest(settings: &RunSettings, file: &str) -> Result<Sha256Digest, DigestError> {
-    if settings.trust.is_empty() {
-        return settings.dist.checksum(file).map_err(DigestError::Fetch);
-    }
-    let checksum = berth_formats::release::checksum_file(file);
-    let bytes = settings.dist.read(&checksum).map_err(DigestError::Fetch)?;
-    settings
-        .trust
-        .check_dist_file(&settings.dist, &checksum, &bytes)
-        .map_err(DigestError::Trust)?;
-    let text = String::from_utf8_lossy(&bytes);
-    berth_formats::package_index::parse_checksum_file(&text).map_err(|_| {
-        DigestError::Fetch(FetchError::BadChecksum {
-            location: settings.dist.location(&checksum),
-        })
-    })
 }

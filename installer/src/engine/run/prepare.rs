@@ -41,10 +41,7 @@ impl Run<'_> {
                     source,
                 })?;
         }
-        let actual = fs_err::File::open(&cached)
-            .map(|file| std::io::BufReader::with_capacity(1 << 20, file))
-            .and_then(Sha256Digest::of_reader)
-            .map_err(io_error(&cached))?;
+        let actual = Sha256Digest::of_file(&cached).map_err(io_error(&cached))?;
         if actual != expected {
             let _ = fs_err::remove_file(&cached);
             return Err(EngineError::Unpack {
