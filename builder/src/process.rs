@@ -1,6 +1,6 @@
 //! The one way `berth-build` runs other programs (buildah, docker, bash).
 //!
-//! Each command is logged shell-escaped, gets the caller's environment, and on failure reports
+//! Each command is logged shell-escaped, gets the caller's environment (less the signing key), and on failure reports
 //! the exit status and the tail of its error output, so the user sees why without re-running.
 
 use std::ffi::OsString;
@@ -45,6 +45,8 @@ pub fn run(program: &Path, arguments: impl AsRef<[OsString]>) -> Result<Vec<u8>,
     let command = display_command(program, arguments);
     tracing::debug!(target: "berth::process", "running {command}");
     let output = duct::cmd(program, arguments)
+        // The vendor's signing key is the builder's alone, never a child's.
+        .env_remove(crate::publish::sign::KEY_VARIABLE)
         .stdout_capture()
         .stderr_capture()
         .unchecked()

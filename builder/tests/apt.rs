@@ -22,10 +22,14 @@ fn repository() -> tempfile::TempDir {
         "app",
         "2.0",
         "amd64",
-        &[(
-            "Depends",
-            "base-lib, lib-a (>= 1.2), mta | mail-transport-agent, runtime (>= 5), helper (<< 3)",
-        )],
+        &[
+            (
+                "Depends",
+                "base-lib, lib-a (>= 1.2), mta | mail-transport-agent, runtime (>= 5), helper (<< 3)",
+            ),
+            ("Source", "app-suite (2.0-1)"),
+            ("License", "Apache-2.0"),
+        ],
     );
     deb(r, "lib-a", "1.1", "amd64", &[]);
     deb(r, "lib-a", "1.3", "amd64", &[("Depends", "lib-b")]);
@@ -272,6 +276,42 @@ fn a_package_ships_the_closure_as_a_local_apt_repository() {
         .collect();
     assert_eq!(indexed.len(), 6, "{packages}");
     assert_eq!(listed, indexed);
+    // Each says its source package and licences as the .deb does: `app` from its control
+    // file and its machine-readable copyright (xz-compressed, dpkg-deb's default), the others
+    // with no copyright file and no licence.
+    let component = |name: &str| {
+        bom["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|component| component["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is listed"))
+            .clone()
+    };
+    let app = component("app");
+    assert_eq!(
+        app["licenses"],
+        serde_json::json!([{"license": {"name": "Apache-2.0"}}, {"license": {"name": "GPL-2+"}}])
+    );
+    assert!(
+        app["properties"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({"name": "berth:source", "value": "app-suite"})),
+        "{app}"
+    );
+    assert!(component("lib-a").get("licenses").is_none());
+    // The package carries the same BOM (less its own digest, which it cannot hold).
+    let (_, carried) =
+        berth_formats::archive::read_entry(fs_err::File::open(&package).unwrap(), |path| {
+            path == "addons/tools/1.0.0/sbom.cdx.json"
+        })
+        .unwrap()
+        .expect("the package carries its bill of materials");
+    let mut carried: serde_json::Value = serde_json::from_slice(&carried).unwrap();
+    assert!(carried["metadata"]["component"].get("hashes").is_none());
+    carried["metadata"]["component"]["hashes"] = bom["metadata"]["component"]["hashes"].clone();
+    assert_eq!(carried, bom);
 }
 
 #[test]

@@ -750,7 +750,7 @@ fn inspect_keeps_its_columns_aligned_and_says_when_there_are_no_images() {
 /// A package's bill of materials, checked by CycloneDX's own validator (its Python library's
 /// JSON schema check) and against the image's own package database as dpkg reads it.
 #[test]
-fn a_packages_bill_of_materials_validates_and_lists_exactly_the_images_dpkg_packages() {
+fn a_packages_bill_of_materials_validates_and_lists_exactly_the_images_dpkg_and_rpm_packages() {
     let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv-test/bin/python");
     assert!(
         python.exists(),
@@ -769,13 +769,67 @@ fn a_packages_bill_of_materials_validates_and_lists_exactly_the_images_dpkg_pack
             images::layer(&[images::Entry::File("var/lib/dpkg/status", &status, 0o644)]),
         ],
     );
+    // A real rpm database (SQLite, rpm's own since 4.16), made by rpm from packages rpmbuild
+    // made, in another image's layer.
+    let rpms = tempfile::tempdir().unwrap();
+    support::rpm::rpm(rpms.path(), "tool", "2.1-3", "x86_64", &[]);
+    support::rpm::rpm(
+        rpms.path(),
+        "libtool-extra",
+        "1:0.4-1",
+        "noarch",
+        &[("License", "BSD-3-Clause")],
+    );
+    let database = rpms.path().join("db");
+    let rpm = |arguments: &[&str]| {
+        let output = Command::new("rpm")
+            .arg("--dbpath")
+            .arg(&database)
+            .args(arguments)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    rpm(&["--initdb"]);
+    for entry in fs_err::read_dir(rpms.path().join("Packages")).unwrap() {
+        let path = entry.unwrap().path();
+        rpm(&[
+            "-i",
+            "--justdb",
+            "--nodeps",
+            "--nosignature",
+            path.to_str().unwrap(),
+        ]);
+    }
+    let sqlite = fs_err::read(database.join("rpmdb.sqlite")).expect("rpm keeps an rpmdb.sqlite");
+    push_image(
+        &registry,
+        "team/rhelish",
+        "9",
+        vec![
+            busybox_layer(),
+            images::layer(&[
+                images::Entry::File(
+                    "usr/lib/os-release",
+                    b"ID=\"rhel\"\nVERSION_ID=\"9.4\"\n",
+                    0o644,
+                ),
+                images::Entry::File("var/lib/rpm/rpmdb.sqlite", &sqlite, 0o644),
+            ]),
+        ],
+    );
     let repository = AddonRepository::new();
     repository.write("addons/app/1.0.0/files/notes.txt", "release notes\n");
     let addon = repository.addon(
         "app",
         "1.0.0",
         &format!(
-            "image app {}/team/debianish:1.0\nasset notes files/notes.txt\n",
+            "image app {0}/team/debianish:1.0\nimage rhel {0}/team/rhelish:9\nasset notes files/notes.txt\n",
             registry.address
         ),
     );
@@ -817,8 +871,58 @@ fn a_packages_bill_of_materials_validates_and_lists_exactly_the_images_dpkg_pack
     let components = bom["components"].as_array().unwrap();
     let image = components
         .iter()
-        .find(|component| component["type"] == "container")
+        .find(|component| {
+            component["type"] == "container"
+                && component["name"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("debianish:1.0")
+        })
         .unwrap();
+    // The rpm image lists what rpm itself lists of its database, with licences and epochs.
+    let rhel = components
+        .iter()
+        .find(|component| {
+            component["type"] == "container"
+                && component["name"].as_str().unwrap().ends_with("rhelish:9")
+        })
+        .unwrap();
+    let listed_rpms: std::collections::BTreeSet<String> = rhel["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|package| {
+            assert!(
+                package["purl"].as_str().unwrap().starts_with(&format!(
+                    "pkg:rpm/rhel/{}@",
+                    package["name"].as_str().unwrap()
+                )),
+                "{package}"
+            );
+            assert!(
+                package["purl"]
+                    .as_str()
+                    .unwrap()
+                    .contains("distro=rhel-9.4")
+            );
+            format!(
+                "{} {} {}",
+                package["name"].as_str().unwrap(),
+                package["version"].as_str().unwrap(),
+                package["licenses"][0]["license"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let read_rpms: std::collections::BTreeSet<String> = rpm(&[
+        "-qa",
+        "--qf",
+        "%{NAME} %|EPOCH?{%{EPOCH}:}|%{VERSION}-%{RELEASE} %{LICENSE}\\n",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect();
+    assert_eq!(read_rpms.len(), 2, "{read_rpms:?}");
+    assert_eq!(listed_rpms, read_rpms);
     let listed: std::collections::BTreeSet<(String, String)> = image["components"]
         .as_array()
         .unwrap()

@@ -42,7 +42,13 @@ fn repository(compression: &str) -> tempfile::TempDir {
     );
     rpm(r, "lib-a", "1.1-1", "x86_64", &[]);
     rpm(r, "lib-a", "1.3-1", "x86_64", &[("Requires", "lib-b")]);
-    rpm(r, "lib-b", "0.9-1", "noarch", &[]);
+    rpm(
+        r,
+        "lib-b",
+        "0.9-1",
+        "noarch",
+        &[("License", "GPL-2.0-or-later AND MIT")],
+    );
     rpm(
         r,
         "mailer",
@@ -302,10 +308,19 @@ fn a_package_ships_the_closure_as_a_local_yum_repository() {
                 .split('&')
                 .next()
                 .unwrap();
+            let source = component["properties"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|property| property["name"] == "berth:source")
+                .map_or("(none)", |property| property["value"].as_str().unwrap());
             format!(
-                "{} {} {arch}",
+                "{} {} {arch} {} {source}",
                 component["name"].as_str().unwrap(),
-                component["version"].as_str().unwrap()
+                component["version"].as_str().unwrap(),
+                component["licenses"][0]["license"]["name"]
+                    .as_str()
+                    .unwrap_or("(none)"),
             )
         })
         .collect();
@@ -318,7 +333,7 @@ fn a_package_ships_the_closure_as_a_local_yum_repository() {
                     "-qp",
                     "--nosignature",
                     "--qf",
-                    "%{NAME} %{VERSION}-%{RELEASE} %{ARCH}",
+                    "%{NAME} %{VERSION}-%{RELEASE} %{ARCH} %{LICENSE} %{SOURCERPM}",
                 ])
                 .arg(&path)
                 .output()

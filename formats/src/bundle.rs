@@ -6,13 +6,21 @@
 //! installer.yaml  lock.json  versions.json  the spec, its lock, the versions it pins
 //! packages/<name>-<version>/…               each package's files, unpacked
 //! blobs/sha256/<hex>                        image blobs, each once for all packages
+//! bundle.sha256                             every other file's sha256, last
 //! ```
+//!
+//! The lock, the versions and the spec come first in the archive, so a reader of the stream
+//! knows every package's digest before the package arrives. Signed, each of `lock.json`,
+//! `versions.json`, the bills of materials and `bundle.sha256` has its `.sig` beside it.
 
 use crate::Sha256Digest;
 use crate::oci;
 
 /// The node binary, beside the scripts.
 pub const BINARY: &str = "berth";
+/// Every other file of the bundle with its sha256, as `sha256sum` writes them (its own
+/// signature aside): what says the scripts and the binary are the vendor's.
+pub const FILES_LIST: &str = "bundle.sha256";
 /// The Installer spec the bundle was made for.
 pub const SPEC_FILE: &str = "installer.yaml";
 /// The unpacked packages' folder.

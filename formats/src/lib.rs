@@ -15,6 +15,7 @@
 pub mod archive;
 pub mod bundle;
 pub mod digest;
+pub mod dsse;
 pub mod fields;
 pub mod files;
 pub mod fleet;

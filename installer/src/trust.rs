@@ -221,6 +221,28 @@ impl Trust {
         Ok(())
     }
 
+    /// Checks `bytes` (of `file`) against a signature's text read from `signature`, or says
+    /// the file is unsigned when there is none. Nothing to check when no key is trusted.
+    pub fn check_signature(
+        &self,
+        file: &str,
+        bytes: &[u8],
+        signature: &str,
+        text: Option<&[u8]>,
+    ) -> Result<(), TrustError> {
+        if self.keys.is_empty() {
+            return Ok(());
+        }
+        match text {
+            Some(text) => self.check(file, bytes, signature, text),
+            None => Err(TrustError::Signature(SignatureError::Unsigned {
+                file: file.to_string(),
+                signature: signature.to_string(),
+                keys: fingerprints(&self.keys),
+            })),
+        }
+    }
+
     fn check(
         &self,
         file: &str,

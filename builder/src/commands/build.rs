@@ -73,34 +73,38 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let versions = build::write_versions(&args.addons, &settings.out_dir, &results)?;
     eprintln!("wrote {}", versions.display());
-    // Each package's bill of materials beside it, and with a key its signed provenance: both
-    // from one read of the package (made again only for a package rebuilt).
+    // Each package's bill of materials beside it (the one inside with the package's digest
+    // added), and with a key its signed provenance; made again only for a package rebuilt
+    // (or one whose files beside it are missing).
     use berth_build::package::{provenance, sbom};
     for result in &results {
         let Ok(outcome) = &result.outcome else {
             continue;
         };
-        let package = settings
-            .out_dir
-            .join(berth_formats::package_index::package_file_name(
-                &outcome.name,
-                &outcome.version,
-            ));
+        let package = &outcome.path;
         let beside =
             |suffix: &str| std::path::PathBuf::from(format!("{}{suffix}", package.display()));
-        let (bom, sealed) = (
+        let (bom_path, sealed) = (
             beside(sbom::SBOM_SUFFIX),
             beside(provenance::PROVENANCE_SUFFIX),
         );
-        if outcome.unchanged && bom.is_file() && (signing_key.is_none() || sealed.is_file()) {
+        if outcome.unchanged && bom_path.is_file() && (signing_key.is_none() || sealed.is_file()) {
             continue;
         }
-        let scanned = sbom::scan_package(&package, Some(outcome.sha256))?;
-        berth_formats::files::write_atomically(
-            &bom,
-            &serde_json::to_vec_pretty(&sbom::bom(&scanned))?,
-        )
-        .with_context(|| format!("failed to write {}", bom.display()))?;
+        let described = match &outcome.described {
+            Some(described) => {
+                let mut bom = described.bom.clone();
+                sbom::with_package_digest(&mut bom, &outcome.sha256);
+                (bom, described.scanned.clone())
+            }
+            None => {
+                let scanned = sbom::scan_package(package, Some(outcome.sha256))?;
+                (sbom::package_sbom(package)?, scanned)
+            }
+        };
+        let (bom, scanned) = described;
+        berth_formats::files::write_atomically(&bom_path, &serde_json::to_vec_pretty(&bom)?)
+            .with_context(|| format!("failed to write {}", bom_path.display()))?;
         if let Some(key) = &signing_key {
             let parts: Vec<String> = result
                 .directory
@@ -114,9 +118,10 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 arch: settings.arch.clone(),
                 compression: settings.compression,
                 mtime: settings.mtime,
+                distros: settings.selected_distros.clone(),
             };
-            let statement = provenance::statement_of(&package, &scanned, &parameters);
-            let envelope = provenance::envelope(&statement, key)?;
+            let statement = provenance::statement_of(package, &scanned, &parameters);
+            let envelope = berth_formats::dsse::seal(&statement, key)?;
             berth_formats::files::write_atomically(&sealed, &serde_json::to_vec_pretty(&envelope)?)
                 .with_context(|| format!("failed to write {}", sealed.display()))?;
         }

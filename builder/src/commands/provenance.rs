@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use berth_build::package::provenance::{BUILD_TYPE, BuildParameters, open_envelope};
+use berth_build::package::provenance::{BUILD_TYPE, BuildParameters};
 use berth_formats::signature::{MAX_KEY_FILE_BYTES, PublicKey};
 
 use crate::FetchArgs;
@@ -36,7 +36,7 @@ pub fn run(args: VerifyProvenanceArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("failed to read {at}"))?;
     let envelope: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{at} is not JSON"))?;
-    let statement = open_envelope(&at, &envelope, &keys)?;
+    let statement = berth_formats::dsse::open(&at, &envelope, &keys)?;
     eprintln!("{at}: signed by a trusted key");
     let definition = &statement["predicate"]["buildDefinition"];
     if definition["buildType"] != BUILD_TYPE {
@@ -61,6 +61,7 @@ pub fn run(args: VerifyProvenanceArgs) -> anyhow::Result<ExitCode> {
     settings.arch = parameters.arch.clone();
     settings.compression = parameters.compression;
     settings.mtime = parameters.mtime;
+    settings.selected_distros.clone_from(&parameters.distros);
     let outcome = super::runtime()?
         .block_on(berth_build::package::package(
             &context,

@@ -204,16 +204,51 @@ async fn index_digest(
     }
 }
 
-fn append<W: Write>(
-    writer: &mut TarGzWriter<W>,
-    path: &str,
-    size: u64,
-    executable: bool,
-    data: impl Read,
-) -> Result<(), BundleError> {
-    writer
-        .append_file(path, size, executable, data)
-        .map_err(BundleError::Write)
+/// The bundle's archive, recording each file's sha256 as it is written for the bundle's list
+/// of its files.
+struct BundleWriter<W: Write> {
+    builder: TarGzWriter<W>,
+    listed: Vec<(String, Sha256Digest)>,
+}
+
+impl<W: Write> BundleWriter<W> {
+    fn append(
+        &mut self,
+        path: &str,
+        size: u64,
+        executable: bool,
+        data: impl Read,
+    ) -> Result<(), BundleError> {
+        let mut hashing = HashingReader::new(data.take(size));
+        self.builder
+            .append_file(path, size, executable, &mut hashing)
+            .map_err(BundleError::Write)?;
+        let (digest, _) = hashing.finish().map_err(BundleError::Write)?;
+        self.listed.push((path.to_string(), digest));
+        Ok(())
+    }
+
+    /// Writes the list of every file (signed when the plan signs) and finishes the archive.
+    fn finish(mut self, plan: &BundlePlan) -> Result<W, BundleError> {
+        let text: String = self
+            .listed
+            .iter()
+            .map(|(path, digest)| format!("{}  {path}\n", digest.hex()))
+            .collect();
+        let list = bundle::FILES_LIST;
+        self.builder
+            .append_file(list, text.len() as u64, false, text.as_bytes())
+            .map_err(BundleError::Write)?;
+        if let Some(signature) = signature_of(plan, list, text.as_bytes())? {
+            let name = format!("{list}{SIGNATURE_SUFFIX}");
+            self.builder
+                .append_file(&name, signature.len() as u64, false, signature.as_bytes())
+                .map_err(BundleError::Write)?;
+        }
+        self.builder
+            .finish()
+            .map_err(|error| BundleError::Write(io_error_of(error)))
+    }
 }
 
 /// Writes the bundle of `plan` to `out`, reading packages from the release as it goes.
@@ -247,9 +282,31 @@ fn write_blocking<W: Write>(
     out: W,
 ) -> Result<(), BundleError> {
     // Entries carry mtime 0, as the packages inside do.
-    let mut builder = TarGzWriter::new(out, 0, 6);
+    let mut builder = BundleWriter {
+        builder: TarGzWriter::new(out, 0, 6),
+        listed: Vec::new(),
+    };
+    // What says what the bundle holds comes first, so a reader of the stream knows what to
+    // expect of every package before it arrives: the lock, the versions and the spec.
+    let lock = plan.lock.to_bytes();
+    builder.append(LOCK_FILE, lock.len() as u64, false, lock.as_slice())?;
+    append_signature(&mut builder, &plan, LOCK_FILE, &lock)?;
+    let versions = plan.versions.to_bytes();
+    builder.append(
+        VERSIONS_FILE,
+        versions.len() as u64,
+        false,
+        versions.as_slice(),
+    )?;
+    append_signature(&mut builder, &plan, VERSIONS_FILE, &versions)?;
+    builder.append(
+        bundle::SPEC_FILE,
+        plan.spec.len() as u64,
+        false,
+        plan.spec.as_bytes(),
+    )?;
     for (name, text) in &plan.scripts {
-        append(&mut builder, name, text.len() as u64, true, text.as_bytes())?;
+        builder.append(name, text.len() as u64, true, text.as_bytes())?;
     }
     let berth: Box<dyn Read> = match &plan.berth {
         BerthSource::Local(path) => {
@@ -274,23 +331,7 @@ fn write_blocking<W: Write>(
         source,
     })?;
     std::io::Seek::rewind(&mut spooled).map_err(BundleError::Write)?;
-    append(&mut builder, bundle::BINARY, size, true, spooled)?;
-    append(
-        &mut builder,
-        bundle::SPEC_FILE,
-        plan.spec.len() as u64,
-        false,
-        plan.spec.as_bytes(),
-    )?;
-    let versions = plan.versions.to_bytes();
-    append(
-        &mut builder,
-        VERSIONS_FILE,
-        versions.len() as u64,
-        false,
-        versions.as_slice(),
-    )?;
-    append_signature(&mut builder, &plan, VERSIONS_FILE, &versions)?;
+    builder.append(bundle::BINARY, size, true, spooled)?;
 
     let mut blobs_written: HashSet<String> = HashSet::new();
     for addon in &plan.lock.addons {
@@ -331,8 +372,7 @@ fn write_blocking<W: Write>(
                     let mut index = Vec::new();
                     entry.read_to_end(&mut index).map_err(read_error)?;
                     index_seen = Some(Sha256Digest::of(&index));
-                    append(
-                        &mut builder,
+                    builder.append(
                         &format!("{target}/{relative}"),
                         size,
                         false,
@@ -340,17 +380,10 @@ fn write_blocking<W: Write>(
                     )?;
                 } else if let Some(hex) = bundle::shared_blob(relative) {
                     if blobs_written.insert(hex.to_string()) {
-                        append(
-                            &mut builder,
-                            &bundle::blob_path(hex),
-                            size,
-                            false,
-                            &mut entry,
-                        )?;
+                        builder.append(&bundle::blob_path(hex), size, false, &mut entry)?;
                     }
                 } else {
-                    append(
-                        &mut builder,
+                    builder.append(
                         &format!("{target}/{relative}"),
                         size,
                         executable,
@@ -384,48 +417,46 @@ fn write_blocking<W: Write>(
             .map_err(ReleaseError::from)?
         {
             let name = format!("{target}{}", crate::package::sbom::SBOM_SUFFIX);
-            append(&mut builder, &name, bom.len() as u64, false, bom.as_slice())?;
+            builder.append(&name, bom.len() as u64, false, bom.as_slice())?;
             append_signature(&mut builder, &plan, &name, &bom)?;
         }
     }
-    let lock = plan.lock.to_bytes();
-    append(
-        &mut builder,
-        LOCK_FILE,
-        lock.len() as u64,
-        false,
-        lock.as_slice(),
-    )?;
-    append_signature(&mut builder, &plan, LOCK_FILE, &lock)?;
-    let mut out = builder
-        .finish()
-        .map_err(|error| BundleError::Write(io_error_of(error)))?;
+    let mut out = builder.finish(&plan)?;
     out.flush().map_err(BundleError::Write)?;
     Ok(())
 }
 
 /// `<name>.sig` for `bytes`, when the plan signs.
 fn append_signature<W: Write>(
-    builder: &mut TarGzWriter<W>,
+    builder: &mut BundleWriter<W>,
     plan: &BundlePlan,
     name: &str,
     bytes: &[u8],
 ) -> Result<(), BundleError> {
+    match signature_of(plan, name, bytes)? {
+        Some(signature) => builder.append(
+            &format!("{name}{SIGNATURE_SUFFIX}"),
+            signature.len() as u64,
+            false,
+            signature.as_bytes(),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// The text of `<name>.sig` for `bytes`, when the plan signs.
+fn signature_of(
+    plan: &BundlePlan,
+    name: &str,
+    bytes: &[u8],
+) -> Result<Option<String>, BundleError> {
     let Some(key) = &plan.signing_key else {
-        return Ok(());
+        return Ok(None);
     };
-    let signature = format!(
-        "{}\n",
-        key.sign(name, bytes)
-            .map_err(|error| BundleError::Write(std::io::Error::other(error)))?
-    );
-    append(
-        builder,
-        &format!("{name}{SIGNATURE_SUFFIX}"),
-        signature.len() as u64,
-        false,
-        signature.as_bytes(),
-    )
+    let signature = key
+        .sign(name, bytes)
+        .map_err(|error| BundleError::Write(std::io::Error::other(error)))?;
+    Ok(Some(format!("{signature}\n")))
 }
 
 /// The I/O error inside a finishing archive's error, which has nothing else to say.

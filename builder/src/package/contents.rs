@@ -11,6 +11,7 @@ use berth_formats::package_index::{FileRecord, PACKAGE_INDEX_FILE, PackageIndex}
 
 use super::PackageError;
 use super::image_layout;
+use super::sbom::{SBOM_FILE, Scanned, Scanner};
 use crate::fetch::asset::FetchedAsset;
 use crate::fetch::cache::BlobCache;
 use crate::fetch::image::PackagedImage;
@@ -189,10 +190,47 @@ impl Contents {
     }
 
     /// The files recorded so far, sorted by path.
-    pub fn files(&mut self) -> Vec<FileRecord> {
-        let mut files = std::mem::take(&mut self.files);
+    pub fn files(&self) -> Vec<FileRecord> {
+        let mut files = self.files.clone();
         files.sort_by(|a, b| a.path.cmp(&b.path));
         files
+    }
+
+    /// Reads what the bill of materials needs from the files added so far, as the package
+    /// will hold them: so the BOM can go inside the package it describes.
+    pub fn scan(&self, index: PackageIndex) -> Result<Scanned, PackageError> {
+        let mut scanner = Scanner::default();
+        let prefix = format!("{}/", self.root);
+        for (path, source) in self.archive.entries() {
+            let Some(relative) = path.strip_prefix(&prefix) else {
+                continue;
+            };
+            if !Scanner::reads(relative) {
+                continue;
+            }
+            let read = match source {
+                Source::File { path, .. } => fs_err::File::open(path).and_then(|mut file| {
+                    let size = file.metadata()?.len();
+                    scanner.file(relative, size, &mut file)
+                }),
+                Source::Bytes { data, .. } => {
+                    scanner.file(relative, data.len() as u64, &mut data.as_slice())
+                }
+                Source::Directory | Source::Symlink { .. } => Ok(()),
+            };
+            read.map_err(|source| PackageError::Io {
+                path: PathBuf::from(path),
+                source,
+            })?;
+        }
+        Ok(scanner.finish(index, None))
+    }
+
+    /// The bill of materials, inside the package.
+    pub fn add_sbom(&mut self, bom: &serde_json::Value) -> Result<(), PackageError> {
+        let mut bytes = serde_json::to_vec_pretty(bom).expect("a JSON value serializes");
+        bytes.push(b'\n');
+        self.add_bytes(SBOM_FILE.to_string(), bytes)
     }
 
     /// Puts `package.json` first in the archive and hands the archive over for writing.

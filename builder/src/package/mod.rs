@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use berth_formats::Sha256Digest;
 use berth_formats::archive::WriteError;
-use berth_formats::package_index::{self, ImageRecord, PackageIndex, SCHEMA_VERSION};
+use berth_formats::package_index::{self, FileRecord, ImageRecord, PackageIndex, SCHEMA_VERSION};
 
 use contents::Contents;
 
@@ -84,6 +84,8 @@ pub struct PackageOutcome {
     pub files: usize,
     /// The package was already there with the same inputs digest.
     pub unchanged: bool,
+    /// For a package written now: its bill of materials and what its provenance is made of.
+    pub described: Option<Box<sbom::Described>>,
 }
 
 /// Why a package could not be built.
@@ -156,10 +158,7 @@ pub async fn package(
     contents.add_assets(&inputs.assets)?;
     contents.add_images(&inputs.images, &context.cache)?;
     let host_packages = contents.add_host_archives(inputs.host_archives)?;
-    let files = contents.files();
-    let total: u64 = files.iter().map(|file| file.size).sum();
-    let file_count = files.len();
-    let index = PackageIndex {
+    let index_of = |files: Vec<FileRecord>| PackageIndex {
         schema_version: SCHEMA_VERSION,
         name: source.name.clone(),
         version: source.version.clone(),
@@ -178,8 +177,23 @@ pub async fn package(
                 no_remote_load: image.no_remote_load,
             })
             .collect(),
-        host_packages,
+        host_packages: host_packages.clone(),
     };
+    // The bill of materials describes every other file, read from the sources before the
+    // package is written, and goes inside it.
+    let before = index_of(contents.files());
+    let (mut contents, mut scanned) = tokio::task::spawn_blocking(move || {
+        let scanned = contents.scan(before)?;
+        Ok::<_, PackageError>((contents, scanned))
+    })
+    .await
+    .expect("a package's scan does not panic")?;
+    let bom = sbom::bom(&scanned);
+    contents.add_sbom(&bom)?;
+    let files = contents.files();
+    let total: u64 = files.iter().map(|file| file.size).sum();
+    let file_count = files.len();
+    let index = index_of(files);
     let archive = contents.finish(&index)?;
 
     let label = format!("write {file_name}");
@@ -212,5 +226,14 @@ pub async fn package(
         images: index.images.len(),
         files: file_count,
         unchanged: false,
+        described: Some(Box::new(sbom::Described {
+            bom,
+            scanned: {
+                scanned.lighten();
+                scanned.index = index;
+                scanned.digest = Some(sha256);
+                scanned
+            },
+        })),
     })
 }

@@ -5,17 +5,12 @@
 //! checks the envelope's signature, builds the add-on again with the statement's settings and
 //! compares the package's digest with the statement's subject.
 
-use anyhow::Context as _;
-use base64::Engine as _;
-use berth_formats::signature::{PublicKey, SigningKey, verify};
 use serde_json::{Value, json};
 
 use super::sbom::{Scanned, scan_package};
 
 /// The suffix of a package's provenance beside it.
 pub const PROVENANCE_SUFFIX: &str = ".intoto.json";
-/// DSSE's payload type for in-toto statements.
-pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
 /// What kind of build made the package: Berth's packaging of one add-on folder.
 pub const BUILD_TYPE: &str = "urn:berth:build-type:package:v1";
 
@@ -28,6 +23,10 @@ pub struct BuildParameters {
     pub arch: String,
     pub compression: u32,
     pub mtime: u64,
+    /// The distros whose host packages were built (`--distro`); all the Manifest names when
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distros: Option<Vec<String>>,
 }
 
 /// The statement for the package at `path`, built with `parameters`.
@@ -78,7 +77,7 @@ pub fn statement_of(
     }
     json!({
         "_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"name": file_name, "digest": {"sha256": opened.digest.hex()}}],
+        "subject": [{"name": file_name, "digest": {"sha256": opened.digest.map(|digest| digest.hex()).unwrap_or_default()}}],
         "predicateType": "https://slsa.dev/provenance/v1",
         "predicate": {
             "buildDefinition": {
@@ -92,86 +91,4 @@ pub fn statement_of(
             },
         },
     })
-}
-
-/// DSSE's pre-authentication encoding: what a signature covers.
-fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "DSSEv1 {} {payload_type} {} ",
-        payload_type.len(),
-        payload.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(payload);
-    out
-}
-
-/// `statement` in a DSSE envelope signed with `key`.
-pub fn envelope(statement: &Value, key: &SigningKey) -> anyhow::Result<Value> {
-    let payload = serde_json::to_vec(statement)?;
-    let signature = key.sign("the provenance statement", &pae(PAYLOAD_TYPE, &payload))?;
-    Ok(json!({
-        "payloadType": PAYLOAD_TYPE,
-        "payload": base64::engine::general_purpose::STANDARD.encode(&payload),
-        "signatures": [{"keyid": key.public().fingerprint(), "sig": signature}],
-    }))
-}
-
-/// The statement of an envelope one of `keys` signed.
-pub fn open_envelope(at: &str, envelope: &Value, keys: &[PublicKey]) -> anyhow::Result<Value> {
-    if envelope["payloadType"] != PAYLOAD_TYPE {
-        anyhow::bail!("{at}: payloadType is not {PAYLOAD_TYPE}");
-    }
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(envelope["payload"].as_str().unwrap_or_default())
-        .with_context(|| format!("{at}: its payload is not base64"))?;
-    let message = pae(PAYLOAD_TYPE, &payload);
-    let signatures = envelope["signatures"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut last = None;
-    for signature in &signatures {
-        match verify(
-            keys,
-            at,
-            &message,
-            at,
-            signature["sig"].as_str().unwrap_or_default(),
-        ) {
-            Ok(_) => return Ok(serde_json::from_slice(&payload)?),
-            Err(error) => last = Some(error),
-        }
-    }
-    Err(last.map_or_else(
-        || anyhow::anyhow!("{at} carries no signature"),
-        anyhow::Error::from,
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_envelope_opens_with_its_key_alone_and_not_once_changed() {
-        let key = SigningKey::generate().unwrap();
-        let other = SigningKey::generate().unwrap();
-        let statement = json!({"_type": "https://in-toto.io/Statement/v1", "subject": []});
-        let sealed = envelope(&statement, &key).unwrap();
-        assert_eq!(
-            open_envelope("p", &sealed, &[key.public()]).unwrap(),
-            statement
-        );
-        assert!(open_envelope("p", &sealed, &[other.public()]).is_err());
-        let mut changed = sealed.clone();
-        changed["payload"] =
-            json!(base64::engine::general_purpose::STANDARD.encode(br#"{"subject":[1]}"#));
-        assert!(open_envelope("p", &changed, &[key.public()]).is_err());
-        // DSSE's PAE, as its specification spells it out.
-        assert_eq!(
-            pae("http://example.com/HelloWorld", b"hello world"),
-            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
-        );
-    }
 }

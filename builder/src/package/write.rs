@@ -41,6 +41,7 @@ pub(super) fn unchanged(
             images: index.images.len(),
             files: index.files.len(),
             unchanged: true,
+            described: None,
         }
     })
 }

@@ -167,6 +167,8 @@ impl AddonSource {
         #[derive(Serialize)]
         struct Inputs<'a> {
             schema: u32,
+            /// What the builder adds beyond the inputs: 2 since a package carries its BOM.
+            layout: u32,
             arch: &'a str,
             files: &'a [AddonFile],
             local_inputs: &'a [LocalInput],
@@ -175,6 +177,7 @@ impl AddonSource {
         }
         let inputs = Inputs {
             schema: SCHEMA_VERSION,
+            layout: 2,
             arch,
             files: &self.files,
             local_inputs: &self.local_inputs,

@@ -129,6 +129,13 @@ impl ReproducibleArchive {
         Ok(())
     }
 
+    /// Every entry, by path, in path order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &Source)> {
+        self.entries
+            .iter()
+            .map(|(path, source)| (path.as_str(), source))
+    }
+
     /// Paths in write order: the lead entry's folders and the lead entry, then all others sorted.
     fn order(&self) -> Vec<&String> {
         let mut first: Vec<&String> = Vec::new();

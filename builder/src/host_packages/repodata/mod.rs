@@ -174,6 +174,8 @@ pub fn read_primary(
                         conflicts: Vec::new(),
                         obsoletes: Vec::new(),
                         files: Vec::new(),
+                        license: String::new(),
+                        source_rpm: String::new(),
                         xml: String::new(),
                     },
                     String::new(),
@@ -253,6 +255,12 @@ pub fn read_primary(
                             }
                             _ => {}
                         }
+                    }
+                    b"license" if is_start => {
+                        package.license = text(origin, &mut reader, element.name())?;
+                    }
+                    b"sourcerpm" if is_start => {
+                        package.source_rpm = text(origin, &mut reader, element.name())?;
                     }
                     b"file" if is_start => {
                         package

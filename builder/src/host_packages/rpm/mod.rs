@@ -36,6 +36,9 @@ pub struct RpmPackage {
     pub obsoletes: Vec<Capability>,
     /// The paths the primary metadata lists (those in `/etc` and the `bin` folders).
     pub files: Vec<String>,
+    /// The licence and the source package the metadata names (empty where it names none).
+    pub license: String,
+    pub source_rpm: String,
     /// The `<package>` element as the metadata has it, for the package's own repodata.
     pub xml: String,
 }

@@ -35,6 +35,8 @@ fn package(name: &str, evr: &str, requires: &[&str], fields: &[(&str, &str)]) ->
             .filter(|(field, _)| *field == "file")
             .map(|(_, path)| path.to_string())
             .collect(),
+        license: String::new(),
+        source_rpm: String::new(),
         xml: String::new(),
     }
 }
