@@ -128,6 +128,10 @@ pub struct FetchArgs {
     /// gzip level of the package, 0-9.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     compression: u32,
+    /// Leave the bill of materials out: no `sbom.cdx.json` inside the packages, no
+    /// `<package>.cdx.json` beside them.
+    #[arg(long)]
+    no_sbom: bool,
     /// Build host packages for this target distro only (repeatable) [default: every target].
     #[arg(long = "distro", value_name = "NAME")]
     distros: Vec<String>,

@@ -842,6 +842,33 @@ fn a_packages_bill_of_materials_validates_and_lists_exactly_the_images_dpkg_and_
     // Made from the package alone: twice the same.
     let (_, again, _) = builder.run(&["inspect", "--sbom", package.to_str().unwrap()]);
     assert_eq!(bom, again);
+    // The package carries it; one built with --no-sbom does not, and its BOM is then made by
+    // reading the package: the same components.
+    let carried = |package: &Path| {
+        berth_formats::archive::read_entry(fs_err::File::open(package).unwrap(), |path| {
+            path == "addons/app/1.0.0/sbom.cdx.json"
+        })
+        .unwrap()
+    };
+    assert!(carried(&package).is_some());
+    let bare = out.path().join("bare");
+    let (ok, _, stderr) = builder.run(&[
+        "package",
+        addon.to_str().unwrap(),
+        "--out",
+        bare.to_str().unwrap(),
+        "--no-sbom",
+    ]);
+    assert!(ok, "{stderr}");
+    let bare_package = bare.join("app-1.0.0.tar.gz");
+    assert!(carried(&bare_package).is_none());
+    let (ok, read, stderr) = builder.run(&["inspect", "--sbom", bare_package.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let components = |text: &str| {
+        let bom: serde_json::Value = serde_json::from_str(text).unwrap();
+        bom["components"].clone()
+    };
+    assert_eq!(components(&read), components(&bom));
 
     let file = out.path().join("bom.json");
     fs_err::write(&file, &bom).unwrap();

@@ -53,6 +53,7 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
             compression: 6,
             mtime: 0,
             distros: None,
+            sbom: true,
         };
         let statement = berth_build::package::provenance::statement(&package, &parameters).unwrap();
         let sealed = berth_formats::dsse::seal(&statement, &vendor).unwrap();

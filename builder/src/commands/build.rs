@@ -88,24 +88,36 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
             beside(sbom::SBOM_SUFFIX),
             beside(provenance::PROVENANCE_SUFFIX),
         );
-        if outcome.unchanged && bom_path.is_file() && (signing_key.is_none() || sealed.is_file()) {
-            continue;
+        if !settings.sbom {
+            // Built without one: none beside it either, not even a stale one.
+            for stale in [
+                bom_path.clone(),
+                beside(&format!("{}.sig", sbom::SBOM_SUFFIX)),
+            ] {
+                if stale.exists() {
+                    fs_err::remove_file(&stale)?;
+                }
+            }
         }
-        let described = match &outcome.described {
-            Some(described) => {
-                let mut bom = described.bom.clone();
-                sbom::with_package_digest(&mut bom, &outcome.sha256);
-                (bom, described.scanned.clone())
-            }
-            None => {
-                let scanned = sbom::scan_package(package, Some(outcome.sha256))?;
-                (sbom::package_sbom(package)?, scanned)
-            }
-        };
-        let (bom, scanned) = described;
-        berth_formats::files::write_atomically(&bom_path, &serde_json::to_vec_pretty(&bom)?)
-            .with_context(|| format!("failed to write {}", bom_path.display()))?;
-        if let Some(key) = &signing_key {
+        if settings.sbom && !(outcome.unchanged && bom_path.is_file()) {
+            let bom = match &outcome.described {
+                Some(described) => {
+                    let mut bom = described.bom.clone();
+                    sbom::with_package_digest(&mut bom, &outcome.sha256);
+                    bom
+                }
+                None => sbom::package_sbom(package)?,
+            };
+            berth_formats::files::write_atomically(&bom_path, &serde_json::to_vec_pretty(&bom)?)
+                .with_context(|| format!("failed to write {}", bom_path.display()))?;
+        }
+        if let Some(key) = &signing_key
+            && !(outcome.unchanged && sealed.is_file())
+        {
+            let scanned = match &outcome.described {
+                Some(described) => described.scanned.clone(),
+                None => sbom::scan_package(package, Some(outcome.sha256))?,
+            };
             let parts: Vec<String> = result
                 .directory
                 .components()
@@ -119,6 +131,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 compression: settings.compression,
                 mtime: settings.mtime,
                 distros: settings.selected_distros.clone(),
+                sbom: settings.sbom,
             };
             let statement = provenance::statement_of(package, &scanned, &parameters);
             let envelope = berth_formats::dsse::seal(&statement, key)?;

@@ -65,6 +65,7 @@ pub fn prepare(
         skip_unchanged,
         distros,
         selected_distros: (!args.distros.is_empty()).then(|| args.distros.clone()),
+        sbom: !args.no_sbom,
     };
     Ok((context, settings))
 }

@@ -62,6 +62,7 @@ pub fn run(args: VerifyProvenanceArgs) -> anyhow::Result<ExitCode> {
     settings.compression = parameters.compression;
     settings.mtime = parameters.mtime;
     settings.selected_distros.clone_from(&parameters.distros);
+    settings.sbom = parameters.sbom;
     let outcome = super::runtime()?
         .block_on(berth_build::package::package(
             &context,

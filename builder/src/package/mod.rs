@@ -67,6 +67,8 @@ pub struct PackageSettings {
     /// The distros `--distro` selected, when it did: a `dockerout` whose destination is
     /// another distro's folder (`ubuntu-22.04`, `rhel-7-force`) is not built.
     pub selected_distros: Option<Vec<String>>,
+    /// Put the bill of materials inside the package.
+    pub sbom: bool,
 }
 
 /// What happened to one add-on.
@@ -138,7 +140,7 @@ pub async fn package(
             .await
             .expect("add-on load does not panic")?
     };
-    let inputs_digest = source.inputs_digest(&settings.arch);
+    let inputs_digest = source.inputs_digest(&settings.arch, settings.sbom);
     let file_name = package_index::package_file_name(&source.name, &source.version);
     let out_path = settings.out_dir.join(&file_name);
     fs_err::create_dir_all(&settings.out_dir).map_err(io_error(&settings.out_dir))?;
@@ -181,15 +183,20 @@ pub async fn package(
     };
     // The bill of materials describes every other file, read from the sources before the
     // package is written, and goes inside it.
-    let before = index_of(contents.files());
-    let (mut contents, mut scanned) = tokio::task::spawn_blocking(move || {
-        let scanned = contents.scan(before)?;
-        Ok::<_, PackageError>((contents, scanned))
-    })
-    .await
-    .expect("a package's scan does not panic")?;
-    let bom = sbom::bom(&scanned);
-    contents.add_sbom(&bom)?;
+    let mut described = None;
+    if settings.sbom {
+        let before = index_of(contents.files());
+        let (returned, scanned) = tokio::task::spawn_blocking(move || {
+            let scanned = contents.scan(before)?;
+            Ok::<_, PackageError>((contents, scanned))
+        })
+        .await
+        .expect("a package's scan does not panic")?;
+        contents = returned;
+        let bom = sbom::bom(&scanned);
+        contents.add_sbom(&bom)?;
+        described = Some((bom, scanned));
+    }
     let files = contents.files();
     let total: u64 = files.iter().map(|file| file.size).sum();
     let file_count = files.len();
@@ -226,14 +233,11 @@ pub async fn package(
         images: index.images.len(),
         files: file_count,
         unchanged: false,
-        described: Some(Box::new(sbom::Described {
-            bom,
-            scanned: {
-                scanned.lighten();
-                scanned.index = index;
-                scanned.digest = Some(sha256);
-                scanned
-            },
-        })),
+        described: described.map(|(bom, mut scanned)| {
+            scanned.lighten();
+            scanned.index = index;
+            scanned.digest = Some(sha256);
+            Box::new(sbom::Described { bom, scanned })
+        }),
     })
 }

@@ -27,6 +27,13 @@ pub struct BuildParameters {
     /// none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distros: Option<Vec<String>>,
+    /// Whether the package carries its bill of materials (not with `--no-sbom`).
+    #[serde(default = "carries_sbom")]
+    pub sbom: bool,
+}
+
+fn carries_sbom() -> bool {
+    true
 }
 
 /// The statement for the package at `path`, built with `parameters`.

@@ -163,11 +163,12 @@ impl AddonSource {
     /// architecture, every file of the add-on folder (the Manifest among them) and every local
     /// file the Manifest reads. Registry images and URL assets count by their Manifest text;
     /// pin them by digest for packages that change only when their text does.
-    pub fn inputs_digest(&self, arch: &str) -> Sha256Digest {
+    pub fn inputs_digest(&self, arch: &str, sbom: bool) -> Sha256Digest {
         #[derive(Serialize)]
         struct Inputs<'a> {
             schema: u32,
-            /// What the builder adds beyond the inputs: 2 since a package carries its BOM.
+            /// What the builder adds beyond the inputs: 2 since a package carries its BOM, 1
+            /// for one built without.
             layout: u32,
             arch: &'a str,
             files: &'a [AddonFile],
@@ -177,7 +178,7 @@ impl AddonSource {
         }
         let inputs = Inputs {
             schema: SCHEMA_VERSION,
-            layout: 2,
+            layout: if sbom { 2 } else { 1 },
             arch,
             files: &self.files,
             local_inputs: &self.local_inputs,

@@ -314,6 +314,7 @@ impl TestDist {
             skip_unchanged: false,
             distros: self.distros.clone(),
             selected_distros: None,
+            sbom: true,
         };
         runtime
             .block_on(berth_build::package::package(&context, folder, &settings))
