@@ -141,6 +141,38 @@ pub fn package_file_name(name: &str, version: &str) -> String {
     format!("{name}-{version}.tar.gz")
 }
 
+/// This machine's architecture as packages name it (`amd64`, `arm64`, `arm/v7`, …).
+pub fn host_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "arm" => "arm/v7",
+        "powerpc64" => "ppc64le",
+        other => other,
+    }
+}
+
+impl PackageIndex {
+    /// Refuses a package built for another architecture than this machine's: its images
+    /// would not run here.
+    pub fn check_arch(&self) -> Result<(), String> {
+        // `arm` and `arm/v7` name the same images.
+        let built = self.arch.trim_end_matches("/v7");
+        if built == host_arch().trim_end_matches("/v7") {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} {} was built for {} and this machine is {}; build the dist with `--arch {}`",
+                self.name,
+                self.version,
+                self.arch,
+                host_arch(),
+                host_arch()
+            ))
+        }
+    }
+}
+
 /// `addons/<name>/<version>`, the folder every path in a package lives under.
 pub fn package_root(name: &str, version: &str) -> String {
     format!("addons/{name}/{version}")

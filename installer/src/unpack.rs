@@ -102,6 +102,12 @@ fn move_into_place(
                 ),
             });
         }
+        index
+            .check_arch()
+            .map_err(|message| UnpackError::BadIndex {
+                package: package.to_path_buf(),
+                message,
+            })?;
         let target = install_dir.join(&root);
         if target.exists() {
             fs_err::remove_dir_all(&target).map_err(io(&target))?;
@@ -199,6 +205,12 @@ fn walk_bundled(
         package: index_path.clone(),
         message: error.to_string(),
     })?;
+    index
+        .check_arch()
+        .map_err(|message| UnpackError::BadIndex {
+            package: index_path.clone(),
+            message,
+        })?;
     if let Some(folder) = into {
         fs_err::write(folder.join(PACKAGE_INDEX_FILE), &bytes).map_err(io_at(folder))?;
     }

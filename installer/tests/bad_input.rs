@@ -88,6 +88,32 @@ fn an_unknown_version_lists_the_versions_on_offer() {
     );
 }
 
+/// A package built for another architecture is refused before its hooks run, naming both
+/// architectures and the build option that makes the right one.
+#[test]
+fn a_package_built_for_another_architecture_is_refused() {
+    let mut dist = TestDist::new();
+    dist.arch = "ppc64le".into();
+    dist.addon(
+        "demo",
+        "1.0.0",
+        "function demo() { echo ran >> \"$TRACE\"; }\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("demo", "version: 1.0.0")]);
+    let trace = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace);
+    let output = failed(&node.install(&spec, &dist.url(), &[]));
+    let host = berth_formats::package_index::host_arch();
+    assert!(
+        output.contains(&format!(
+            "demo 1.0.0 was built for ppc64le and this machine is {host}; build the dist with `--arch {host}`"
+        )),
+        "{output}"
+    );
+    assert!(!trace.exists(), "a hook ran");
+    assert!(!node.install_dir().join("addons/demo").exists());
+}
+
 #[test]
 fn a_package_with_one_byte_flipped_is_refused_before_any_hook_runs() {
     let mut dist = TestDist::new();

@@ -597,6 +597,45 @@ fn a_fleet_upgrade_installs_only_the_package_its_rollout_pinned() {
     assert_eq!(second.status()["hello"]["current"]["version"], "1.0.0");
     assert!(!marker.exists(), "the swapped package's hook ran");
 
+    // With the vendor's key kept on the first node, a rollout pins only what the key signed:
+    // a package swapped with its .sha256 re-signed by another key is refused at the apply,
+    // before any node is asked to move.
+    let vendor = berth_formats::signature::SigningKey::generate().unwrap();
+    let intruder = berth_formats::signature::SigningKey::generate().unwrap();
+    berth_build::publish::sign::sign_dist(&vendor, dist.dist.path()).unwrap();
+    let kept = first.root.path().join("etc/berth/trusted-keys");
+    fs_err::create_dir_all(&kept).unwrap();
+    fs_err::write(kept.join("vendor.pub"), vendor.public().to_pem()).unwrap();
+    let signed = rollout_file_at(files.path(), "signed", "  addon: hello\n  version: 2.0.0\n");
+    fs_err::write(
+        version_two.join("install.sh"),
+        "function hello() { :; } # 2\n",
+    )
+    .unwrap();
+    dist.package(&version_two);
+    berth_build::publish::sign::sign_file(
+        &intruder,
+        &dist.dist.path().join("hello-2.0.0.tar.gz.sha256"),
+    )
+    .unwrap();
+    let refused = failed(&first.berth(&["rollout", "apply", &signed]));
+    assert!(
+        refused.contains("hello-2.0.0.tar.gz.sha256 is not signed by a trusted key")
+            && refused.contains(&vendor.public().fingerprint()),
+        "{refused}"
+    );
+    assert!(
+        !text(&first.berth(&["rollout", "list"]).stdout).contains("signed"),
+        "a refused rollout is not recorded"
+    );
+    // Signed by the vendor, it is taken.
+    berth_build::publish::sign::sign_file(
+        &vendor,
+        &dist.dist.path().join("hello-2.0.0.tar.gz.sha256"),
+    )
+    .unwrap();
+    succeeded(&first.berth(&["rollout", "apply", &signed]));
+
     let _ = agent.kill();
     let _ = agent.wait();
     let _ = server.kill();

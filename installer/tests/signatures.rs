@@ -159,6 +159,28 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
             .is_dir()
     );
 
+    // `berth unpack` checks the same signature: taken as signed, refused re-signed.
+    let unpack = |dist: &Path| {
+        Node::new().berth(&[
+            "unpack",
+            dist.join("alpha-1.0.0.tar.gz").to_str().unwrap(),
+            "--to",
+            work.path().join("unpacked").to_str().unwrap(),
+            "--trust-key",
+            trusted.to_str().unwrap(),
+        ])
+    };
+    succeeded(&unpack(dist.dist.path()));
+    let resigned = work.path().join("resigned-for-unpack");
+    copy_dist(dist.dist.path(), &resigned);
+    berth_build::publish::sign::sign_file(&intruder, &resigned.join("alpha-1.0.0.tar.gz.sha256"))
+        .unwrap();
+    let said = failed(&unpack(&resigned));
+    assert!(
+        said.contains("alpha-1.0.0.tar.gz.sha256 is not signed by a trusted key"),
+        "{said}"
+    );
+
     // The same key kept in /etc/berth/trusted-keys/ is trusted without --trust-key.
     let node = Node::new();
     let kept = node.root.path().join("etc/berth/trusted-keys");

@@ -90,7 +90,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
             let rollout = Rollout::parse(&file.display().to_string(), &text)?;
             let (versions, dist) = offered_versions(&layout)?;
             rollouts::check_offered(&rollout, &versions, &dist.argument())?;
-            let packages = pinned_packages(&rollout, &dist)?;
+            let packages = pinned_packages(&layout, &rollout, &dist)?;
             let nodes = first_node::nodes(&fleet, &Node::new(&layout))?;
             let uid = berth_fleet::random_hex(4)?;
             let record = Rollouts::new(&fleet).update(|records| {
@@ -206,7 +206,8 @@ fn require_serving(fleet: &berth_fleet::FleetPaths, what: &str) -> anyhow::Resul
     Ok(())
 }
 
-/// What this node's dist offers (the dist of the installer it ran last), and the dist.
+/// What this node's dist offers (the dist of the installer it ran last), and the dist. With
+/// keys kept in /etc/berth/trusted-keys/, `versions.json` is checked against its signature.
 fn offered_versions(
     layout: &Layout,
 ) -> anyhow::Result<(berth_formats::versions::VersionsFile, berth::dist::Dist)> {
@@ -218,22 +219,30 @@ fn offered_versions(
     let bytes = dist
         .read(berth_formats::versions::VERSIONS_FILE)
         .with_context(|| format!("failed to read what the dist offers ({location})"))?;
+    berth::trust::Trust::load(layout, &[])?.check_dist_file(
+        &dist,
+        berth_formats::versions::VERSIONS_FILE,
+        &bytes,
+    )?;
     let versions = berth_formats::versions::VersionsFile::parse(&location, &bytes)?;
     Ok((versions, dist))
 }
 
-/// The sha256 of each package the rollout installs, as this node's dist publishes it now:
+/// The sha256 of each package the rollout installs, as this node's dist publishes it now (its
+/// `.sha256` checked against its signature with keys kept in /etc/berth/trusted-keys/):
 /// pinned in the rollout's record, so that no node installs other bytes.
 fn pinned_packages(
+    layout: &Layout,
     rollout: &Rollout,
     dist: &berth::dist::Dist,
 ) -> anyhow::Result<BTreeMap<String, Sha256Digest>> {
+    let trust = berth::trust::Trust::load(layout, &[])?;
     let addon = &rollout.spec.addon;
     rollouts::wanted_versions(rollout)
         .into_iter()
         .map(|version| {
             let file = package_file_name(addon, version);
-            let digest = dist.checksum(&file).with_context(|| {
+            let digest = trust.package_digest(dist, &file).with_context(|| {
                 format!(
                     "failed to pin the package of {addon} {version} (its .sha256 in {})",
                     dist.argument()

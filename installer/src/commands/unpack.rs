@@ -12,11 +12,24 @@ pub struct UnpackArgs {
     /// Folder to unpack into; the add-on lands in `addons/<name>/<version>/` below it.
     #[arg(long)]
     to: PathBuf,
+    /// A vendor's public key (PEM) the `.sha256` must be signed with (its `.sig` beside it),
+    /// besides those kept in /etc/berth/trusted-keys/ (repeatable).
+    #[arg(long = "trust-key", value_name = "FILE")]
+    trust_keys: Vec<PathBuf>,
+    #[command(flatten)]
+    root: crate::RootArgs,
 }
 
 pub fn run(args: UnpackArgs) -> anyhow::Result<ExitCode> {
+    let trust = berth::trust::Trust::load(
+        &berth::layout::Layout::new(&args.root.root),
+        &args.trust_keys,
+    )?;
+    say!("berth: {}", trust.describe());
     let checksum_path = checksum_path(&args.package);
-    let text = fs_err::read_to_string(&checksum_path)?;
+    let text = berth_formats::files::read_to_string_at_most(&checksum_path, 64 << 10)
+        .with_context(|| format!("failed to read {}", checksum_path.display()))?;
+    trust.check_file(&checksum_path, text.as_bytes())?;
     let expected = parse_checksum_file(&text)
         .with_context(|| format!("{} is not a sha256sum line", checksum_path.display()))?;
     let index = read_from_archive(fs_err::File::open(&args.package)?, None)

@@ -178,6 +178,8 @@ pub struct TestDist {
     names: Vec<String>,
     /// The repository's own add-on versions packaged by `examples`, read in place.
     examples: Vec<(String, String, PathBuf)>,
+    /// The architecture packages are built for (`amd64` unless a test says otherwise).
+    pub arch: String,
 }
 
 struct Silent;
@@ -202,6 +204,7 @@ impl TestDist {
             cache: tempfile::tempdir().unwrap(),
             names: Vec::new(),
             examples: Vec::new(),
+            arch: "amd64".into(),
         }
     }
 
@@ -307,7 +310,7 @@ impl TestDist {
         };
         let settings = berth_build::package::PackageSettings {
             out_dir: self.dist.path().to_path_buf(),
-            arch: "amd64".into(),
+            arch: self.arch.clone(),
             concurrency: 2,
             compression: 1,
             mtime: 0,
