@@ -44,6 +44,8 @@ pub enum ImageError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the background import ended without a result")]
+    Lost,
 }
 
 impl Runtime {

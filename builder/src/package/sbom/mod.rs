@@ -24,7 +24,7 @@ use std::path::Path;
 
 use berth_formats::Sha256Digest;
 use berth_formats::manifest::{AssetSource, Directive, Manifest};
-use berth_formats::package_index::{PACKAGE_INDEX_FILE, package_root};
+use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex, package_root};
 use serde_json::{Value, json};
 
 use host::HostFacts;
@@ -75,18 +75,6 @@ impl Scanned {
         let Ok(manifest) = serde_json::from_slice::<Value>(bytes) else {
             return Default::default();
         };
-        // Layers small enough to be kept whole are read here.
-        let small: Vec<(String, scan::Databases)> = manifest["layers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|layer| layer["digest"].as_str()?.strip_prefix("sha256:"))
-            .filter(|hex| !self.layers.contains_key(*hex))
-            .filter_map(|hex| {
-                let bytes = self.small_blobs.get(hex)?;
-                Some((hex.to_string(), scan::scan_layer(bytes.as_slice())))
-            })
-            .collect();
         let mut merged: BTreeMap<String, &Vec<u8>> = BTreeMap::new();
         for layer in manifest["layers"].as_array().into_iter().flatten() {
             let Some(hex) = layer["digest"]
@@ -95,11 +83,12 @@ impl Scanned {
             else {
                 continue;
             };
-            let databases = self
+            for (path, bytes) in self
                 .layers
                 .get(hex)
-                .or_else(|| small.iter().find(|(known, _)| known == hex).map(|(_, d)| d));
-            for (path, bytes) in databases.into_iter().flat_map(|found| &found.files) {
+                .into_iter()
+                .flat_map(|found| &found.files)
+            {
                 merged.insert(path.clone(), bytes);
             }
         }
@@ -160,12 +149,16 @@ pub fn bom(scanned: &Scanned) -> Value {
     let index = &scanned.index;
     let hashes = |hex: &str| json!([{"alg": "SHA-256", "content": hex}]);
     let urls = scanned.asset_urls();
-    // Host package files, by name, with their distro.
-    let mut host: BTreeMap<&str, &str> = BTreeMap::new();
-    for (distro, files) in &index.host_packages {
-        for file in files {
-            host.insert(file.as_str(), distro.as_str());
-        }
+    // A host package file is `<distro>/archives/<file>`, a file the index lists for that distro
+    // (the same file name may be in several distros).
+    fn host_distro<'a>(index: &PackageIndex, path: &'a str) -> Option<&'a str> {
+        let (distro, file) = path.split_once("/archives/")?;
+        index
+            .host_packages
+            .get(distro)?
+            .iter()
+            .any(|listed| listed == file)
+            .then_some(distro)
     }
     let mut components = Vec::new();
     for file in &index.files {
@@ -174,7 +167,7 @@ pub fn bom(scanned: &Scanned) -> Value {
         }
         let name = file.path.rsplit('/').next().unwrap_or(&file.path);
         let sha = file.sha256.hex();
-        if let Some(distro) = host.get(name) {
+        if let Some(distro) = host_distro(index, &file.path) {
             let facts = scanned
                 .host
                 .get(&(distro.to_string(), name.to_string()))

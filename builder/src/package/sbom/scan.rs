@@ -14,8 +14,10 @@ use super::host::{self, HostFacts};
 
 /// The most bytes of one package database (or `os-release`) read from a layer.
 const MAX_DATABASE_BYTES: u64 = 128 << 20;
-/// Blobs up to this size are kept whole (image manifests and configs among them).
+/// Blobs up to this size are read whole (image manifests and configs among them).
 const SMALL_BLOB: u64 = 4 << 20;
+/// The most bytes of image manifests and configs kept for one package.
+const MAX_KEPT_JSON: u64 = 256 << 20;
 
 /// What a package's bills of materials and provenance are made from.
 #[derive(Clone)]
@@ -24,7 +26,7 @@ pub struct Scanned {
     pub digest: Option<Sha256Digest>,
     pub index: PackageIndex,
     pub(super) manifest: Option<String>,
-    /// Blobs small enough to be image manifests and configs, by hex digest.
+    /// Image manifests and configs, by hex digest.
     pub(super) small_blobs: BTreeMap<String, Vec<u8>>,
     /// Each larger blob's (a layer's) package databases, by hex digest.
     pub(super) layers: BTreeMap<String, Databases>,
@@ -62,6 +64,7 @@ fn wanted_in_layer(path: &str) -> bool {
 pub struct Scanner {
     manifest: Option<String>,
     small_blobs: BTreeMap<String, Vec<u8>>,
+    kept_bytes: u64,
     layers: BTreeMap<String, Databases>,
     host: BTreeMap<(String, String), HostFacts>,
 }
@@ -91,7 +94,17 @@ impl Scanner {
             if size <= SMALL_BLOB {
                 let mut bytes = Vec::new();
                 reader.take(SMALL_BLOB).read_to_end(&mut bytes)?;
-                self.small_blobs.insert(hex.to_string(), bytes);
+                // Image manifests and configs are JSON and kept (within a bound); any other
+                // blob is a layer, read now.
+                if bytes.first() == Some(&b'{')
+                    && self.kept_bytes + bytes.len() as u64 <= MAX_KEPT_JSON
+                {
+                    self.kept_bytes += bytes.len() as u64;
+                    self.small_blobs.insert(hex.to_string(), bytes);
+                } else {
+                    self.layers
+                        .insert(hex.to_string(), scan_layer(bytes.as_slice()));
+                }
             } else {
                 // A large blob is a layer: its databases are read as it streams by.
                 self.layers.insert(hex.to_string(), scan_layer(reader));

@@ -2,6 +2,7 @@
 //! session, record state as each add-on finishes.
 
 mod host_preflights;
+mod imports;
 mod prepare;
 mod record;
 
@@ -54,6 +55,7 @@ pub fn apply(
     let mut run = Run::new(settings, plan, &run_id, false)?;
     let result = run.execute(reporter);
     if let Err(error) = &result {
+        run.record_imports_ahead();
         run.fail_unfinished(error)?;
     }
     // A run that stopped before any hook ran has no log.
@@ -109,6 +111,8 @@ struct Run<'a> {
     members: Vec<Member<'a>>,
     /// `berth preflight`: the host preflights alone, no add-on record changed.
     preflight_only: bool,
+    /// Image imports started ahead of the hooks.
+    imports: imports::Imports,
 }
 
 impl<'a> Run<'a> {
@@ -165,6 +169,7 @@ impl<'a> Run<'a> {
             store,
             members,
             preflight_only,
+            imports: imports::Imports::default(),
         })
     }
 
@@ -214,6 +219,7 @@ impl<'a> Run<'a> {
         // host preflights: nothing outside Berth's own folders has changed yet.
         check_interrupt()?;
         self.host_preflights(reporter)?;
+        self.import_ahead();
         crate::helpers::install(&layout).map_err(io_error(&layout.helpers_dir()))?;
         crate::helpers::fresh_kubeadm_patches(&layout)
             .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;

@@ -137,6 +137,57 @@ impl Run<'_> {
         }
     }
 
+    /// Starts every applying add-on's image import in the background, when nothing of the
+    /// run installs the runtime and it already answers (see [`super::imports`]).
+    pub(super) fn import_ahead(&mut self) {
+        let applying = |member: &Member| member.planned.decision.applies();
+        if self
+            .members
+            .iter()
+            .any(|member| applying(member) && installs_runtime(&member.planned.name))
+        {
+            return;
+        }
+        let jobs: Vec<super::imports::Job> = self
+            .members
+            .iter()
+            .enumerate()
+            .filter(|(_, member)| applying(member))
+            .filter_map(|(index, member)| {
+                let package = member.index.as_ref()?;
+                (!package.images.is_empty()).then(|| super::imports::Job {
+                    member: index,
+                    layout: self
+                        .settings
+                        .layout
+                        .addon_dir(&member.planned.name, &member.planned.version)
+                        .join("images"),
+                    images: package.images.clone(),
+                })
+            })
+            .collect();
+        if jobs.is_empty() {
+            return;
+        }
+        if let Some(runtime) = Runtime::detect() {
+            self.imports.start(&runtime, jobs);
+        }
+    }
+
+    /// Records what the imports still running ahead imported, for a run that stops: a reset
+    /// then knows every image Berth brought.
+    pub(super) fn record_imports_ahead(&mut self) {
+        for (index, result) in self.imports.drain() {
+            if let Ok((imported, _)) = result
+                && !imported.is_empty()
+            {
+                let member = &mut self.members[index];
+                member.state.imported_images.extend(imported);
+                let _ = self.store.save(&member.state);
+            }
+        }
+    }
+
     pub(super) fn load_images(
         &mut self,
         index: usize,
@@ -170,19 +221,28 @@ impl Run<'_> {
             .layout
             .addon_dir(&name, &version)
             .join("images");
-        let started = Instant::now();
-        let imported = runtime
-            .load(&layout, &package.images)
-            .map_err(images_error)?;
+        let count = package.images.len();
+        let (imported, took, ahead) = match self.imports.wait(index) {
+            Some(Ok((imported, took))) => (imported, took, true),
+            // Started ahead and failed (the runtime restarted meanwhile?): done again here,
+            // where its error is the run's.
+            Some(Err(_)) | None => {
+                let started = Instant::now();
+                let imported = runtime
+                    .load(&layout, &package.images)
+                    .map_err(images_error)?;
+                (imported, started.elapsed(), false)
+            }
+        };
         reporter.step(&format!(
-            "{name} {version}: {} image(s) {} ({:.1}s)",
-            package.images.len(),
+            "{name} {version}: {count} image(s) {} ({:.1}s{})",
             if imported.is_empty() {
                 "already present"
             } else {
                 "imported"
             },
-            started.elapsed().as_secs_f64()
+            took.as_secs_f64(),
+            if ahead { ", ahead of the hooks" } else { "" }
         ));
         // Recorded at once: a reset after a failed hook still knows what Berth brought.
         if !imported.is_empty() {
