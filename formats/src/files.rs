@@ -32,7 +32,8 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
-/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one; a file
+/// that already holds them is left alone.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomically_with_mode(path, bytes, 0o666)
 }
@@ -41,6 +42,17 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// users, even while the file is written.
 pub fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use fs_err::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    // The same bytes already there, with no permission beyond `mode`, are left as they are: an
+    // unchanged run syncs nothing to disk.
+    if let Ok(existing) = fs_err::symlink_metadata(path)
+        && existing.is_file()
+        && existing.len() == bytes.len() as u64
+        && existing.permissions().mode() & 0o7777 & !mode == 0
+        && fs_err::read(path).is_ok_and(|old| old == bytes)
+    {
+        return Ok(());
+    }
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

@@ -223,6 +223,38 @@ impl Runtime {
         if missing.is_empty() {
             return Ok(missing);
         }
+        // containerd reads a blob it already holds from its own store: only the others are
+        // streamed (a layer shared by several add-ons' images goes in once). Should it collect
+        // one of those meanwhile, the import fails and is done again with every blob.
+        if let Runtime::Containerd { ctr } = self
+            && let Ok(held) = output(Command::new(ctr).args([
+                "--namespace",
+                NAMESPACE,
+                "content",
+                "ls",
+                "--quiet",
+            ]))
+        {
+            let held: HashSet<&str> = held.lines().map(str::trim).collect();
+            if !held.is_empty() && self.stream(layout, records, &held).is_ok() {
+                return Ok(missing);
+            }
+        }
+        self.stream(layout, records, &HashSet::new())?;
+        Ok(missing)
+    }
+
+    /// Streams the OCI layout at `layout` into the runtime, less the blobs in `held`.
+    fn stream(
+        &self,
+        layout: &Path,
+        records: &[ImageRecord],
+        held: &HashSet<&str>,
+    ) -> Result<(), ImageError> {
+        let stream_error = |source| ImageError::Stream {
+            path: layout.to_path_buf(),
+            source,
+        };
         let mut command = match self {
             Runtime::Containerd { ctr } => {
                 let mut command = Command::new(ctr);
@@ -270,7 +302,7 @@ impl Runtime {
                 header.set_mode(0o644);
                 builder.append_data(&mut header, "manifest.json", manifest.as_slice())?;
             }
-            builder.append_dir_all(".", layout)?;
+            append_layout(&mut builder, layout, held)?;
             builder
                 .into_inner()?
                 .into_inner()
@@ -289,12 +321,37 @@ impl Runtime {
                 stderr: stderr.trim().to_string(),
             });
         }
-        streamed.map_err(|source| ImageError::Stream {
-            path: layout.to_path_buf(),
-            source,
-        })?;
-        Ok(missing)
+        streamed.map_err(stream_error)?;
+        Ok(())
     }
+}
+
+/// An OCI layout's files into `builder`, less the blobs in `held` (`sha256:<hex>`).
+fn append_layout<W: std::io::Write>(
+    builder: &mut tar::Builder<W>,
+    layout: &Path,
+    held: &HashSet<&str>,
+) -> std::io::Result<()> {
+    let blobs = layout.join("blobs/sha256");
+    for file in ["oci-layout", "index.json"] {
+        let path = layout.join(file);
+        if path.exists() {
+            builder.append_path_with_name(&path, file)?;
+        }
+    }
+    if blobs.is_dir() {
+        let mut names: Vec<String> = fs_err::read_dir(&blobs)?
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for hex in names {
+            if !held.contains(format!("sha256:{hex}").as_str()) {
+                builder.append_path_with_name(blobs.join(&hex), format!("blobs/sha256/{hex}"))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A docker-archive `manifest.json` for the images of an OCI layout: each image's config and

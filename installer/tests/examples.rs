@@ -6,7 +6,9 @@ mod support;
 
 use std::process::Command;
 
-use support::{Containerd, Docker, FileServer, Node, TestDist, failed, require, succeeded};
+use support::{
+    Containerd, Docker, FileServer, Node, TestDist, failed, images, require, succeeded, text,
+};
 
 #[test]
 fn the_examples_install_with_images_run_by_ctr_and_a_kustomization_kubectl_accepts() {
@@ -66,6 +68,72 @@ fn the_examples_install_with_images_run_by_ctr_and_a_kustomization_kubectl_accep
         again.contains("banner 1.0.0: 1 image(s) already present"),
         "{again}"
     );
+}
+
+/// Add-ons whose images share a layer: the imports run ahead of the hooks, the shared layer is
+/// streamed only to an import that does not find it in containerd already, and every image is
+/// whole: each runs and reads its own file.
+#[test]
+fn images_sharing_a_layer_import_ahead_of_the_hooks_whole() {
+    let containerd = Containerd::start();
+    let mut dist = TestDist::new();
+    let names = ["one", "two", "three", "four"];
+    for name in names {
+        images::write_oci_archive(
+            &dist.addons.root().join(format!("{name}.tar")),
+            &format!("local/{name}:1"),
+            &[images::PlatformImage {
+                arch: "amd64",
+                layers: vec![
+                    images::busybox_layer(),
+                    images::layer(&[images::Entry::File(
+                        "greeting",
+                        format!("{name}\n").as_bytes(),
+                        0o644,
+                    )]),
+                ],
+            }],
+        );
+        dist.addon_with_manifest(
+            name,
+            "1.0.0",
+            &format!("image {name} {name}.tar\n"),
+            &format!("function {name}() {{ :; }}\n"),
+        );
+    }
+    let spec = dist.spec("spec.yaml", &names.map(|name| (name, "version: 1.0.0")));
+    let node = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let output = succeeded(&node.install(&spec, &dist.url(), &[]));
+    for name in names {
+        assert!(
+            output.contains(&format!("{name} 1.0.0: 1 image(s) imported (")),
+            "{output}"
+        );
+        let ran = containerd.ctr(&[
+            "run",
+            "--rm",
+            &format!("docker.io/local/{name}:1"),
+            &format!("read-{name}"),
+            "/bin/busybox",
+            "cat",
+            "/greeting",
+        ]);
+        assert_eq!(
+            text(&ran.stdout),
+            format!("{name}\n"),
+            "{}",
+            text(&ran.stderr)
+        );
+    }
+    assert!(output.contains("ahead of the hooks"), "{output}");
+    // Every image is recorded as Berth's, so a reset removes them all.
+    let status = node.status();
+    for name in names {
+        assert_eq!(status[name]["progressing"]["reason"], "Succeeded", "{name}");
+    }
+    succeeded(&node.berth(&["reset"]));
+    let listed = text(&containerd.ctr(&["images", "ls", "-q"]).stdout);
+    assert!(!listed.contains("local/"), "{listed}");
 }
 
 #[test]
