@@ -50,4 +50,7 @@ printf '%-38s %10s %16s %14s\n' "kURL method (tar czf of packages)" "$kurl_secon
 printf '%-38s %10s %16s %14s\n' "berth-build bundle" "$berth_seconds" "$berth_bytes" "$berth_rss"
 echo "time ratio Berth/kURL:  $(ratio "$berth_seconds" "$kurl_seconds")"
 echo "bytes ratio Berth/kURL: $(ratio "$berth_bytes" "$kurl_bytes")"
+python3 bench/headline.py bundle "Airgap bundle over 1 GB" \
+    "${berth_seconds} s, ${berth_bytes} B" "kURL's tar czf: ${kurl_seconds} s, ${kurl_bytes} B" \
+    "$(ratio "$berth_seconds" "$kurl_seconds") time, $(ratio "$berth_bytes" "$kurl_bytes") bytes" "≤ 0.4 time"
 echo "berth-build bundle peak RSS: $((berth_rss / 1024)) MiB (target < 100 MiB, bundle over 1 GB: $((berth_bytes / 1000000)) MB)"

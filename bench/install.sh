@@ -75,5 +75,10 @@ echo "runs: $runs (median shown; all: raw ${raw_times[*]} / berth ${berth_times[
 printf '%-52s %8.3f s\n' "raw work (tar xzf + ctr images import), 10 packages" "$raw"
 printf '%-52s %8.3f s\n' "berth install, fresh node" "$fresh"
 printf '%-52s %8.3f s\n' "berth install, re-run on the unchanged node" "$rerun"
-printf 'ratio berth/raw: %.2f (target <= 1.2)\n' "$(echo "$fresh / $raw" | bc -l)"
-printf 're-run: %.3f s (target < 1 s)\n' "$rerun"
+ratio=$(printf '%.2f' "$(echo "$fresh / $raw" | bc -l)")
+printf 'ratio berth/raw: %s (target <= 0.8)\n' "$ratio"
+printf 're-run: %.3f s (target <= 0.02 s)\n' "$rerun"
+python3 bench/headline.py install "Single-node install, 10 add-ons of 24 MiB" \
+    "$(printf '%.3f s' "$fresh")" "raw tar xzf + ctr import: $(printf '%.3f s' "$raw")" "$ratio" "≤ 0.8"
+python3 bench/headline.py rerun "Re-run on an unchanged node (10 add-ons, 40 hooks)" \
+    "$(printf '%.3f s' "$rerun")" "—" "—" "≤ 0.02 s"
