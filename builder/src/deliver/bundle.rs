@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_formats::Sha256Digest;
-use berth_formats::archive::{TarGzWriter, WriteError};
+use berth_formats::archive::{Compressor, TarWriter, WriteError};
 use berth_formats::bundle;
 use berth_formats::digest::HashingReader;
 use berth_formats::lock::{LOCK_FILE, Lock};
@@ -206,12 +206,12 @@ async fn index_digest(
 
 /// The bundle's archive, recording each file's sha256 as it is written for the bundle's list
 /// of its files.
-struct BundleWriter<W: Write> {
-    builder: TarGzWriter<W>,
+struct BundleWriter<W: Write + Send + 'static> {
+    builder: TarWriter<ParallelGzip<W>>,
     listed: Vec<(String, Sha256Digest)>,
 }
 
-impl<W: Write> BundleWriter<W> {
+impl<W: Write + Send + 'static> BundleWriter<W> {
     fn append(
         &mut self,
         path: &str,
@@ -275,7 +275,7 @@ where
         .expect("writing a bundle does not panic")
 }
 
-fn write_blocking<W: Write>(
+fn write_blocking<W: Write + Send + 'static>(
     handle: &tokio::runtime::Handle,
     release: &Release,
     plan: BundlePlan,
@@ -283,7 +283,7 @@ fn write_blocking<W: Write>(
 ) -> Result<(), BundleError> {
     // Entries carry mtime 0, as the packages inside do.
     let mut builder = BundleWriter {
-        builder: TarGzWriter::new(out, 0, 6),
+        builder: TarWriter::over(ParallelGzip::new(out), 0),
         listed: Vec::new(),
     };
     // What says what the bundle holds comes first, so a reader of the stream knows what to
@@ -427,7 +427,7 @@ fn write_blocking<W: Write>(
 }
 
 /// `<name>.sig` for `bytes`, when the plan signs.
-fn append_signature<W: Write>(
+fn append_signature<W: Write + Send + 'static>(
     builder: &mut BundleWriter<W>,
     plan: &BundlePlan,
     name: &str,
@@ -457,6 +457,44 @@ fn signature_of(
         .sign(name, bytes)
         .map_err(|error| BundleError::Write(std::io::Error::other(error)))?;
     Ok(Some(format!("{signature}\n")))
+}
+
+/// One standard gzip stream (level 6) compressed on every core, as pigz writes it: 128 KiB
+/// blocks compressed at once and written in order, one header and one trailer. A bundle is
+/// mostly layers that are compressed already; most of its time was the one thread deflating
+/// them again.
+struct ParallelGzip<W: Write + Send + 'static>(
+    gzp::par::compress::ParCompress<'static, gzp::deflate::Gzip, W>,
+);
+
+impl<W: Write + Send + 'static> ParallelGzip<W> {
+    fn new(out: W) -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        Self(
+            gzp::par::compress::ParCompressBuilder::new()
+                .compression_level(gzp::Compression::new(6))
+                .num_threads(threads)
+                .expect("at least one thread")
+                .from_writer(out),
+        )
+    }
+}
+
+impl<W: Write + Send + 'static> Write for ParallelGzip<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.write(bytes)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl<W: Write + Send + 'static> Compressor for ParallelGzip<W> {
+    type Output = W;
+    fn finish_stream(mut self) -> std::io::Result<W> {
+        use gzp::ZWriter as _;
+        self.0.finish().map_err(std::io::Error::other)
+    }
 }
 
 /// The I/O error inside a finishing archive's error, which has nothing else to say.

@@ -22,7 +22,9 @@ mod write;
 pub use extract::{
     ExtractError, ExtractLimits, extract, extract_within, read_entry, read_entry_within,
 };
-pub use write::{ReproducibleArchive, Source, TarGzWriter, WriteError, source_date_epoch};
+pub use write::{
+    Compressor, ReproducibleArchive, Source, TarGzWriter, TarWriter, WriteError, source_date_epoch,
+};
 
 use std::path::{Component, Path};
 

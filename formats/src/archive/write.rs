@@ -194,18 +194,44 @@ impl ReproducibleArchive {
     }
 }
 
-/// A gzipped tar written one entry at a time, every entry as reproducible archives have it:
+/// What a tar stream is compressed through; finished, it ends the stream and hands back what
+/// it wrote to.
+pub trait Compressor: Write {
+    type Output;
+    fn finish_stream(self) -> io::Result<Self::Output>;
+}
+
+impl<W: Write> Compressor for flate2::write::GzEncoder<W> {
+    type Output = W;
+    fn finish_stream(self) -> io::Result<W> {
+        self.finish()
+    }
+}
+
+/// A compressed tar written one entry at a time, every entry as reproducible archives have it:
 /// owner 0, one mtime, mode 0644 or 0755, nothing taken from the host. [`ReproducibleArchive`]
 /// writes through it in its sorted order; an airgap bundle writes through it as it streams.
-pub struct TarGzWriter<W: Write> {
-    builder: tar::Builder<flate2::write::GzEncoder<W>>,
+pub struct TarWriter<Z: Compressor> {
+    builder: tar::Builder<Z>,
     mtime: u64,
 }
 
-impl<W: Write> TarGzWriter<W> {
+/// A gzipped [`TarWriter`], one thread compressing.
+pub type TarGzWriter<W> = TarWriter<flate2::write::GzEncoder<W>>;
+
+impl<W: Write> TarWriter<flate2::write::GzEncoder<W>> {
     pub fn new(out: W, mtime: u64, compression: u32) -> Self {
-        let gzip = flate2::GzBuilder::new().write(out, Compression::new(compression));
-        let mut builder = tar::Builder::new(gzip);
+        Self::over(
+            flate2::GzBuilder::new().write(out, Compression::new(compression)),
+            mtime,
+        )
+    }
+}
+
+impl<Z: Compressor> TarWriter<Z> {
+    /// A tar written through `compressor`.
+    pub fn over(compressor: Z, mtime: u64) -> Self {
+        let mut builder = tar::Builder::new(compressor);
         builder.mode(tar::HeaderMode::Deterministic);
         Self { builder, mtime }
     }
@@ -244,14 +270,14 @@ impl<W: Write> TarGzWriter<W> {
         self.builder.append_link(&mut header, path, target)
     }
 
-    /// Ends the tar and the gzip stream, and hands the output back.
-    pub fn finish(self) -> Result<W, WriteError> {
-        let gzip = self.builder.into_inner().map_err(|source| WriteError::Io {
+    /// Ends the tar and the compressed stream, and hands the output back.
+    pub fn finish(self) -> Result<Z::Output, WriteError> {
+        let compressor = self.builder.into_inner().map_err(|source| WriteError::Io {
             path: "(end of archive)".into(),
             source,
         })?;
-        gzip.finish().map_err(|source| WriteError::Io {
-            path: "(end of gzip stream)".into(),
+        compressor.finish_stream().map_err(|source| WriteError::Io {
+            path: "(end of the compressed stream)".into(),
             source,
         })
     }
