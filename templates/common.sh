@@ -2,6 +2,10 @@
 #
 # Online:  curl -fsSL {{ script_url | comment }} | sudo bash [-s ARGUMENT…]
 # Airgap:  tar xzf <bundle>.tar.gz && sudo bash {{ script | comment }} airgap [ARGUMENT…]
+# Airgap, the bundle read as a stream (never extracted whole; only what is installed takes
+# room):
+#          tar xzf <bundle>.tar.gz --occurrence {{ script | comment }} berth &&
+#          sudo bash {{ script | comment }} airgap bundle=<bundle>.tar.gz [ARGUMENT…]
 #
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
 # nothing); `allow-downgrade` (install and upgrade: let an add-on go back to the older
@@ -33,6 +37,7 @@ berth_pass_words() {
 }
 
 berth_airgap=0
+berth_bundle_file=""
 berth_plan_only=0
 berth_allow_downgrade=0
 berth_force_reapply=0
@@ -41,6 +46,10 @@ berth_words=()
 for berth_argument in "$@"; do
     case "$berth_argument" in
         airgap) berth_airgap=1 ;;
+        bundle=*)
+            berth_airgap=1
+            berth_bundle_file="${berth_argument#bundle=}"
+            ;;
         plan | dry-run | --dry-run) berth_plan_only=1 ;;
         allow-downgrade) berth_allow_downgrade=1 ;;
         force-reapply) berth_force_reapply=1 ;;
@@ -140,17 +149,23 @@ fi
 
 # A signed bundle's lock is taken with its signature: the node checks it against the vendor's
 # key it trusts (/etc/berth/trusted-keys/), which never comes from the bundle itself.
-if [ "$berth_airgap" = 1 ] && [ -f "$berth_bundle_dir/"{{ lock_file | sh }}.sig ]; then
+if [ "$berth_airgap" = 1 ] && [ -z "$berth_bundle_file" ] &&
+    [ -f "$berth_bundle_dir/"{{ lock_file | sh }}.sig ]; then
     cp "$berth_bundle_dir/"{{ lock_file | sh }} "$berth_lock_file"
     cp "$berth_bundle_dir/"{{ lock_file | sh }}.sig "$berth_lock_file.sig"
 fi
 
 berth_install_arguments=(
     --spec "$berth_spec_file"
-    --lock "$berth_lock_file"
-    --dist "$berth_dist"
     "${berth_trust_arguments[@]+"${berth_trust_arguments[@]}"}"
 )
+if [ -n "$berth_bundle_file" ]; then
+    # The bundle's own lock, checked with its signature as the stream brings it.
+    [ -f "$berth_bundle_file" ] || berth_fail "bundle=$berth_bundle_file: no such file"
+    berth_install_arguments+=(--bundle "$berth_bundle_file")
+else
+    berth_install_arguments+=(--lock "$berth_lock_file" --dist "$berth_dist")
+fi
 if [ "$berth_allow_downgrade" = 1 ]; then
     berth_install_arguments+=(--allow-downgrade)
 fi

@@ -7,11 +7,15 @@ berth_pass_words "${berth_words[@]+"${berth_words[@]}"}"
 # as control-plane=1).
 berth_join_arguments=(
     --spec "$berth_spec_file"
-    --lock "$berth_lock_file"
-    --dist "$berth_dist"
     "${berth_trust_arguments[@]+"${berth_trust_arguments[@]}"}"
     --params-from-stdin
 )
+if [ -n "$berth_bundle_file" ]; then
+    [ -f "$berth_bundle_file" ] || berth_fail "bundle=$berth_bundle_file: no such file"
+    berth_join_arguments+=(--bundle "$berth_bundle_file")
+else
+    berth_join_arguments+=(--lock "$berth_lock_file" --dist "$berth_dist")
+fi
 if [ "$berth_airgap" = 0 ]; then
     berth_join_arguments+=(--scripts-url "$BERTH_SCRIPTS_URL")
 fi

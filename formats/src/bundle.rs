@@ -1,6 +1,7 @@
 //! The airgap bundle's layout: what the builder writes and the node reads, at these names.
 //!
 //! ```text
+//! contents.json                             what the packages take on disk, first
 //! install.sh join.sh upgrade.sh tasks.sh    the scripts, rendered for the installer
 //! berth                                     the node binary
 //! installer.yaml  lock.json  versions.json  the spec, its lock, the versions it pins
@@ -21,6 +22,18 @@ pub const BINARY: &str = "berth";
 /// Every other file of the bundle with its sha256, as `sha256sum` writes them (its own
 /// signature aside): what says the scripts and the binary are the vendor's.
 pub const FILES_LIST: &str = "bundle.sha256";
+/// What a bundle's packages take on a node's disk, so a node reading the bundle as a stream
+/// can refuse up front when they would not fit.
+pub const CONTENTS_FILE: &str = "contents.json";
+
+/// `contents.json`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Contents {
+    /// Bytes of every package file, each shared image blob counted once.
+    pub installed_bytes: u64,
+}
+
 /// The Installer spec the bundle was made for.
 pub const SPEC_FILE: &str = "installer.yaml";
 /// The unpacked packages' folder.

@@ -15,6 +15,7 @@
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
 
+pub mod bundle_stream;
 pub mod dist;
 pub mod engine;
 pub use berth_formats::files;

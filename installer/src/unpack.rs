@@ -141,19 +141,27 @@ pub fn bundled_package(bundle: &Path, name: &str, version: &str) -> PathBuf {
 /// Checks a bundled package's index against `expected` (the lock's), copies every file it
 /// lists into the staging folder checking each against the index, then moves the add-on
 /// folder into `install_dir`. Returns the package's index.
+/// With `consume` (a bundle Berth received as a stream, in a folder of its own), each file is
+/// moved rather than copied, and an image blob linked: the disk holds the content once.
 pub fn unpack_bundled(
     bundle: &Path,
     expected: &Sha256Digest,
     (name, version): (&str, &str),
     staging: &Path,
     install_dir: &Path,
+    consume: bool,
 ) -> Result<PackageIndex, UnpackError> {
     let source = bundled_package(bundle, name, version);
     let _ = fs_err::remove_dir_all(staging);
     let folder = staging.join(package_root(name, version));
     fs_err::create_dir_all(&folder).map_err(io_at(&folder))?;
     let result = (|| {
-        walk_bundled(bundle, expected, (name, version), Some(&folder))?;
+        let into = if consume {
+            Placement::Move(&folder)
+        } else {
+            Placement::Copy(&folder)
+        };
+        walk_bundled(bundle, expected, (name, version), into)?;
         move_into_place(&source, (name, version), staging, install_dir)
     })();
     let _ = fs_err::remove_dir_all(staging);
@@ -167,7 +175,7 @@ pub fn check_bundled(
     expected: &Sha256Digest,
     (name, version): (&str, &str),
 ) -> Result<(), UnpackError> {
-    walk_bundled(bundle, expected, (name, version), None).map(|_| ())
+    walk_bundled(bundle, expected, (name, version), Placement::Nowhere).map(|_| ())
 }
 
 fn io_at(path: &Path) -> impl Fn(std::io::Error) -> UnpackError + use<> {
@@ -178,13 +186,31 @@ fn io_at(path: &Path) -> impl Fn(std::io::Error) -> UnpackError + use<> {
     }
 }
 
+/// Where [`walk_bundled`] puts what it checks.
+#[derive(Clone, Copy)]
+enum Placement<'a> {
+    Nowhere,
+    Copy(&'a Path),
+    /// Moved (an image blob, which other packages may share, linked).
+    Move(&'a Path),
+}
+
+impl<'a> Placement<'a> {
+    fn folder(self) -> Option<&'a Path> {
+        match self {
+            Placement::Nowhere => None,
+            Placement::Copy(folder) | Placement::Move(folder) => Some(folder),
+        }
+    }
+}
+
 /// Reads a bundled package's index (checked against `expected`) and every file it lists
-/// (each checked against it), copying them into `into` when given.
+/// (each checked against it), putting them `into` a folder.
 fn walk_bundled(
     bundle: &Path,
     expected: &Sha256Digest,
     (name, version): (&str, &str),
-    into: Option<&Path>,
+    into: Placement<'_>,
 ) -> Result<PackageIndex, UnpackError> {
     let source = bundled_package(bundle, name, version);
     let index_path = source.join(PACKAGE_INDEX_FILE);
@@ -211,7 +237,7 @@ fn walk_bundled(
             package: index_path.clone(),
             message,
         })?;
-    if let Some(folder) = into {
+    if let Some(folder) = into.folder() {
         fs_err::write(folder.join(PACKAGE_INDEX_FILE), &bytes).map_err(io_at(folder))?;
     }
     for file in &index.files {
@@ -234,15 +260,16 @@ fn walk_bundled(
             fs_err::File::open(&from).map_err(io_at(&from))?,
             file.size + 1,
         ));
-        let to = into.map(|folder| folder.join(relative));
-        match &to {
-            Some(to) => {
-                fs_err::create_dir_all(to.parent().expect("inside the folder"))
-                    .map_err(io_at(to))?;
+        let to = into.folder().map(|folder| folder.join(relative));
+        if let Some(to) = &to {
+            fs_err::create_dir_all(to.parent().expect("inside the folder")).map_err(io_at(to))?;
+        }
+        match (&to, into) {
+            (Some(to), Placement::Copy(_)) => {
                 let mut writer = fs_err::File::create(to).map_err(io_at(to))?;
                 std::io::copy(&mut reader, &mut writer).map_err(io_at(&from))?;
             }
-            None => {
+            _ => {
                 std::io::copy(&mut reader, &mut std::io::sink()).map_err(io_at(&from))?;
             }
         }
@@ -253,6 +280,18 @@ fn walk_bundled(
                 expected: file.sha256,
                 actual,
             });
+        }
+        if let (Some(to), Placement::Move(_)) = (&to, into) {
+            let shared = berth_formats::bundle::shared_blob(&file.path).is_some();
+            let placed = if shared {
+                fs_err::hard_link(&from, to)
+            } else {
+                fs_err::rename(&from, to)
+            };
+            // Another filesystem: copied after all.
+            if placed.is_err() {
+                fs_err::copy(&from, to).map_err(io_at(to))?;
+            }
         }
         if let Some(to) = &to
             && file.executable

@@ -11,10 +11,10 @@ use berth_build::deliver::bundle;
 use berth_build::publish::release::Release;
 use berth_build::publish::store::{LocalStore, Store};
 use berth_formats::spec::InstallerSpec;
-use support::{Node, TestDist, require, run, text};
+use support::{Containerd, Node, TestDist, failed, images, require, run, succeeded, text};
 
-/// Bundles `spec` from the dist, with this build's `berth`, and extracts it into a folder.
-fn extracted_bundle(dist: &TestDist, spec: &Path) -> tempfile::TempDir {
+/// Bundles `spec` from the dist, with this build's `berth`, into `bundle.tar.gz` in a folder.
+fn bundle_archive(dist: &TestDist, spec: &Path) -> (tempfile::TempDir, PathBuf) {
     let release = Arc::new(Release::new(
         Store::Local(LocalStore::new(dist.dist.path())),
         String::new(),
@@ -35,6 +35,12 @@ fn extracted_bundle(dist: &TestDist, spec: &Path) -> tempfile::TempDir {
         let file = fs_err::tokio::File::create(&archive).await.unwrap();
         bundle::write(release, &plan, file).await.unwrap();
     });
+    (folder, archive)
+}
+
+/// Bundles `spec` from the dist, with this build's `berth`, and extracts it into a folder.
+fn extracted_bundle(dist: &TestDist, spec: &Path) -> tempfile::TempDir {
+    let (folder, archive) = bundle_archive(dist, spec);
     run(Command::new("tar")
         .arg("-xzf")
         .arg(&archive)
@@ -50,6 +56,7 @@ fn install_offline(bundle: &Path, node: &Node) -> Output {
         .args(["-n", "bash", "install.sh", "airgap"])
         .current_dir(bundle)
         .env("BERTH_ROOT", node.root.path())
+        .envs(node.envs.iter().map(|(key, value)| (key, value)))
         .output()
         .unwrap()
 }
@@ -159,4 +166,201 @@ fn the_demo_bundle_installs_and_runs_on_a_host_with_loopback_alone() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
+}
+
+/// Each installed file's sha256, by path under the node's add-on folder.
+fn installed_files(node: &Node) -> std::collections::BTreeMap<String, String> {
+    let root = node.install_dir().join("addons");
+    let mut files = std::collections::BTreeMap::new();
+    for entry in walkdir::WalkDir::new(&root) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            files.insert(
+                entry
+                    .path()
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .display()
+                    .to_string(),
+                berth_formats::Sha256Digest::of_file(entry.path())
+                    .unwrap()
+                    .hex(),
+            );
+        }
+    }
+    files
+}
+
+/// What each add-on's record says was applied: version and package digest.
+fn applied(node: &Node) -> Vec<(String, String, String)> {
+    node.status()
+        .iter()
+        .map(|(name, record)| {
+            (
+                name.clone(),
+                record["current"]["version"].to_string(),
+                record["current"]["packageDigest"].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `berth install --bundle` reads the bundle as a stream, from its file or a pipe, never
+/// extracting it: the node ends as an install from the extracted bundle leaves it (files,
+/// records, images), an image blob two packages share is one file on disk, a stream cut
+/// midway fails and the next run completes, and a disk without room for the packages is
+/// refused before anything is written.
+#[test]
+fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
+    let containerd = Containerd::start();
+    let mut dist = TestDist::new();
+    let names = ["first", "second"];
+    for name in names {
+        images::write_oci_archive(
+            &dist.addons.root().join(format!("{name}.tar")),
+            &format!("local/{name}:1"),
+            &[images::PlatformImage {
+                arch: "amd64",
+                layers: vec![
+                    images::busybox_layer(),
+                    images::layer(&[images::Entry::File(
+                        "greeting",
+                        format!("{name}\n").as_bytes(),
+                        0o644,
+                    )]),
+                ],
+            }],
+        );
+        dist.addon_with_manifest(
+            name,
+            "1.0.0",
+            &format!("image {name} {name}.tar\n"),
+            &format!("function {name}() {{ echo \"{name} ran, AIRGAP=$AIRGAP\"; }}\n"),
+        );
+    }
+    let spec = dist.spec("spec.yaml", &names.map(|name| (name, "version: 1.0.0")));
+    let (_folder, archive) = bundle_archive(&dist, &spec);
+    let on_containerd = || Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+
+    // The extracted bundle's install.sh, as before.
+    let extracted = extracted_bundle(&dist, &spec);
+    let plain = on_containerd();
+    let output = install_offline(extracted.path(), &plain);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+
+    // From the file, as a stream.
+    let streamed = on_containerd();
+    let said = succeeded(&streamed.berth(&[
+        "install",
+        "--bundle",
+        archive.to_str().unwrap(),
+        "--param",
+        "airgap=1",
+    ]));
+    assert!(said.contains("second ran, AIRGAP=1"), "{said}");
+    assert_eq!(installed_files(&streamed), installed_files(&plain));
+    assert_eq!(applied(&streamed), applied(&plain));
+    assert!(
+        !streamed.install_dir().join("received-bundle").exists(),
+        "the received bundle's folder goes once the run succeeded"
+    );
+    // The busybox layer both images share: one file, linked into both packages.
+    let blob = |name: &str| {
+        let folder = streamed
+            .install_dir()
+            .join(format!("addons/{name}/1.0.0/images/blobs/sha256"));
+        fs_err::read_dir(folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect::<Vec<_>>()
+    };
+    use std::os::unix::fs::MetadataExt as _;
+    let linked = blob("first")
+        .iter()
+        .filter(|path| fs_err::metadata(path).unwrap().nlink() == 2)
+        .count();
+    assert!(linked >= 1, "a shared blob is linked, not copied");
+    assert_eq!(blob("first").len(), blob("second").len());
+
+    assert!(
+        applied(&plain)
+            .iter()
+            .all(|(_, version, digest)| version != "null" && digest != "null"),
+        "{:?}",
+        applied(&plain)
+    );
+
+    // The script and the binary taken out of the bundle's head, and the bundle read as a
+    // stream by `install.sh airgap bundle=…`.
+    let head = tempfile::tempdir().unwrap();
+    run(Command::new("tar")
+        .arg("-xzf")
+        .arg(&archive)
+        .args(["--occurrence", "install.sh", "berth"])
+        .current_dir(head.path()));
+    let scripted = on_containerd();
+    let output = Command::new("bash")
+        .arg("install.sh")
+        .arg("airgap")
+        .arg(format!("bundle={}", archive.display()))
+        .current_dir(head.path())
+        .env("BERTH_ROOT", scripted.root.path())
+        .env("CONTAINERD_ADDRESS", &containerd.socket)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    assert_eq!(installed_files(&scripted), installed_files(&plain));
+    assert_eq!(applied(&scripted), applied(&plain));
+
+    // From a pipe, cut midway: refused, nothing applied; then whole: completed.
+    let bytes = fs_err::read(&archive).unwrap();
+    let piped = on_containerd();
+    let pipe_in = |node: &Node, bytes: &[u8]| {
+        let mut child = node
+            .command(&["install", "--bundle", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let owned = bytes.to_vec();
+        let writer = std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, &owned);
+        });
+        let output = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        output
+    };
+    let cut = failed(&pipe_in(&piped, &bytes[..bytes.len() * 2 / 3]));
+    assert!(cut.contains("bundle") && !cut.contains("panicked"), "{cut}");
+    assert!(
+        piped
+            .status()
+            .values()
+            .all(|record| record["current"].is_null())
+    );
+    succeeded(&pipe_in(&piped, &bytes));
+    assert_eq!(installed_files(&piped), installed_files(&plain));
+    assert_eq!(applied(&piped), applied(&plain));
+
+    // No room for the packages: refused up front, naming what is needed.
+    let cramped = on_containerd();
+    let work = cramped.install_dir().join("received-bundle");
+    fs_err::create_dir_all(&work).unwrap();
+    run(Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
+        .arg(&work));
+    let refused = failed(&cramped.berth(&["install", "--bundle", archive.to_str().unwrap()]));
+    run(Command::new("umount").arg(&work));
+    assert!(
+        refused.contains("the bundle's packages need") && refused.contains("MiB is free"),
+        "{refused}"
+    );
+    assert!(!cramped.install_dir().join("addons").exists());
 }

@@ -555,6 +555,44 @@ fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anythin
     assert!(output.status.success(), "{said}");
     assert!(!said.contains("digests alone"), "{said}");
 
+    // Read as a stream, the same: the untouched bundle installs, and one whose lock another key
+    // re-signed is refused before any package file is written.
+    let archive = bundle.with_extension("tar.gz");
+    succeeded(&trusting_node(&vendor).berth(&["install", "--bundle", archive.to_str().unwrap()]));
+    let resigned = work.path().join("resigned-stream");
+    copy_tree(&bundle, &resigned);
+    berth_build::publish::sign::sign_file(&intruder, &resigned.join("lock.json")).unwrap();
+    let listing = work.path().join("listing");
+    let order = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    fs_err::write(&listing, &order.stdout).unwrap();
+    let resigned_archive = work.path().join("resigned-stream.tar.gz");
+    run(std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&resigned_archive)
+        .arg("-C")
+        .arg(&resigned)
+        .args(["--no-recursion", "-T"])
+        .arg(&listing));
+    let node = trusting_node(&vendor);
+    let said = failed(&node.berth(&["install", "--bundle", resigned_archive.to_str().unwrap()]));
+    assert!(
+        said.contains("lock.json is not signed by a trusted key"),
+        "{said}"
+    );
+    assert!(nothing_unpacked(&node));
+    assert!(
+        !node
+            .root
+            .path()
+            .join("var/lib/berth/received-bundle/packages")
+            .exists(),
+        "no package file was written"
+    );
+
     let beta_script =
         Path::new(&berth_formats::bundle::package_dir("beta", "1.0.0")).join("install.sh");
     type Tamper = fn(&Path, &Path, &SigningKey);

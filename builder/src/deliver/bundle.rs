@@ -68,6 +68,8 @@ pub enum BundleError {
 #[derive(Debug, Clone)]
 pub struct BundlePlan {
     pub lock: Lock,
+    /// What the packages take on a node's disk, written first in the bundle.
+    pub contents: bundle::Contents,
     pub spec: String,
     /// The rendered scripts, by file name.
     pub scripts: Vec<(String, String)>,
@@ -101,9 +103,19 @@ pub async fn prepare(
         Some(lock) => lock,
         None => release.lock_with(&offered, spec).await?,
     };
-    // package.json leads every package: its digest costs the first few KiB of each.
+    // package.json leads every package: its digest costs the first few KiB of each, and its
+    // files' sizes say what the packages take on disk (a shared blob once).
+    let mut installed_bytes = 0;
+    let mut blobs = std::collections::BTreeSet::new();
     for addon in &mut lock.addons {
-        addon.index_sha256 = Some(index_digest(release, &addon.name, &addon.version).await?);
+        let (digest, index) = index_digest(release, &addon.name, &addon.version).await?;
+        addon.index_sha256 = Some(digest);
+        for file in &index.files {
+            match bundle::shared_blob(&file.path) {
+                Some(hex) if !blobs.insert(hex.to_string()) => {}
+                _ => installed_bytes += file.size,
+            }
+        }
     }
     let digests = release.berth_digests().await?;
     let Some(digest) = digests.get(arch).copied() else {
@@ -161,6 +173,7 @@ pub async fn prepare(
     };
     Ok(BundlePlan {
         lock,
+        contents: bundle::Contents { installed_bytes },
         spec: spec_text.to_string(),
         scripts,
         versions,
@@ -169,12 +182,13 @@ pub async fn prepare(
     })
 }
 
-/// The sha256 of a package's `package.json`, read from the head of the package in the store.
+/// The sha256 of a package's `package.json`, and the index, read from the head of the package
+/// in the store.
 async fn index_digest(
     release: &Release,
     name: &str,
     version: &str,
-) -> Result<Sha256Digest, BundleError> {
+) -> Result<(Sha256Digest, package_index::PackageIndex), BundleError> {
     let file = package_file_name(name, version);
     let reader = release
         .store
@@ -192,7 +206,7 @@ async fn index_digest(
     .await
     .expect("reading an index does not panic");
     match found {
-        Ok(archived) => Ok(Sha256Digest::of(&archived.bytes)),
+        Ok(archived) => Ok((Sha256Digest::of(&archived.bytes), archived.index)),
         Err(IndexReadError::Missing) => Err(BundleError::NoIndex {
             name: name.to_string(),
             version: version.to_string(),
@@ -287,7 +301,15 @@ fn write_blocking<W: Write + Send + 'static>(
         listed: Vec::new(),
     };
     // What says what the bundle holds comes first, so a reader of the stream knows what to
-    // expect of every package before it arrives: the lock, the versions and the spec.
+    // expect of every package before it arrives: the room the packages take, the lock, the
+    // versions and the spec.
+    let contents = serde_json::to_vec(&plan.contents).expect("contents serialize");
+    builder.append(
+        bundle::CONTENTS_FILE,
+        contents.len() as u64,
+        false,
+        contents.as_slice(),
+    )?;
     let lock = plan.lock.to_bytes();
     builder.append(LOCK_FILE, lock.len() as u64, false, lock.as_slice())?;
     append_signature(&mut builder, &plan, LOCK_FILE, &lock)?;

@@ -23,7 +23,7 @@ use crate::RootArgs;
 use crate::commands::{HealthTimeout, HookTimeout, Stderr};
 
 /// The installer a command works on: its spec, its dist and lock, and what this run adds.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct SpecArgs {
     /// The Installer spec (kind: Installer) [default: the installer this node ran last, with
     /// its lock].
@@ -33,6 +33,11 @@ pub struct SpecArgs {
     /// the node's last installer came from].
     #[arg(long, env = "BERTH_DIST")]
     dist: Option<String>,
+    /// An airgap bundle to install from as a stream: its `.tar.gz` (a file, a mounted disk) or
+    /// `-` for standard input. Its packages go straight into place, the bundle is never
+    /// extracted; the spec and lock are the bundle's unless given.
+    #[arg(long, value_name = "FILE|-", conflicts_with = "dist")]
+    bundle: Option<PathBuf>,
     /// The installer's lock (lock.json): each add-on's version and package digest, pinned
     /// when its scripts were rendered; a package with another digest is refused.
     #[arg(long, env = "BERTH_LOCK")]
@@ -136,9 +141,20 @@ impl InstallArgs {
         )
     }
 
-    /// Plans, and carries the plan out unless only the plan was asked for.
+    /// Plans, and carries the plan out unless only the plan was asked for. What a bundle
+    /// received as a stream left in its folder goes once the run succeeded.
     fn execute(&self, source: &SpecSource, settings: RunSettings) -> anyhow::Result<ExitCode> {
-        execute(&self.spec, &self.run, source, settings, false)
+        let received = settings
+            .consume_bundle
+            .then(|| received_bundle_dir(&settings.layout));
+        let code = execute(&self.spec, &self.run, source, settings, false)?;
+        if let Some(folder) = received
+            && code == ExitCode::SUCCESS
+            && !self.run.dry_run
+        {
+            let _ = fs_err::remove_dir_all(folder);
+        }
+        Ok(code)
     }
 }
 
@@ -158,11 +174,11 @@ pub struct JoinArgs {
 pub fn require_spec_and_dist(command: clap::Command) -> clap::Command {
     command
         .mut_arg("spec", |arg| {
-            arg.required(true)
-                .help("The Installer spec (kind: Installer)")
+            arg.required_unless_present("bundle")
+                .help("The Installer spec (kind: Installer) [default with --bundle: the bundle's]")
         })
         .mut_arg("dist", |arg| {
-            arg.required(true)
+            arg.required_unless_present("bundle")
                 .help("Where packages and versions.json are: a folder or an http(s):// URL")
         })
 }
@@ -312,6 +328,37 @@ pub(crate) fn settings(
         overrides.push((addon.to_string(), field.to_string(), parse_scalar(value)));
     }
     let layout = Layout::new(&args.root.root);
+    let trust = berth::trust::Trust::load(&layout, &args.trust_keys)?;
+    // A bundle read as a stream: its packages land in a folder of the node's own, checked as
+    // they come, and the run takes the spec, lock and dist from there.
+    let mut args = args.clone();
+    if let Some(bundle) = &args.bundle {
+        let folder = received_bundle_dir(&layout);
+        // Held while the bundle comes in: two runs never write the one folder.
+        let _receiving = berth::node_lock::NodeLock::acquire(
+            &layout.lock_file(),
+            &format!("berth receiving the bundle {}", bundle.display()),
+        )?;
+        if bundle.as_os_str() == "-" {
+            if args.params_from_stdin {
+                bail!(
+                    "--bundle - reads the bundle on standard input, so --params-from-stdin cannot"
+                );
+            }
+            berth::bundle_stream::receive(std::io::stdin().lock(), &folder, &trust)?;
+        } else {
+            let file = fs_err::File::open(bundle)?;
+            berth::bundle_stream::receive(file, &folder, &trust)?;
+        }
+        args.dist = Some(folder.display().to_string());
+        args.spec = args
+            .spec
+            .or_else(|| Some(folder.join(berth_formats::bundle::SPEC_FILE)));
+        args.lock = args
+            .lock
+            .or_else(|| Some(folder.join(berth_formats::lock::LOCK_FILE)));
+    }
+    let args = &args;
     // On an installed node, the installer it ran last is what a plan looks at by default.
     let last = match (&args.spec, &args.dist) {
         (Some(_), Some(_)) => None,
@@ -336,7 +383,6 @@ pub(crate) fn settings(
             layout.last_installer_file().display()
         ),
     };
-    let trust = berth::trust::Trust::load(&layout, &args.trust_keys)?;
     let dist = Dist::parse(&dist)?;
     let source = SpecSource {
         spec_path,
@@ -376,9 +422,17 @@ pub(crate) fn settings(
         mode,
         join_ttl: run.join_ttl,
         reuse_unpacked: false,
+        consume_bundle: args.bundle.is_some(),
         trust,
     };
     Ok((source, settings))
+}
+
+/// Where a bundle read as a stream is received: one folder, so a run that stops midway is
+/// taken up by the next, beside the add-ons' folders (one filesystem: its files are moved
+/// into place) and outside the runs' work folders (which each run clears).
+fn received_bundle_dir(layout: &Layout) -> PathBuf {
+    layout.install_dir().join("received-bundle")
 }
 
 /// The NUL-ended `key=value` records on standard input (at most 1 MiB of them).

@@ -49,6 +49,7 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
         mode: Mode::Rollback,
         join_ttl: berth::join::DEFAULT_TTL,
         reuse_unpacked: true,
+        consume_bundle: false,
         trust,
         layout,
     };

@@ -143,6 +143,9 @@ pub struct RunSettings {
     /// A package missing from the dist may be taken from its folder unpacked on this node
     /// (a rollback to a version installed from an airgap bundle, which leaves no archive).
     pub reuse_unpacked: bool,
+    /// The dist is a bundle Berth received as a stream into a folder of its own: its files are
+    /// moved into place, not copied.
+    pub consume_bundle: bool,
     /// The signing keys the run trusts: with any, versions.json, each `.sha256` and the lock
     /// must be signed by one.
     pub trust: crate::trust::Trust,

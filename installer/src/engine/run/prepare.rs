@@ -87,6 +87,7 @@ impl Run<'_> {
                 (name, version),
                 &staging,
                 &layout.install_dir(),
+                self.settings.consume_bundle,
             )
             .map_err(|source| EngineError::Unpack {
                 name: name.to_string(),

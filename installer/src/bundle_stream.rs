@@ -1,0 +1,320 @@
+//! An airgap bundle read as a stream (a file, a pipe, a mounted disk), never extracted whole.
+//!
+//! The bundle says first what its packages take on disk (`contents.json`, refused up front
+//! when it would not fit), then its lock (checked against its signature when keys are trusted,
+//! before any package file is written), versions and spec. Each package's `package.json` must
+//! have the digest the lock pins; each of its files must be one the index lists, with its
+//! size and digest, and each image blob is written once. What is written is only what an
+//! install keeps: the run then moves each file into place (an image blob shared by several
+//! packages is linked), so the disk holds the installed content once, never the bundle too.
+//! Scripts, the `berth` binary, bills of materials and the list of files are passed over.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use berth_formats::Sha256Digest;
+use berth_formats::bundle::{self, CONTENTS_FILE, Contents, SPEC_FILE};
+use berth_formats::digest::HashingReader;
+use berth_formats::lock::{LOCK_FILE, Lock};
+use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex};
+use berth_formats::signature::SIGNATURE_SUFFIX;
+use berth_formats::versions::VERSIONS_FILE;
+
+use crate::trust::{Trust, TrustError};
+
+/// The most bytes of one of the small files the stream keeps (lock, versions, spec, index).
+const MAX_SMALL: u64 = 16 << 20;
+/// What is left free beyond the packages' own size: the records, logs and the hook session's
+/// files.
+const MARGIN: u64 = 64 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("the bundle is not a gzipped tar Berth can read: {0}")]
+    Archive(#[source] std::io::Error),
+    #[error("the bundle's `{path}` is refused: {why}")]
+    Refused { path: String, why: String },
+    #[error(
+        "the bundle's packages need {needed} MiB on {folder} and {available} MiB is free\nhint: free some space there (or mount more), then run the install again"
+    )]
+    NoRoom {
+        folder: PathBuf,
+        needed: u64,
+        available: u64,
+    },
+    #[error("the bundle ended before {what}")]
+    Incomplete { what: String },
+    #[error(transparent)]
+    Trust(#[from] TrustError),
+    #[error("failed to write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One package as the stream brings it: its index, once checked against the lock.
+struct Package {
+    index: PackageIndex,
+    /// The files of the index still to come, by path in the package.
+    pending: BTreeMap<String, (Sha256Digest, u64)>,
+}
+
+/// Reads the bundle from `reader` into `folder` (laid out as an extracted bundle, with only
+/// what an install reads), checking each file as it is written.
+pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), StreamError> {
+    fs_err::create_dir_all(folder).map_err(write_error(folder))?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
+        std::io::BufReader::with_capacity(1 << 20, reader),
+    ));
+    let mut lock: Option<Lock> = None;
+    let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut packages: BTreeMap<String, Package> = BTreeMap::new();
+    let mut blobs_written: BTreeMap<String, ()> = BTreeMap::new();
+    let mut room_checked = false;
+    for entry in archive.entries().map_err(StreamError::Archive)? {
+        let mut entry = entry.map_err(StreamError::Archive)?;
+        let path = entry
+            .path()
+            .map_err(StreamError::Archive)?
+            .to_string_lossy()
+            .trim_start_matches("./")
+            .trim_end_matches('/')
+            .to_string();
+        let refused = |why: &str| StreamError::Refused {
+            path: path.clone(),
+            why: why.to_string(),
+        };
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => continue,
+            tar::EntryType::Regular => {}
+            other => return Err(refused(&format!("a {other:?} entry; a bundle holds files"))),
+        }
+        if path.is_empty()
+            || !Path::new(&path)
+                .components()
+                .all(|component| matches!(component, Component::Normal(_)))
+        {
+            return Err(refused("not a path inside the bundle"));
+        }
+        let size = entry.size();
+        let root = path.strip_suffix(SIGNATURE_SUFFIX).unwrap_or(&path);
+        if path == CONTENTS_FILE {
+            let bytes = read_small(&mut entry, &path)?;
+            let contents: Contents = serde_json::from_slice(&bytes)
+                .map_err(|error| refused(&format!("not what Berth writes there: {error}")))?;
+            check_room(folder, contents.installed_bytes)?;
+            room_checked = true;
+            continue;
+        }
+        if [LOCK_FILE, VERSIONS_FILE, SPEC_FILE].contains(&root) {
+            let bytes = read_small(&mut entry, &path)?;
+            write_file(&folder.join(&path), &bytes)?;
+            small.insert(path.clone(), bytes);
+            continue;
+        }
+        let Some(rest) = path.strip_prefix(&format!("{}/", bundle::PACKAGES_DIR)) else {
+            if let Some(hex) = path.strip_prefix(&format!("{}/", bundle::BLOBS_DIR)) {
+                let wanted = packages.values().find_map(|package| {
+                    package
+                        .index
+                        .files
+                        .iter()
+                        .find(|file| bundle::shared_blob(&file.path) == Some(hex))
+                        .map(|file| (file.sha256, file.size))
+                });
+                let Some((digest, expected_size)) = wanted else {
+                    return Err(refused("no package's index before it lists this blob"));
+                };
+                if size != expected_size {
+                    return Err(refused("its size is not the one its package's index gives"));
+                }
+                copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
+                blobs_written.insert(hex.to_string(), ());
+                for package in packages.values_mut() {
+                    package
+                        .pending
+                        .retain(|listed, _| bundle::shared_blob(listed) != Some(hex));
+                }
+            }
+            // Scripts, the binary, the list of files: not what an install reads.
+            continue;
+        };
+        let Some((folder_name, relative)) = rest.split_once('/') else {
+            // A bill of materials beside a package's folder.
+            continue;
+        };
+        if !room_checked {
+            return Err(refused(&format!(
+                "a package file before {CONTENTS_FILE}; this bundle was made by an older berth-build: extract it and run its install.sh"
+            )));
+        }
+        if relative == PACKAGE_INDEX_FILE {
+            let lock = match &lock {
+                Some(lock) => lock,
+                None => lock.insert(checked_lock(&small, folder, trust)?),
+            };
+            let addon = lock
+                .addons
+                .iter()
+                .find(|addon| {
+                    bundle::package_dir(&addon.name, &addon.version)
+                        == format!("{}/{folder_name}", bundle::PACKAGES_DIR)
+                })
+                .ok_or_else(|| refused("its package is not one the lock pins"))?;
+            let bytes = read_small(&mut entry, &path)?;
+            let actual = Sha256Digest::of(&bytes);
+            if Some(actual) != addon.index_sha256 {
+                return Err(refused(&format!(
+                    "its sha256 is {actual}, the lock pins {}",
+                    addon
+                        .index_sha256
+                        .map_or_else(|| "none".to_string(), |digest| digest.to_string())
+                )));
+            }
+            let index =
+                PackageIndex::from_bytes(&bytes).map_err(|error| refused(&error.to_string()))?;
+            write_file(&folder.join(&path), &bytes)?;
+            let pending = index
+                .files
+                .iter()
+                .filter(|file| {
+                    bundle::shared_blob(&file.path)
+                        .is_none_or(|hex| !blobs_written.contains_key(hex))
+                })
+                .map(|file| (file.path.clone(), (file.sha256, file.size)))
+                .collect();
+            packages.insert(folder_name.to_string(), Package { index, pending });
+            continue;
+        }
+        let package = packages
+            .get_mut(folder_name)
+            .ok_or_else(|| refused("it comes before its package's package.json"))?;
+        let Some((digest, expected_size)) = package.pending.remove(relative) else {
+            return Err(refused(
+                "its package's index does not list it (or lists it once)",
+            ));
+        };
+        if size != expected_size {
+            return Err(refused("its size is not the one its package's index gives"));
+        }
+        copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
+    }
+    let lock = match lock {
+        Some(lock) => lock,
+        None => checked_lock(&small, folder, trust)?,
+    };
+    for addon in &lock.addons {
+        let name = bundle::package_dir(&addon.name, &addon.version);
+        let folder_name = name.trim_start_matches(&format!("{}/", bundle::PACKAGES_DIR));
+        let Some(package) = packages.get(folder_name) else {
+            return Err(StreamError::Incomplete {
+                what: format!("{} {}", addon.name, addon.version),
+            });
+        };
+        if let Some(missing) = package.pending.keys().next() {
+            return Err(StreamError::Incomplete {
+                what: format!("{name}/{missing}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The bundle's lock, checked against its signature (with trusted keys) before any package
+/// file is written.
+fn checked_lock(
+    small: &BTreeMap<String, Vec<u8>>,
+    folder: &Path,
+    trust: &Trust,
+) -> Result<Lock, StreamError> {
+    let bytes = small
+        .get(LOCK_FILE)
+        .ok_or_else(|| StreamError::Incomplete {
+            what: format!("its {LOCK_FILE}, which comes before the packages"),
+        })?;
+    let signature = format!("{LOCK_FILE}{SIGNATURE_SUFFIX}");
+    trust.check_signature(
+        &folder.join(LOCK_FILE).display().to_string(),
+        bytes,
+        &folder.join(&signature).display().to_string(),
+        small.get(&signature).map(Vec::as_slice),
+    )?;
+    Lock::parse(LOCK_FILE, bytes).map_err(|error| StreamError::Refused {
+        path: LOCK_FILE.into(),
+        why: error.to_string(),
+    })
+}
+
+/// Refuses a bundle whose packages would not fit beside `folder`.
+fn check_room(folder: &Path, needed: u64) -> Result<(), StreamError> {
+    let stats = nix::sys::statvfs::statvfs(folder).map_err(|error| StreamError::Write {
+        path: folder.to_path_buf(),
+        source: error.into(),
+    })?;
+    let available = stats.blocks_available() as u64 * stats.fragment_size() as u64;
+    if needed.saturating_add(MARGIN) > available {
+        return Err(StreamError::NoRoom {
+            folder: folder.to_path_buf(),
+            needed: needed.saturating_add(MARGIN).div_ceil(1 << 20),
+            available: available / (1 << 20),
+        });
+    }
+    Ok(())
+}
+
+fn read_small(entry: &mut impl Read, path: &str) -> Result<Vec<u8>, StreamError> {
+    let mut bytes = Vec::new();
+    entry
+        .take(MAX_SMALL + 1)
+        .read_to_end(&mut bytes)
+        .map_err(StreamError::Archive)?;
+    if bytes.len() as u64 > MAX_SMALL {
+        return Err(StreamError::Refused {
+            path: path.to_string(),
+            why: "larger than any such file".into(),
+        });
+    }
+    Ok(bytes)
+}
+
+fn write_error(path: &Path) -> impl Fn(std::io::Error) -> StreamError + '_ {
+    move |source| StreamError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StreamError> {
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent).map_err(write_error(parent))?;
+    }
+    fs_err::write(path, bytes).map_err(write_error(path))
+}
+
+/// Writes `entry` to `to`, refusing (and removing) it unless it has `digest`.
+fn copy_checked(
+    entry: &mut impl Read,
+    to: &Path,
+    digest: &Sha256Digest,
+    path: &str,
+) -> Result<(), StreamError> {
+    if let Some(parent) = to.parent() {
+        fs_err::create_dir_all(parent).map_err(write_error(parent))?;
+    }
+    let mut reader = HashingReader::new(entry);
+    let mut file = fs_err::File::create(to).map_err(write_error(to))?;
+    std::io::copy(&mut reader, &mut file).map_err(StreamError::Archive)?;
+    let (actual, _) = reader.finish().map_err(StreamError::Archive)?;
+    if &actual != digest {
+        drop(file);
+        let _ = fs_err::remove_file(to);
+        return Err(StreamError::Refused {
+            path: path.to_string(),
+            why: format!("its sha256 is {actual}, its package's index says {digest}"),
+        });
+    }
+    Ok(())
+}
