@@ -92,7 +92,11 @@ fn only_plan_and_preflight_take_the_last_installer_by_default() {
         );
         // Its help says what it needs, not a default it does not take.
         let help = succeeded(&node.berth(&[command, "--help"]));
-        assert!(help.contains("--spec <SPEC> --dist <DIST>"), "{help}");
+        assert!(
+            help.contains(&format!("berth {command} --spec <SPEC> --dist <DIST>"))
+                && help.contains(&format!("berth {command} --bundle <FILE|->")),
+            "{help}"
+        );
         assert!(!help.contains("ran last"), "{command}: {help}");
     }
     succeeded(&node.berth(&["plan"]));

@@ -172,7 +172,11 @@ pub struct JoinArgs {
 /// `--spec` and `--dist` are required where a command applies add-ons: only a plan or a
 /// preflight takes the installer the node ran last.
 pub fn require_spec_and_dist(command: clap::Command) -> clap::Command {
+    let name = command.get_name().to_string();
     command
+        .override_usage(format!(
+            "berth {name} --spec <SPEC> --dist <DIST> [OPTIONS]\n       berth {name} --bundle <FILE|-> [OPTIONS]"
+        ))
         .mut_arg("spec", |arg| {
             arg.required_unless_present("bundle")
                 .help("The Installer spec (kind: Installer) [default with --bundle: the bundle's]")
