@@ -31,7 +31,7 @@ const MARGIN: u64 = 64 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
-    #[error("the bundle is not a gzipped tar Berth can read: {0}")]
+    #[error("the bundle is not a gzipped tar Berth can read")]
     Archive(#[source] std::io::Error),
     #[error("the bundle's `{path}` is refused: {why}")]
     Refused { path: String, why: String },
@@ -115,8 +115,24 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             small.insert(path.clone(), bytes);
             continue;
         }
+        if path.starts_with("addons/") {
+            return Err(refused(
+                "this is a package, not a bundle: give a package's dist with --dist, or make a bundle with `berth-build bundle`",
+            ));
+        }
         let Some(rest) = path.strip_prefix(&format!("{}/", bundle::PACKAGES_DIR)) else {
-            if let Some(hex) = path.strip_prefix(&format!("{}/", bundle::BLOBS_DIR)) {
+            if !path.contains('/') {
+                // The scripts, the binary, the list of files: not what an install reads.
+                if !(path.ends_with(".sh") || [bundle::BINARY, bundle::FILES_LIST].contains(&root))
+                {
+                    return Err(refused("not part of a bundle's layout"));
+                }
+                continue;
+            }
+            let Some(hex) = path.strip_prefix(&format!("{}/", bundle::BLOBS_DIR)) else {
+                return Err(refused("not part of a bundle's layout"));
+            };
+            {
                 let wanted = packages.values().find_map(|package| {
                     package
                         .index
@@ -139,7 +155,6 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
                         .retain(|listed, _| bundle::shared_blob(listed) != Some(hex));
                 }
             }
-            // Scripts, the binary, the list of files: not what an install reads.
             continue;
         };
         let Some((folder_name, relative)) = rest.split_once('/') else {

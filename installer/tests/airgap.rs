@@ -349,6 +349,20 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     assert_eq!(installed_files(&piped), installed_files(&plain));
     assert_eq!(applied(&piped), applied(&plain));
 
+    // A package handed as a bundle, or something else: refused, saying what it is.
+    let package = dist.dist.path().join("first-1.0.0.tar.gz");
+    let refused =
+        failed(&on_containerd().berth(&["install", "--bundle", package.to_str().unwrap()]));
+    assert!(
+        refused.contains("this is a package, not a bundle"),
+        "{refused}"
+    );
+    let refused = failed(&on_containerd().berth(&["install", "--bundle", "/etc/hostname"]));
+    assert!(
+        refused.contains("the bundle is not a gzipped tar Berth can read"),
+        "{refused}"
+    );
+
     // No room for the packages: refused up front, naming what is needed.
     let cramped = on_containerd();
     let work = cramped.install_dir().join("received-bundle");
