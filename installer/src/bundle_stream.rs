@@ -17,13 +17,14 @@ use berth_formats::Sha256Digest;
 use berth_formats::bundle::{self, CONTENTS_FILE, Contents, SPEC_FILE};
 use berth_formats::digest::HashingReader;
 use berth_formats::lock::{LOCK_FILE, Lock};
-use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex};
+use berth_formats::package_index::{MAX_INDEX_BYTES, PACKAGE_INDEX_FILE, PackageIndex};
 use berth_formats::signature::SIGNATURE_SUFFIX;
 use berth_formats::versions::VERSIONS_FILE;
 
 use crate::trust::{Trust, TrustError};
 
-/// The most bytes of one of the small files the stream keeps (lock, versions, spec, index).
+/// The most bytes of one of the small files the stream keeps (lock, versions, spec); an
+/// index may be as large as the format allows.
 const MAX_SMALL: u64 = 16 << 20;
 /// What is left free beyond the packages' own size: the records, logs and the hook session's
 /// files.
@@ -65,7 +66,11 @@ struct Package {
 /// Reads the bundle from `reader` into `folder` (laid out as an extracted bundle, with only
 /// what an install reads), checking each file as it is written.
 pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), StreamError> {
+    // What an earlier run left is not counted on: the bundle is read whole again, and the
+    // room it takes is checked on an empty folder. (Files already moved into place are the
+    // add-ons', linked or renamed away from here.)
     fs_err::create_dir_all(folder).map_err(write_error(folder))?;
+    clear(folder).map_err(write_error(folder))?;
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
         std::io::BufReader::with_capacity(1 << 20, reader),
     ));
@@ -102,7 +107,10 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
         let size = entry.size();
         let root = path.strip_suffix(SIGNATURE_SUFFIX).unwrap_or(&path);
         if path == CONTENTS_FILE {
-            let bytes = read_small(&mut entry, &path)?;
+            if room_checked {
+                return Err(refused("a bundle has one"));
+            }
+            let bytes = read_small(&mut entry, &path, MAX_SMALL)?;
             let contents: Contents = serde_json::from_slice(&bytes)
                 .map_err(|error| refused(&format!("not what Berth writes there: {error}")))?;
             check_room(folder, contents.installed_bytes)?;
@@ -110,7 +118,10 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             continue;
         }
         if [LOCK_FILE, VERSIONS_FILE, SPEC_FILE].contains(&root) {
-            let bytes = read_small(&mut entry, &path)?;
+            if small.contains_key(&path) || !packages.is_empty() {
+                return Err(refused("a bundle has one, before its packages"));
+            }
+            let bytes = read_small(&mut entry, &path, MAX_SMALL)?;
             write_file(&folder.join(&path), &bytes)?;
             small.insert(path.clone(), bytes);
             continue;
@@ -179,7 +190,10 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
                         == format!("{}/{folder_name}", bundle::PACKAGES_DIR)
                 })
                 .ok_or_else(|| refused("its package is not one the lock pins"))?;
-            let bytes = read_small(&mut entry, &path)?;
+            if packages.contains_key(folder_name) {
+                return Err(refused("its package's index comes twice"));
+            }
+            let bytes = read_small(&mut entry, &path, MAX_INDEX_BYTES)?;
             let actual = Sha256Digest::of(&bytes);
             if Some(actual) != addon.index_sha256 {
                 return Err(refused(&format!(
@@ -203,6 +217,12 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
                 .collect();
             packages.insert(folder_name.to_string(), Package { index, pending });
             continue;
+        }
+        if bundle::shared_blob(relative).is_some() {
+            return Err(refused(&format!(
+                "a bundle keeps image blobs in {}/, not in a package's folder",
+                bundle::BLOBS_DIR
+            )));
         }
         let package = packages
             .get_mut(folder_name)
@@ -233,6 +253,19 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             return Err(StreamError::Incomplete {
                 what: format!("{name}/{missing}"),
             });
+        }
+    }
+    Ok(())
+}
+
+/// Empties `folder`, which stays (it may be a mount point of its own).
+pub fn clear(folder: &Path) -> std::io::Result<()> {
+    for entry in fs_err::read_dir(folder)? {
+        let path = entry?.path();
+        if fs_err::symlink_metadata(&path)?.is_dir() {
+            fs_err::remove_dir_all(&path)?;
+        } else {
+            fs_err::remove_file(&path)?;
         }
     }
     Ok(())
@@ -280,13 +313,13 @@ fn check_room(folder: &Path, needed: u64) -> Result<(), StreamError> {
     Ok(())
 }
 
-fn read_small(entry: &mut impl Read, path: &str) -> Result<Vec<u8>, StreamError> {
+fn read_small(entry: &mut impl Read, path: &str, most: u64) -> Result<Vec<u8>, StreamError> {
     let mut bytes = Vec::new();
     entry
-        .take(MAX_SMALL + 1)
+        .take(most + 1)
         .read_to_end(&mut bytes)
         .map_err(StreamError::Archive)?;
-    if bytes.len() as u64 > MAX_SMALL {
+    if bytes.len() as u64 > most {
         return Err(StreamError::Refused {
             path: path.to_string(),
             why: "larger than any such file".into(),
@@ -319,17 +352,20 @@ fn copy_checked(
     if let Some(parent) = to.parent() {
         fs_err::create_dir_all(parent).map_err(write_error(parent))?;
     }
+    // Written beside, and renamed over only once it has its digest: a name that is linked to
+    // an installed file keeps that file whole.
+    let partial = PathBuf::from(format!("{}.berth-partial", to.display()));
     let mut reader = HashingReader::new(entry);
-    let mut file = fs_err::File::create(to).map_err(write_error(to))?;
+    let mut file = fs_err::File::create(&partial).map_err(write_error(&partial))?;
     std::io::copy(&mut reader, &mut file).map_err(StreamError::Archive)?;
+    drop(file);
     let (actual, _) = reader.finish().map_err(StreamError::Archive)?;
     if &actual != digest {
-        drop(file);
-        let _ = fs_err::remove_file(to);
+        let _ = fs_err::remove_file(&partial);
         return Err(StreamError::Refused {
             path: path.to_string(),
             why: format!("its sha256 is {actual}, its package's index says {digest}"),
         });
     }
-    Ok(())
+    fs_err::rename(&partial, to).map_err(write_error(to))
 }

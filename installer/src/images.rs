@@ -209,17 +209,7 @@ impl Runtime {
     /// Returns the references that were missing: the images Berth brought to the node, and
     /// the only ones its reset removes.
     pub fn load(&self, layout: &Path, records: &[ImageRecord]) -> Result<Vec<String>, ImageError> {
-        let stream_error = |source| ImageError::Stream {
-            path: layout.to_path_buf(),
-            source,
-        };
-        let present = self.present()?;
-        let mut missing = Vec::new();
-        for record in records {
-            if !present.contains(&self.key(layout, record).map_err(stream_error)?) {
-                missing.push(record.reference.clone());
-            }
-        }
+        let missing = self.missing(layout, records)?;
         if missing.is_empty() {
             return Ok(missing);
         }
@@ -241,6 +231,28 @@ impl Runtime {
             }
         }
         self.stream(layout, records, &HashSet::new())?;
+        Ok(missing)
+    }
+
+    /// The references of `records` the runtime does not hold.
+    pub fn missing(
+        &self,
+        layout: &Path,
+        records: &[ImageRecord],
+    ) -> Result<Vec<String>, ImageError> {
+        let present = self.present()?;
+        let mut missing = Vec::new();
+        for record in records {
+            let key = self
+                .key(layout, record)
+                .map_err(|source| ImageError::Stream {
+                    path: layout.to_path_buf(),
+                    source,
+                })?;
+            if !present.contains(&key) {
+                missing.push(record.reference.clone());
+            }
+        }
         Ok(missing)
     }
 

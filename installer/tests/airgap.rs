@@ -262,8 +262,15 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     assert_eq!(applied(&streamed), applied(&plain));
     assert!(
         !streamed.install_dir().join("received-bundle").exists(),
-        "the received bundle's folder goes once the run succeeded"
+        "the received bundle's folder goes once the run ends"
     );
+    // The node still plans against what it installed (the installer keeps the versions), and
+    // a plan of a bundle leaves nothing of it behind.
+    let planned = succeeded(&streamed.berth(&["plan"]));
+    assert!(planned.contains("AlreadyApplied"), "{planned}");
+    let planned = succeeded(&streamed.berth(&["plan", "--bundle", archive.to_str().unwrap()]));
+    assert!(planned.contains("AlreadyApplied"), "{planned}");
+    assert!(!streamed.install_dir().join("received-bundle").exists());
     // The busybox layer both images share: one file, linked into both packages.
     let blob = |name: &str| {
         let folder = streamed

@@ -54,6 +54,15 @@ pub enum BundleError {
     },
     #[error("{name} {version}: the package has no {PACKAGE_INDEX_FILE}")]
     NoIndex { name: String, version: String },
+    #[error(
+        "{name} {version}: the package's {PACKAGE_INDEX_FILE} has sha256 {actual}, the lock {expected}\nhint: the store changed while the bundle was made; make it again"
+    )]
+    IndexMismatch {
+        name: String,
+        version: String,
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+    },
     #[error("failed to write the bundle")]
     Write(#[source] std::io::Error),
     #[error("failed to read {what}")]
@@ -424,12 +433,23 @@ fn write_blocking<W: Write + Send + 'static>(
                 actual,
             });
         }
-        // Same package bytes, same index: the digest the scripts carry holds.
-        if index_seen.is_none() {
-            return Err(BundleError::NoIndex {
-                name: addon.name.clone(),
-                version: addon.version.clone(),
-            });
+        // Same package bytes, same index: the digest the lock pins holds.
+        match (index_seen, addon.index_sha256) {
+            (None, _) => {
+                return Err(BundleError::NoIndex {
+                    name: addon.name.clone(),
+                    version: addon.version.clone(),
+                });
+            }
+            (Some(seen), Some(pinned)) if seen != pinned => {
+                return Err(BundleError::IndexMismatch {
+                    name: addon.name.clone(),
+                    version: addon.version.clone(),
+                    expected: pinned,
+                    actual: seen,
+                });
+            }
+            _ => {}
         }
         // The package's bill of materials, where the release has one, beside its folder (and
         // signed when the bundle is).

@@ -37,7 +37,7 @@ pub struct SpecArgs {
     /// `-` for standard input. Its packages go straight into place, the bundle is never
     /// extracted; the spec and lock are the bundle's unless given.
     #[arg(long, value_name = "FILE|-", conflicts_with = "dist")]
-    bundle: Option<PathBuf>,
+    pub(crate) bundle: Option<PathBuf>,
     /// The installer's lock (lock.json): each add-on's version and package digest, pinned
     /// when its scripts were rendered; a package with another digest is refused.
     #[arg(long, env = "BERTH_LOCK")]
@@ -142,19 +142,15 @@ impl InstallArgs {
     }
 
     /// Plans, and carries the plan out unless only the plan was asked for. What a bundle
-    /// received as a stream left in its folder goes once the run succeeded.
+    /// received as a stream left in its folder goes when the run ends, however it ends: a run
+    /// again reads the bundle whole.
     fn execute(&self, source: &SpecSource, settings: RunSettings) -> anyhow::Result<ExitCode> {
-        let received = settings
-            .consume_bundle
-            .then(|| received_bundle_dir(&settings.layout));
-        let code = execute(&self.spec, &self.run, source, settings, false)?;
-        if let Some(folder) = received
-            && code == ExitCode::SUCCESS
-            && !self.run.dry_run
-        {
-            let _ = fs_err::remove_dir_all(folder);
+        let received = settings.consume_bundle.then(|| settings.layout.clone());
+        let result = execute(&self.spec, &self.run, source, settings, false);
+        if let Some(layout) = received {
+            release_received_bundle(&layout);
         }
-        Ok(code)
+        result
     }
 }
 
@@ -195,7 +191,12 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         Mode::Install,
         true,
     )?;
-    execute(&args.spec, &RunArgs::default(), &source, settings, true)
+    let layout = settings.layout.clone();
+    let result = execute(&args.spec, &RunArgs::default(), &source, settings, true);
+    if args.spec.bundle.is_some() {
+        release_received_bundle(&layout);
+    }
+    result
 }
 
 pub fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
@@ -276,12 +277,19 @@ fn execute(
         .record_installer(&plan.id, run.scripts_url.as_deref())?;
     // A plan that refuses to go on leaves the node on the installer it had.
     if plan.refused().is_empty() {
+        // A bundle received as a stream does not stay: the installer's own folder keeps its
+        // versions, as the dist later plans read.
+        let dist = if settings.consume_bundle {
+            keep_received_versions(&settings.layout, &plan.id)?
+        } else {
+            settings.dist.clone()
+        };
         LastInstaller::record(
             &settings.layout,
             &plan.id,
             &source.spec_path,
             source.lock_path.as_deref(),
-            &settings.dist,
+            &dist,
             settings.mode == Mode::Join,
             settings.mode == Mode::Join && settings.joins_control_plane(),
         )?;
@@ -437,6 +445,36 @@ pub(crate) fn settings(
 /// into place) and outside the runs' work folders (which each run clears).
 fn received_bundle_dir(layout: &Layout) -> PathBuf {
     layout.install_dir().join("received-bundle")
+}
+
+/// Removes what a bundle received as a stream left.
+pub(crate) fn release_received_bundle(layout: &Layout) {
+    let folder = received_bundle_dir(layout);
+    if folder.is_dir() {
+        let _ = berth::bundle_stream::clear(&folder);
+        // Unless it is a mount point of its own.
+        let _ = fs_err::remove_dir(&folder);
+    }
+}
+
+/// Copies the received bundle's `versions.json` (and its signature) into the installer's own
+/// folder, and returns that folder as the dist to remember.
+fn keep_received_versions(layout: &Layout, id: &str) -> anyhow::Result<Dist> {
+    let from = received_bundle_dir(layout);
+    let folder = layout.installer_dir(id);
+    fs_err::create_dir_all(&folder)?;
+    for name in [
+        berth_formats::versions::VERSIONS_FILE.to_string(),
+        format!("{}.sig", berth_formats::versions::VERSIONS_FILE),
+    ] {
+        if from.join(&name).is_file() {
+            berth_formats::files::write_atomically(
+                &folder.join(&name),
+                &fs_err::read(from.join(&name))?,
+            )?;
+        }
+    }
+    Ok(Dist::Local(folder))
 }
 
 /// The NUL-ended `key=value` records on standard input (at most 1 MiB of them).

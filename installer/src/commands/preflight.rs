@@ -105,6 +105,14 @@ fn from_spec(args: &PreflightArgs) -> anyhow::Result<Report> {
         &settings.layout.lock_file(),
         &format!("berth preflight --spec {}", source.spec_path.display()),
     )?;
-    let plan = engine::plan(&source, &settings)?;
-    engine::preflight(&settings, &plan, &lock, &Stderr).context("the host preflights could not run")
+    let result = engine::plan(&source, &settings)
+        .map_err(anyhow::Error::from)
+        .and_then(|plan| {
+            engine::preflight(&settings, &plan, &lock, &Stderr)
+                .context("the host preflights could not run")
+        });
+    if args.install.bundle.is_some() {
+        crate::commands::install::release_received_bundle(&settings.layout);
+    }
+    result
 }

@@ -195,13 +195,28 @@ struct TarFinder {
     state: TarState,
     pending: Vec<u8>,
     found: Option<Vec<u8>>,
+    /// The next entry's name, from a GNU long-name entry or a PAX header before it.
+    next_name: Option<String>,
 }
 
 enum TarState {
     Header,
     Skip(u64),
-    Keep { data: Vec<u8>, left: u64 },
+    Keep {
+        data: Vec<u8>,
+        left: u64,
+    },
+    /// A GNU long name (`L`) or PAX extended header (`x`) naming the next entry.
+    Meta {
+        kind: u8,
+        data: Vec<u8>,
+        size: u64,
+        left: u64,
+    },
 }
+
+/// The most bytes of a long name or PAX header read.
+const MAX_META: u64 = 64 << 10;
 
 impl TarFinder {
     fn new(wanted: String) -> Self {
@@ -210,11 +225,13 @@ impl TarFinder {
             state: TarState::Header,
             pending: Vec::with_capacity(512),
             found: None,
+            next_name: None,
         }
     }
 
-    /// The state after a whole header; `None` at the end of the archive.
-    fn after_header(&self, header: &[u8]) -> Option<TarState> {
+    /// The state after a whole header; `None` at the end of the archive (or past what a tar
+    /// can say).
+    fn after_header(&mut self, header: &[u8]) -> Option<TarState> {
         if header.iter().all(|&byte| byte == 0) {
             return None;
         }
@@ -239,7 +256,18 @@ impl TarFinder {
         } else {
             u64::from_str_radix(field(124..136).trim(), 8).ok()?
         };
-        let padded = size.div_ceil(512) * 512;
+        let padded = size.checked_next_multiple_of(512)?;
+        if matches!(header[156], b'L' | b'x') && size <= MAX_META {
+            return Some(TarState::Meta {
+                kind: header[156],
+                data: Vec::with_capacity(size as usize),
+                size,
+                left: padded,
+            });
+        }
+        if let Some(long) = self.next_name.take() {
+            name = long;
+        }
         let regular = matches!(header[156], b'0' | 0);
         if regular && name.trim_start_matches("./") == self.wanted && size <= MAX_TEXT {
             Some(TarState::Keep {
@@ -275,6 +303,22 @@ impl Write for TarFinder {
                         self.state = TarState::Header;
                     }
                 }
+                TarState::Meta {
+                    kind,
+                    data,
+                    size,
+                    left,
+                } => {
+                    let take = (*left).min(rest.len() as u64) as usize;
+                    data.extend_from_slice(&rest[..take]);
+                    *left -= take as u64;
+                    rest = &rest[take..];
+                    if *left == 0 {
+                        data.truncate(*size as usize);
+                        self.next_name = meta_name(*kind, data);
+                        self.state = TarState::Header;
+                    }
+                }
                 TarState::Keep { data, left } => {
                     let take = (*left).min(rest.len() as u64) as usize;
                     data.extend_from_slice(&rest[..take]);
@@ -300,13 +344,26 @@ impl Write for TarFinder {
     }
 }
 
+/// The name a GNU long-name entry (`L`: the name, NUL-ended) or a PAX header (`x`: `<len>
+/// path=<name>` records) gives the entry after it.
+fn meta_name(kind: u8, data: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(data);
+    match kind {
+        b'L' => Some(text.trim_end_matches('\0').to_string()),
+        _ => text.lines().find_map(|record| {
+            let (_, field) = record.split_once(' ')?;
+            field.strip_prefix("path=").map(str::to_string)
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_deb_names_its_source_and_licences() {
-        // A .deb as dpkg-deb lays it out, its members made with the tar crate.
+    /// A .deb as dpkg-deb lays it out, its members made with the tar crate (which writes a
+    /// GNU long-name entry for a path past 100 bytes).
+    fn deb(package: &str, copyright: &[u8]) -> Vec<u8> {
         let tar_of = |files: &[(&str, &[u8])]| {
             let mut builder = tar::Builder::new(Vec::new());
             for (path, data) in files {
@@ -318,16 +375,11 @@ mod tests {
             }
             builder.into_inner().unwrap()
         };
-        let control = tar_of(&[(
-            "./control",
-            b"Package: libfoo1\nSource: foo (1.2-1)\nVersion: 1.2-1+b1\n",
-        )]);
-        let copyright = b"Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nCopyright: 2020 Someone\nLicense: MIT\n\nFiles: debian/*\nLicense: GPL-2+\n Long text.\n\nLicense: MIT\n Permission is hereby granted.\n";
+        let control_text = format!("Package: {package}\nSource: foo (1.2-1)\nVersion: 1.2-1+b1\n");
+        let control = tar_of(&[("./control", control_text.as_bytes())]);
         let big = vec![7u8; 3000];
-        let data = tar_of(&[
-            ("./usr/lib/libfoo.so.1", &big),
-            ("./usr/share/doc/libfoo1/copyright", copyright),
-        ]);
+        let doc = format!("./usr/share/doc/{package}/copyright");
+        let data = tar_of(&[("./usr/lib/libfoo.so.1", &big), (&doc, copyright)]);
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&data).unwrap();
         let data = gz.finish().unwrap();
@@ -353,12 +405,29 @@ mod tests {
                 deb.push(b'\n');
             }
         }
-        let facts = deb_facts(&mut deb.as_slice());
-        assert_eq!(facts.source.as_deref(), Some("foo"));
-        assert_eq!(facts.licences, ["MIT", "GPL-2+"]);
-        // Damaged input says less, and never panics.
-        for cut in [0, 7, 8, 70, deb.len() / 2] {
-            deb_facts(&mut &deb[..cut]);
+        deb
+    }
+
+    #[test]
+    fn a_deb_names_its_source_and_licences() {
+        let copyright = b"Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nCopyright: 2020 Someone\nLicense: MIT\n\nFiles: debian/*\nLicense: GPL-2+\n Long text.\n\nLicense: MIT\n Permission is hereby granted.\n";
+        let long_name = format!("lib{}", "x".repeat(100));
+        for package in ["libfoo1", long_name.as_str()] {
+            let deb = deb(package, copyright);
+            let facts = deb_facts(&mut deb.as_slice());
+            assert_eq!(facts.source.as_deref(), Some("foo"), "{package}");
+            assert_eq!(facts.licences, ["MIT", "GPL-2+"], "{package}");
+            // Damaged input says less, and never panics.
+            for cut in [0, 7, 8, 70, deb.len() / 2] {
+                deb_facts(&mut &deb[..cut]);
+            }
         }
+        // A header whose size is past what a tar can say stops the scan, without a panic.
+        let mut finder = TarFinder::new("x".into());
+        let mut header = [0u8; 512];
+        header[0] = b'y';
+        header[124] = 0x80;
+        header[128..136].copy_from_slice(&[0xff; 8]);
+        assert!(finder.write(&header).is_err());
     }
 }

@@ -57,13 +57,19 @@ impl Contents {
         }
         let mut hashing = HashingReader::new(reader);
         if kept(path) {
+            // An index may be as large as the format allows; the other kept files are small.
+            let most = if path.ends_with(&format!("/{PACKAGE_INDEX_FILE}")) {
+                berth_formats::package_index::MAX_INDEX_BYTES
+            } else {
+                MAX_KEPT_FILE
+            };
             let mut bytes = Vec::new();
             (&mut hashing)
-                .take(MAX_KEPT_FILE + 1)
+                .take(most + 1)
                 .read_to_end(&mut bytes)
                 .with_context(|| format!("failed to read {path}"))?;
             self.kept_bytes += bytes.len() as u64;
-            if bytes.len() as u64 > MAX_KEPT_FILE || self.kept_bytes > MAX_KEPT_TOTAL {
+            if bytes.len() as u64 > most || self.kept_bytes > MAX_KEPT_TOTAL {
                 anyhow::bail!("{path} is larger than any bundle's");
             }
             self.kept.insert(path.to_string(), bytes);

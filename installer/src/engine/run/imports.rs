@@ -25,9 +25,10 @@ pub(super) struct Job {
     pub images: Vec<ImageRecord>,
 }
 
-/// What a background import gave: the images it imported (those already present left out),
-/// and how long it took.
-pub(super) type Imported = Result<(Vec<String>, Duration), ImageError>;
+/// What a background import gave: the images it imported (those already present left out)
+/// and how long it took; or why it failed, with the images missing before it began (what a
+/// retry then brings, whatever the failed import left).
+pub(super) type Imported = Result<(Vec<String>, Duration), (ImageError, Vec<String>)>;
 
 /// The imports started ahead, by member.
 #[derive(Default)]
@@ -55,9 +56,13 @@ impl Imports {
                         return;
                     };
                     let started = Instant::now();
-                    let result = runtime
-                        .load(&job.layout, &job.images)
-                        .map(|imported| (imported, started.elapsed()));
+                    let result = match runtime.missing(&job.layout, &job.images) {
+                        Ok(before) => runtime
+                            .load(&job.layout, &job.images)
+                            .map(|imported| (imported, started.elapsed()))
+                            .map_err(|error| (error, before)),
+                        Err(error) => Err((error, Vec::new())),
+                    };
                     // The run may have stopped waiting; what was imported is still recorded
                     // by whoever drains the rest.
                     let _ = sender.send(result);
@@ -69,7 +74,11 @@ impl Imports {
     /// Waits for `member`'s import, if one was started ahead.
     pub fn wait(&mut self, member: usize) -> Option<Imported> {
         let receiver = self.pending.remove(&member)?;
-        Some(receiver.recv().unwrap_or(Err(ImageError::Lost)))
+        Some(
+            receiver
+                .recv()
+                .unwrap_or(Err((ImageError::Lost, Vec::new()))),
+        )
     }
 
     /// Waits for every import still running, for a run that stops: what they imported is

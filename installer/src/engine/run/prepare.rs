@@ -226,12 +226,22 @@ impl Run<'_> {
         let (imported, took, ahead) = match self.imports.wait(index) {
             Some(Ok((imported, took))) => (imported, took, true),
             // Started ahead and failed (the runtime restarted meanwhile?): done again here,
-            // where its error is the run's.
-            Some(Err(_)) | None => {
+            // where its error is the run's. What was missing before the first try is what
+            // Berth brought, whatever that try left.
+            failed => {
+                let before = match failed {
+                    Some(Err((_, before))) => before,
+                    _ => Vec::new(),
+                };
                 let started = Instant::now();
-                let imported = runtime
+                let mut imported = runtime
                     .load(&layout, &package.images)
                     .map_err(images_error)?;
+                for reference in before {
+                    if !imported.contains(&reference) {
+                        imported.push(reference);
+                    }
+                }
                 (imported, started.elapsed(), false)
             }
         };
