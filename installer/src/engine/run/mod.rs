@@ -80,6 +80,53 @@ pub fn preflight(
     run.host_preflights(reporter)
 }
 
+/// Packages fetched, checked and unpacked at once: as many as the cores (two at most, a
+/// download or a gunzip each), taken in the add-ons' order. After a failure no package is
+/// begun; each outcome is in its add-on's place, `None` for one never begun.
+#[allow(clippy::type_complexity)]
+fn fetch_in_parallel(
+    settings: &RunSettings,
+    planned: &[&PlannedAddon],
+) -> Vec<Option<(Result<PackageIndex, EngineError>, Duration)>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 2)
+        .min(planned.len());
+    let next = AtomicUsize::new(0);
+    let stopped = AtomicBool::new(false);
+    let outcomes: Vec<Mutex<Option<(Result<PackageIndex, EngineError>, Duration)>>> =
+        planned.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    if stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let position = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(addon) = planned.get(position) else {
+                        return;
+                    };
+                    let started = Instant::now();
+                    let result = check_interrupt().and_then(|()| prepare::fetch(settings, addon));
+                    if result.is_err() {
+                        stopped.store(true, Ordering::SeqCst);
+                    }
+                    if let Ok(mut slot) = outcomes[position].lock() {
+                        *slot = Some((result, started.elapsed()));
+                    }
+                }
+            });
+        }
+    });
+    outcomes
+        .into_iter()
+        .map(|slot| slot.into_inner().ok().flatten())
+        .collect()
+}
+
 /// `<what>-<UTC time>-<pid>`: the run's log file name, and its mark in the records.
 fn run_id(name: &str) -> String {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
@@ -194,20 +241,30 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        for index in 0..self.members.len() {
-            check_interrupt()?;
-            if needed(&self.members[index]) {
-                let started = Instant::now();
-                let package_index = self.fetch(index)?;
-                let member = &mut self.members[index];
-                reporter.step(&format!(
-                    "{} {}: fetched and verified ({:.1}s)",
-                    member.planned.name,
-                    member.planned.version,
-                    started.elapsed().as_secs_f64()
-                ));
-                member.index = Some(package_index);
-            }
+        let wanted: Vec<usize> = (0..self.members.len())
+            .filter(|&index| needed(&self.members[index]))
+            .collect();
+        let planned: Vec<&PlannedAddon> = wanted
+            .iter()
+            .map(|&index| self.members[index].planned)
+            .collect();
+        // The add-ons' order is kept for what is reported and for which failure is the run's.
+        for (position, outcome) in fetch_in_parallel(self.settings, &planned)
+            .into_iter()
+            .enumerate()
+        {
+            let Some((result, took)) = outcome else {
+                break;
+            };
+            let package_index = result?;
+            let member = &mut self.members[wanted[position]];
+            reporter.step(&format!(
+                "{} {}: fetched and verified ({:.1}s)",
+                member.planned.name,
+                member.planned.version,
+                took.as_secs_f64()
+            ));
+            member.index = Some(package_index);
         }
         Ok(())
     }

@@ -59,10 +59,16 @@ impl Run<'_> {
         fs_err::write(cache.join(checksum_file(&file)), checksum).map_err(io_error(&cache))?;
         Ok(())
     }
+}
 
-    pub(super) fn fetch(&mut self, index: usize) -> Result<PackageIndex, EngineError> {
-        let layout = &self.settings.layout;
-        let planned = self.members[index].planned;
+/// Fetches (or takes from the bundle or this node's cache), checks and unpacks one add-on's
+/// package into place. It reads the run's settings alone, so several run at once.
+pub(super) fn fetch(
+    settings: &RunSettings,
+    planned: &PlannedAddon,
+) -> Result<PackageIndex, EngineError> {
+    {
+        let layout = &settings.layout;
         let (name, version) = (planned.name.as_str(), planned.version.as_str());
         let file = package_file_name(name, version);
         let cache = layout.package_cache();
@@ -76,8 +82,7 @@ impl Run<'_> {
         };
         // An airgap bundle carries the package unpacked, checked through the lock's digest of
         // its index.
-        if let (Dist::Local(bundle), Some(index_digest)) =
-            (&self.settings.dist, planned.bundled_index)
+        if let (Dist::Local(bundle), Some(index_digest)) = (&settings.dist, planned.bundled_index)
             && bundled_package(bundle, name, version).is_dir()
         {
             let staging = layout.work_dir().join(format!("unpack-{name}-{version}"));
@@ -87,7 +92,7 @@ impl Run<'_> {
                 (name, version),
                 &staging,
                 &layout.install_dir(),
-                self.settings.consume_bundle,
+                settings.consume_bundle,
             )
             .map_err(|source| EngineError::Unpack {
                 name: name.to_string(),
@@ -96,7 +101,7 @@ impl Run<'_> {
             });
         }
         let unpacked = layout.addon_dir(name, version);
-        if self.settings.reuse_unpacked && !cached.exists() {
+        if settings.reuse_unpacked && !cached.exists() {
             return read_unpacked(&unpacked).map_err(|source| EngineError::Unpack {
                 name: name.to_string(),
                 version: version.to_string(),
@@ -105,10 +110,7 @@ impl Run<'_> {
         }
         // A cached package is trusted only as far as its digest; unpack checks it again.
         if cached_digest(layout, &file) != Some(expected) {
-            self.settings
-                .dist
-                .fetch(&file, &cached)
-                .map_err(fetch_error)?;
+            settings.dist.fetch(&file, &cached).map_err(fetch_error)?;
         }
         let staging = layout.work_dir().join(format!("unpack-{name}-{version}"));
         let result = unpack(
@@ -137,7 +139,9 @@ impl Run<'_> {
             }
         }
     }
+}
 
+impl Run<'_> {
     /// Starts every applying add-on's image import in the background, when nothing of the
     /// run installs the runtime and it already answers (see [`super::imports`]).
     pub(super) fn import_ahead(&mut self) {
