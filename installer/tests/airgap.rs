@@ -11,7 +11,7 @@ use berth_build::deliver::bundle;
 use berth_build::publish::release::Release;
 use berth_build::publish::store::{LocalStore, Store};
 use berth_formats::spec::InstallerSpec;
-use support::{Containerd, Node, TestDist, failed, images, require, run, succeeded, text};
+use support::{Containerd, Node, TestDist, failed, require, run, succeeded, text};
 
 /// Bundles `spec` from the dist, with this build's `berth`, into `bundle.tar.gz` in a folder.
 fn bundle_archive(dist: &TestDist, spec: &Path) -> (tempfile::TempDir, PathBuf) {
@@ -216,25 +216,8 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     let mut dist = TestDist::new();
     let names = ["first", "second"];
     for name in names {
-        images::write_oci_archive(
-            &dist.addons.root().join(format!("{name}.tar")),
-            &format!("local/{name}:1"),
-            &[images::PlatformImage {
-                arch: "amd64",
-                layers: vec![
-                    images::busybox_layer(),
-                    images::layer(&[images::Entry::File(
-                        "greeting",
-                        format!("{name}\n").as_bytes(),
-                        0o644,
-                    )]),
-                ],
-            }],
-        );
-        dist.addon_with_manifest(
+        dist.addon_with_greeting_image(
             name,
-            "1.0.0",
-            &format!("image {name} {name}.tar\n"),
             &format!("function {name}() {{ echo \"{name} ran, AIRGAP=$AIRGAP\"; }}\n"),
         );
     }

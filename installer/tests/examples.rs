@@ -6,9 +6,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{
-    Containerd, Docker, FileServer, Node, TestDist, failed, images, require, succeeded, text,
-};
+use support::{Containerd, Docker, FileServer, Node, TestDist, failed, require, succeeded, text};
 
 #[test]
 fn the_examples_install_with_images_run_by_ctr_and_a_kustomization_kubectl_accepts() {
@@ -79,27 +77,7 @@ fn images_sharing_a_layer_import_ahead_of_the_hooks_whole() {
     let mut dist = TestDist::new();
     let names = ["one", "two", "three", "four"];
     for name in names {
-        images::write_oci_archive(
-            &dist.addons.root().join(format!("{name}.tar")),
-            &format!("local/{name}:1"),
-            &[images::PlatformImage {
-                arch: "amd64",
-                layers: vec![
-                    images::busybox_layer(),
-                    images::layer(&[images::Entry::File(
-                        "greeting",
-                        format!("{name}\n").as_bytes(),
-                        0o644,
-                    )]),
-                ],
-            }],
-        );
-        dist.addon_with_manifest(
-            name,
-            "1.0.0",
-            &format!("image {name} {name}.tar\n"),
-            &format!("function {name}() {{ :; }}\n"),
-        );
+        dist.addon_with_greeting_image(name, &format!("function {name}() {{ :; }}\n"));
     }
     let spec = dist.spec("spec.yaml", &names.map(|name| (name, "version: 1.0.0")));
     let node = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);

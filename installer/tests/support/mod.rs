@@ -287,6 +287,33 @@ impl TestDist {
         folder
     }
 
+    /// Writes add-on `name` 1.0.0 whose one image, `docker.io/local/<name>:1`, is busybox's
+    /// layer (which every such add-on shares) and a layer holding `/greeting` (`<name>\n`),
+    /// with this install.sh, and packages it.
+    pub fn addon_with_greeting_image(&mut self, name: &str, install_sh: &str) -> PathBuf {
+        images::write_oci_archive(
+            &self.addons.root().join(format!("{name}.tar")),
+            &format!("local/{name}:1"),
+            &[images::PlatformImage {
+                arch: "amd64",
+                layers: vec![
+                    images::busybox_layer(),
+                    images::layer(&[images::Entry::File(
+                        "greeting",
+                        format!("{name}\n").as_bytes(),
+                        0o644,
+                    )]),
+                ],
+            }],
+        );
+        self.addon_with_manifest(
+            name,
+            "1.0.0",
+            &format!("image {name} {name}.tar\n"),
+            install_sh,
+        )
+    }
+
     /// Packages an add-on folder into the dist.
     pub fn package(&self, folder: &Path) {
         let runtime = tokio::runtime::Builder::new_current_thread()
