@@ -49,8 +49,8 @@ pub fn seal(statement: &Value, key: &SigningKey) -> Result<Value, SignatureError
     }))
 }
 
-/// The statement of an envelope (read from `at`) one of `keys` signed.
-pub fn open(at: &str, envelope: &Value, keys: &[PublicKey]) -> Result<Value, EnvelopeError> {
+/// An envelope's payload bytes and the statement they hold, its signatures not checked.
+fn decode(at: &str, envelope: &Value) -> Result<(Vec<u8>, Value), EnvelopeError> {
     if envelope["payloadType"] != IN_TOTO_PAYLOAD_TYPE {
         return Err(EnvelopeError::PayloadType { at: at.into() });
     }
@@ -59,6 +59,17 @@ pub fn open(at: &str, envelope: &Value, keys: &[PublicKey]) -> Result<Value, Env
         .map_err(|_| EnvelopeError::Payload { at: at.into() })?;
     let statement: Value =
         serde_json::from_slice(&payload).map_err(|_| EnvelopeError::Payload { at: at.into() })?;
+    Ok((payload, statement))
+}
+
+/// The statement of an envelope, its signatures not checked: for a reader trusting no key.
+pub fn unchecked_statement(at: &str, envelope: &Value) -> Result<Value, EnvelopeError> {
+    decode(at, envelope).map(|(_, statement)| statement)
+}
+
+/// The statement of an envelope (read from `at`) one of `keys` signed.
+pub fn open(at: &str, envelope: &Value, keys: &[PublicKey]) -> Result<Value, EnvelopeError> {
+    let (payload, statement) = decode(at, envelope)?;
     let message = pae(IN_TOTO_PAYLOAD_TYPE, &payload);
     let mut last = None;
     for signature in envelope["signatures"].as_array().into_iter().flatten() {

@@ -16,6 +16,12 @@ pub fn berth_binary_file(arch: &str) -> String {
 
 /// What a checksum file's name adds to the name of the file it checks.
 pub const CHECKSUM_SUFFIX: &str = ".sha256";
+/// The suffix of a package's bill of materials beside it (CycloneDX JSON).
+pub const BOM_SUFFIX: &str = ".cdx.json";
+/// The bill of materials' path inside a package.
+pub const BOM_FILE: &str = "sbom.cdx.json";
+/// The suffix of a package's provenance beside it (an in-toto statement in a DSSE envelope).
+pub const PROVENANCE_SUFFIX: &str = ".intoto.json";
 
 /// `<file>.sha256`: the checksum file beside a published file, in `sha256sum` format.
 pub fn checksum_file(file: &str) -> String {

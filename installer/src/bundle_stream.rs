@@ -9,7 +9,7 @@
 //! packages is linked), so the disk holds the installed content once, never the bundle too.
 //! Scripts, the `berth` binary, bills of materials and the list of files are passed over.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
@@ -56,13 +56,6 @@ pub enum StreamError {
     },
 }
 
-/// One package as the stream brings it: its index, once checked against the lock.
-struct Package {
-    index: PackageIndex,
-    /// The files of the index still to come, by path in the package.
-    pending: BTreeMap<String, (Sha256Digest, u64)>,
-}
-
 /// Reads the bundle from `reader` into `folder` (laid out as an extracted bundle, with only
 /// what an install reads), checking each file as it is written.
 pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), StreamError> {
@@ -76,8 +69,11 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
     ));
     let mut lock: Option<Lock> = None;
     let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let mut packages: BTreeMap<String, Package> = BTreeMap::new();
-    let mut blobs_written: BTreeMap<String, ()> = BTreeMap::new();
+    // Each package's files still to come (by its folder, then by path in the package), once
+    // its index is checked against the lock; the image blobs the indexes seen so far list.
+    let mut packages: BTreeMap<String, BTreeMap<String, (Sha256Digest, u64)>> = BTreeMap::new();
+    let mut blobs_listed: BTreeMap<String, (Sha256Digest, u64)> = BTreeMap::new();
+    let mut blobs_written: BTreeSet<String> = BTreeSet::new();
     let mut room_checked = false;
     for entry in archive.entries().map_err(StreamError::Archive)? {
         let mut entry = entry.map_err(StreamError::Archive)?;
@@ -143,28 +139,16 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             let Some(hex) = path.strip_prefix(&format!("{}/", bundle::BLOBS_DIR)) else {
                 return Err(refused("not part of a bundle's layout"));
             };
-            {
-                let wanted = packages.values().find_map(|package| {
-                    package
-                        .index
-                        .files
-                        .iter()
-                        .find(|file| bundle::shared_blob(&file.path) == Some(hex))
-                        .map(|file| (file.sha256, file.size))
-                });
-                let Some((digest, expected_size)) = wanted else {
-                    return Err(refused("no package's index before it lists this blob"));
-                };
-                if size != expected_size {
-                    return Err(refused("its size is not the one its package's index gives"));
-                }
-                copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
-                blobs_written.insert(hex.to_string(), ());
-                for package in packages.values_mut() {
-                    package
-                        .pending
-                        .retain(|listed, _| bundle::shared_blob(listed) != Some(hex));
-                }
+            let Some(&(digest, expected_size)) = blobs_listed.get(hex) else {
+                return Err(refused("no package's index before it lists this blob"));
+            };
+            if size != expected_size {
+                return Err(refused("its size is not the one its package's index gives"));
+            }
+            copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
+            blobs_written.insert(hex.to_string());
+            for pending in packages.values_mut() {
+                pending.retain(|listed, _| bundle::shared_blob(listed) != Some(hex));
             }
             continue;
         };
@@ -206,16 +190,22 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             let index =
                 PackageIndex::from_bytes(&bytes).map_err(|error| refused(&error.to_string()))?;
             write_file(&folder.join(&path), &bytes)?;
+            for file in &index.files {
+                if let Some(hex) = bundle::shared_blob(&file.path) {
+                    blobs_listed
+                        .entry(hex.to_string())
+                        .or_insert((file.sha256, file.size));
+                }
+            }
             let pending = index
                 .files
-                .iter()
+                .into_iter()
                 .filter(|file| {
-                    bundle::shared_blob(&file.path)
-                        .is_none_or(|hex| !blobs_written.contains_key(hex))
+                    bundle::shared_blob(&file.path).is_none_or(|hex| !blobs_written.contains(hex))
                 })
-                .map(|file| (file.path.clone(), (file.sha256, file.size)))
+                .map(|file| (file.path, (file.sha256, file.size)))
                 .collect();
-            packages.insert(folder_name.to_string(), Package { index, pending });
+            packages.insert(folder_name.to_string(), pending);
             continue;
         }
         if bundle::shared_blob(relative).is_some() {
@@ -224,10 +214,10 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
                 bundle::BLOBS_DIR
             )));
         }
-        let package = packages
+        let pending = packages
             .get_mut(folder_name)
             .ok_or_else(|| refused("it comes before its package's package.json"))?;
-        let Some((digest, expected_size)) = package.pending.remove(relative) else {
+        let Some((digest, expected_size)) = pending.remove(relative) else {
             return Err(refused(
                 "its package's index does not list it (or lists it once)",
             ));
@@ -244,12 +234,12 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
     for addon in &lock.addons {
         let name = bundle::package_dir(&addon.name, &addon.version);
         let folder_name = name.trim_start_matches(&format!("{}/", bundle::PACKAGES_DIR));
-        let Some(package) = packages.get(folder_name) else {
+        let Some(pending) = packages.get(folder_name) else {
             return Err(StreamError::Incomplete {
                 what: format!("{} {}", addon.name, addon.version),
             });
         };
-        if let Some(missing) = package.pending.keys().next() {
+        if let Some(missing) = pending.keys().next() {
             return Err(StreamError::Incomplete {
                 what: format!("{name}/{missing}"),
             });

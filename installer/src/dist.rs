@@ -8,9 +8,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use berth_formats::Sha256Digest;
-use berth_formats::package_index::parse_checksum_file;
-
 /// A dist: a folder, or a base URL with the one HTTP client every request to it shares.
 #[derive(Debug, Clone)]
 pub enum Dist {
@@ -196,15 +193,6 @@ impl Dist {
                 Ok(bytes)
             }),
         }
-    }
-
-    /// The digest `<file>.sha256` gives for `file`.
-    pub fn checksum(&self, file: &str) -> Result<Sha256Digest, FetchError> {
-        let checksum_file = berth_formats::release::checksum_file(file);
-        let text = self.read(&checksum_file)?;
-        parse_checksum_file(&String::from_utf8_lossy(&text)).map_err(|_| FetchError::BadChecksum {
-            location: self.location(&checksum_file),
-        })
     }
 
     /// Puts `file` at `destination` (through `<destination>.partial`, resumed if present).

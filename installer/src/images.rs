@@ -210,6 +210,16 @@ impl Runtime {
     /// the only ones its reset removes.
     pub fn load(&self, layout: &Path, records: &[ImageRecord]) -> Result<Vec<String>, ImageError> {
         let missing = self.missing(layout, records)?;
+        self.load_missing(layout, records, missing)
+    }
+
+    /// [`Runtime::load`] once `missing` (what [`Runtime::missing`] found) is known.
+    pub fn load_missing(
+        &self,
+        layout: &Path,
+        records: &[ImageRecord],
+        missing: Vec<String>,
+    ) -> Result<Vec<String>, ImageError> {
         if missing.is_empty() {
             return Ok(missing);
         }

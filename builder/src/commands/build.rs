@@ -99,25 +99,34 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        if settings.sbom && !(outcome.unchanged && bom_path.is_file()) {
+        let bom_wanted = settings.sbom && !(outcome.unchanged && bom_path.is_file());
+        let sealed_wanted = signing_key.is_some() && !(outcome.unchanged && sealed.is_file());
+        if !bom_wanted && !sealed_wanted {
+            continue;
+        }
+        // A package written now was read before it was written; one kept as it was is read
+        // once here, for both.
+        let read;
+        let scanned = match &outcome.described {
+            Some(described) => &described.scanned,
+            None => {
+                read = sbom::scan_package(package, Some(outcome.sha256))?;
+                &read
+            }
+        };
+        if bom_wanted {
             let bom = match &outcome.described {
                 Some(described) => {
                     let mut bom = described.bom.clone();
                     sbom::with_package_digest(&mut bom, &outcome.sha256);
                     bom
                 }
-                None => sbom::package_sbom(package)?,
+                None => sbom::described_bom(scanned)?,
             };
             berth_formats::files::write_atomically(&bom_path, &serde_json::to_vec_pretty(&bom)?)
                 .with_context(|| format!("failed to write {}", bom_path.display()))?;
         }
-        if let Some(key) = &signing_key
-            && !(outcome.unchanged && sealed.is_file())
-        {
-            let scanned = match &outcome.described {
-                Some(described) => described.scanned.clone(),
-                None => sbom::scan_package(package, Some(outcome.sha256))?,
-            };
+        if let Some(key) = signing_key.as_ref().filter(|_| sealed_wanted) {
             let parts: Vec<String> = result
                 .directory
                 .components()
@@ -133,7 +142,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 distros: settings.selected_distros.clone(),
                 sbom: settings.sbom,
             };
-            let statement = provenance::statement_of(package, &scanned, &parameters);
+            let statement = provenance::statement_of(package, scanned, &parameters);
             let envelope = berth_formats::dsse::seal(&statement, key)?;
             berth_formats::files::write_atomically(&sealed, &serde_json::to_vec_pretty(&envelope)?)
                 .with_context(|| format!("failed to write {}", sealed.display()))?;

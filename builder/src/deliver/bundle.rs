@@ -256,7 +256,7 @@ impl<W: Write + Send + 'static> BundleWriter<W> {
         let text: String = self
             .listed
             .iter()
-            .map(|(path, digest)| format!("{}  {path}\n", digest.hex()))
+            .map(|(path, digest)| package_index::checksum_file_text(digest, path))
             .collect();
         let list = bundle::FILES_LIST;
         self.builder

@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 
 use super::sbom::{Scanned, scan_package};
 
-/// The suffix of a package's provenance beside it.
-pub const PROVENANCE_SUFFIX: &str = ".intoto.json";
+pub use berth_formats::release::PROVENANCE_SUFFIX;
 /// What kind of build made the package: Berth's packaging of one add-on folder.
 pub const BUILD_TYPE: &str = "urn:berth:build-type:package:v1";
 

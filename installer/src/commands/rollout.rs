@@ -88,9 +88,10 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
             require_serving(&fleet, "apply the rollout")?;
             let text = read_bounded(&file)?;
             let rollout = Rollout::parse(&file.display().to_string(), &text)?;
-            let (versions, dist) = offered_versions(&layout)?;
+            let trust = berth::trust::Trust::load(&layout, &[])?;
+            let (versions, dist) = offered_versions(&layout, &trust)?;
             rollouts::check_offered(&rollout, &versions, &dist.argument())?;
-            let packages = pinned_packages(&layout, &rollout, &dist)?;
+            let packages = pinned_packages(&trust, &rollout, &dist)?;
             let nodes = first_node::nodes(&fleet, &Node::new(&layout))?;
             let uid = berth_fleet::random_hex(4)?;
             let record = Rollouts::new(&fleet).update(|records| {
@@ -210,6 +211,7 @@ fn require_serving(fleet: &berth_fleet::FleetPaths, what: &str) -> anyhow::Resul
 /// keys kept in /etc/berth/trusted-keys/, `versions.json` is checked against its signature.
 fn offered_versions(
     layout: &Layout,
+    trust: &berth::trust::Trust,
 ) -> anyhow::Result<(berth_formats::versions::VersionsFile, berth::dist::Dist)> {
     let last = berth::last_installer::LastInstaller::load(layout)?.context(
         "this node has run no installer, so there is no dist to check the rollout against; install it first",
@@ -219,11 +221,7 @@ fn offered_versions(
     let bytes = dist
         .read(berth_formats::versions::VERSIONS_FILE)
         .with_context(|| format!("failed to read what the dist offers ({location})"))?;
-    berth::trust::Trust::load(layout, &[])?.check_dist_file(
-        &dist,
-        berth_formats::versions::VERSIONS_FILE,
-        &bytes,
-    )?;
+    trust.check_dist_file(&dist, berth_formats::versions::VERSIONS_FILE, &bytes)?;
     let versions = berth_formats::versions::VersionsFile::parse(&location, &bytes)?;
     Ok((versions, dist))
 }
@@ -232,11 +230,10 @@ fn offered_versions(
 /// `.sha256` checked against its signature with keys kept in /etc/berth/trusted-keys/):
 /// pinned in the rollout's record, so that no node installs other bytes.
 fn pinned_packages(
-    layout: &Layout,
+    trust: &berth::trust::Trust,
     rollout: &Rollout,
     dist: &berth::dist::Dist,
 ) -> anyhow::Result<BTreeMap<String, Sha256Digest>> {
-    let trust = berth::trust::Trust::load(layout, &[])?;
     let addon = &rollout.spec.addon;
     rollouts::wanted_versions(rollout)
         .into_iter()

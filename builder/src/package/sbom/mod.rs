@@ -19,20 +19,16 @@ pub use host::copyright_licences;
 pub use scan::{Scanned, Scanner, scan_package};
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 use berth_formats::Sha256Digest;
 use berth_formats::manifest::{AssetSource, Directive, Manifest};
-use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex, package_root};
+use berth_formats::package_index::PackageIndex;
 use serde_json::{Value, json};
 
 use host::HostFacts;
 
-/// The suffix of a package's BOM beside it.
-pub const SBOM_SUFFIX: &str = ".cdx.json";
-/// The BOM's path inside the package.
-pub const SBOM_FILE: &str = "sbom.cdx.json";
+pub use berth_formats::release::{BOM_FILE as SBOM_FILE, BOM_SUFFIX as SBOM_SUFFIX};
 
 /// What a build learned of the package it wrote: its BOM (without the package's own digest,
 /// which the copy inside cannot hold) and what its provenance statement is made from.
@@ -99,44 +95,20 @@ impl Scanned {
 /// The BOM of the package at `path`: the one it carries with its digest added, or, for a
 /// package made before packages carried one, one made by reading it.
 pub fn package_sbom(path: &Path) -> anyhow::Result<Value> {
-    let (carried, digest) = carried_sbom(path)?;
-    match carried {
-        Some(mut bom) => {
-            with_package_digest(&mut bom, &digest);
-            Ok(bom)
-        }
-        None => Ok(bom(&scan_package(path, Some(digest))?)),
-    }
+    described_bom(&scan_package(path, None)?)
 }
 
-/// The BOM a package carries (if it does) and the package's digest, in one read.
-fn carried_sbom(path: &Path) -> anyhow::Result<(Option<Value>, Sha256Digest)> {
-    let file = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(path)?);
-    let mut hashing = berth_formats::digest::HashingReader::new(file);
-    let mut found = None;
-    {
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&mut hashing));
-        let mut root = None;
-        for entry in archive.entries()? {
-            let mut entry = entry?;
-            let name = entry.path()?.to_string_lossy().into_owned();
-            if root.is_none() && name.ends_with(&format!("/{PACKAGE_INDEX_FILE}")) {
-                let mut bytes = Vec::new();
-                (&mut entry).take(16 << 20).read_to_end(&mut bytes)?;
-                let index = berth_formats::package_index::PackageIndex::from_bytes(&bytes)
-                    .map_err(|error| anyhow::anyhow!("{}: {name}: {error}", path.display()))?;
-                root = Some(package_root(&index.name, &index.version));
-            } else if let Some(root) = &root
-                && name == format!("{root}/{SBOM_FILE}")
-            {
-                let mut bytes = Vec::new();
-                (&mut entry).take(256 << 20).read_to_end(&mut bytes)?;
-                found = Some(serde_json::from_slice(&bytes)?);
-            }
+/// The BOM of a package already read whole: the one it carries with its digest added, or one
+/// made from what was read.
+pub fn described_bom(scanned: &Scanned) -> anyhow::Result<Value> {
+    match (&scanned.carried, &scanned.digest) {
+        (Some(bytes), Some(digest)) => {
+            let mut bom: Value = serde_json::from_slice(bytes)?;
+            with_package_digest(&mut bom, digest);
+            Ok(bom)
         }
+        _ => Ok(bom(scanned)),
     }
-    std::io::copy(&mut hashing, &mut std::io::sink())?;
-    Ok((found, hashing.finish()?.0))
 }
 
 /// Adds the package's own digest to a BOM made before the package was written.

@@ -32,6 +32,8 @@ pub struct Scanned {
     pub(super) layers: BTreeMap<String, Databases>,
     /// What each host package file says of itself, by distro and file name.
     pub(super) host: BTreeMap<(String, String), HostFacts>,
+    /// The bill of materials the package carries, if it does.
+    pub(super) carried: Option<Vec<u8>>,
 }
 
 impl Scanned {
@@ -40,6 +42,7 @@ impl Scanned {
         self.small_blobs.clear();
         self.layers.clear();
         self.host.clear();
+        self.carried = None;
     }
 }
 
@@ -63,6 +66,7 @@ fn wanted_in_layer(path: &str) -> bool {
 #[derive(Default)]
 pub struct Scanner {
     manifest: Option<String>,
+    carried: Option<Vec<u8>>,
     small_blobs: BTreeMap<String, Vec<u8>>,
     kept_bytes: u64,
     layers: BTreeMap<String, Databases>,
@@ -73,6 +77,7 @@ impl Scanner {
     /// Whether [`Scanner::file`] reads the file at `relative` at all.
     pub fn reads(relative: &str) -> bool {
         relative == "Manifest"
+            || relative == super::SBOM_FILE
             || relative.starts_with("images/blobs/sha256/")
             || relative
                 .split_once('/')
@@ -90,6 +95,10 @@ impl Scanner {
             let mut text = String::new();
             reader.take(SMALL_BLOB).read_to_string(&mut text)?;
             self.manifest = Some(text);
+        } else if relative == super::SBOM_FILE {
+            let mut bytes = Vec::new();
+            reader.take(MAX_KEPT_JSON).read_to_end(&mut bytes)?;
+            self.carried = Some(bytes);
         } else if let Some(hex) = relative.strip_prefix("images/blobs/sha256/") {
             if size <= SMALL_BLOB {
                 let mut bytes = Vec::new();
@@ -134,6 +143,7 @@ impl Scanner {
             small_blobs: self.small_blobs,
             layers: self.layers,
             host: self.host,
+            carried: self.carried,
         }
     }
 }

@@ -20,7 +20,9 @@ use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex};
 use berth_formats::signature::SIGNATURE_SUFFIX;
 use berth_formats::versions::VERSIONS_FILE;
 
-use super::{BOM_SUFFIX, Checks, check_bom};
+use berth_formats::release::BOM_SUFFIX;
+
+use super::{Checks, check_bom};
 
 /// The most bytes of one kept file, of all kept files, and the most files of a bundle.
 const MAX_KEPT_FILE: u64 = 16 << 20;

@@ -15,6 +15,7 @@ use berth::layout::Layout;
 use berth::trust::Trust;
 use berth_formats::Sha256Digest;
 use berth_formats::lock::LOCK_FILE;
+use berth_formats::release::{BOM_SUFFIX, PROVENANCE_SUFFIX};
 use berth_formats::versions::VERSIONS_FILE;
 
 use crate::RootArgs;
@@ -109,13 +110,18 @@ fn check_dist(folder: &Path, trust: &Trust, checks: &mut Checks) -> anyhow::Resu
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let package = name.trim_end_matches(".sha256").to_string();
+        let package = name
+            .trim_end_matches(berth_formats::release::CHECKSUM_SUFFIX)
+            .to_string();
+        let bytes = fs_err::read(&checksum);
+        let digest = bytes.as_ref().ok().and_then(|bytes| {
+            berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(bytes)).ok()
+        });
         let result = (|| {
-            let bytes = fs_err::read(&checksum)?;
+            let bytes = bytes.map_err(anyhow::Error::from)?;
             let how = signed(&name, &bytes)?;
             let expected =
-                berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(&bytes))
-                    .map_err(|_| anyhow::anyhow!("{name} is not a sha256sum line"))?;
+                digest.ok_or_else(|| anyhow::anyhow!("{name} is not a sha256sum line"))?;
             let actual = Sha256Digest::of_file(&folder.join(&package))?;
             if actual != expected {
                 anyhow::bail!("{package} has sha256 {actual}, its .sha256 says {expected}");
@@ -123,9 +129,7 @@ fn check_dist(folder: &Path, trust: &Trust, checks: &mut Checks) -> anyhow::Resu
             Ok(format!("its .sha256 {how}, and the package matches it"))
         })();
         checks.record(&package, result);
-        let Ok(digest) = berth_formats::package_index::parse_checksum_file(
-            &fs_err::read_to_string(&checksum).unwrap_or_default(),
-        ) else {
+        let Some(digest) = digest else {
             continue;
         };
         let bom_name = format!("{package}{BOM_SUFFIX}");
@@ -146,10 +150,6 @@ fn check_dist(folder: &Path, trust: &Trust, checks: &mut Checks) -> anyhow::Resu
     }
     Ok(())
 }
-
-/// The suffixes of a package's bill of materials and provenance beside it.
-const BOM_SUFFIX: &str = ".cdx.json";
-const PROVENANCE_SUFFIX: &str = ".intoto.json";
 
 /// A bill of materials (its signature already checked) names the package's digest.
 fn check_bom(bytes: &[u8], package: &Sha256Digest, trust: &Trust) -> anyhow::Result<String> {
@@ -175,11 +175,7 @@ fn check_provenance(path: &Path, package: &Sha256Digest, trust: &Trust) -> anyho
     let envelope: serde_json::Value =
         serde_json::from_str(&text).context("it is not a DSSE envelope")?;
     let statement = if trust.is_empty() {
-        use base64::Engine as _;
-        let payload = base64::engine::general_purpose::STANDARD
-            .decode(envelope["payload"].as_str().unwrap_or_default())
-            .context("its payload is not base64")?;
-        serde_json::from_slice(&payload).context("its payload is not JSON")?
+        berth_formats::dsse::unchecked_statement(&at, &envelope)?
     } else {
         berth_formats::dsse::open(&at, &envelope, &trust.keys)?
     };

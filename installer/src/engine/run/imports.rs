@@ -58,7 +58,7 @@ impl Imports {
                     let started = Instant::now();
                     let result = match runtime.missing(&job.layout, &job.images) {
                         Ok(before) => runtime
-                            .load(&job.layout, &job.images)
+                            .load_missing(&job.layout, &job.images, before.clone())
                             .map(|imported| (imported, started.elapsed()))
                             .map_err(|error| (error, before)),
                         Err(error) => Err((error, Vec::new())),
