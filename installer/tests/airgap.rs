@@ -335,6 +335,10 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
             .values()
             .all(|record| record["current"].is_null())
     );
+    assert!(
+        !piped.install_dir().join("received-bundle").exists(),
+        "what came in of the cut stream is not kept"
+    );
     succeeded(&pipe_in(&piped, &bytes));
     assert_eq!(installed_files(&piped), installed_files(&plain));
     assert_eq!(applied(&piped), applied(&plain));

@@ -588,9 +588,9 @@ fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anythin
         !node
             .root
             .path()
-            .join("var/lib/berth/received-bundle/packages")
+            .join("var/lib/berth/received-bundle")
             .exists(),
-        "no package file was written"
+        "nothing of the refused bundle stays"
     );
 
     let beta_script =

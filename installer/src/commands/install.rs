@@ -344,13 +344,21 @@ pub(crate) fn settings(
     // A bundle read as a stream: its packages land in a folder of the node's own, checked as
     // they come, and the run takes the spec, lock and dist from there.
     let mut args = args.clone();
+    let mut received = ReceivedBundle {
+        layout: None,
+        _lock: None,
+    };
     if let Some(bundle) = &args.bundle {
         let folder = received_bundle_dir(&layout);
-        // Held while the bundle comes in: two runs never write the one folder.
-        let _receiving = berth::node_lock::NodeLock::acquire(
-            &layout.lock_file(),
-            &format!("berth receiving the bundle {}", bundle.display()),
-        )?;
+        // Held while the bundle comes in: two runs never write the one folder. From here on,
+        // what comes in is removed should these settings fail.
+        received = ReceivedBundle {
+            layout: Some(layout.clone()),
+            _lock: Some(berth::node_lock::NodeLock::acquire(
+                &layout.lock_file(),
+                &format!("berth receiving the bundle {}", bundle.display()),
+            )?),
+        };
         if bundle.as_os_str() == "-" {
             if args.params_from_stdin {
                 bail!(
@@ -437,6 +445,8 @@ pub(crate) fn settings(
         consume_bundle: args.bundle.is_some(),
         trust,
     };
+    // The run now owns the received bundle: it goes when the run ends.
+    received.hand_over();
     Ok((source, settings))
 }
 
@@ -445,6 +455,28 @@ pub(crate) fn settings(
 /// into place) and outside the runs' work folders (which each run clears).
 fn received_bundle_dir(layout: &Layout) -> PathBuf {
     layout.install_dir().join("received-bundle")
+}
+
+/// A bundle being received, under the node lock: removed (before the lock is let go) should
+/// the settings fail, since no run will take it.
+struct ReceivedBundle {
+    layout: Option<Layout>,
+    _lock: Option<berth::node_lock::NodeLock>,
+}
+
+impl ReceivedBundle {
+    /// The settings are made: the run removes the bundle when it ends.
+    fn hand_over(&mut self) {
+        self.layout = None;
+    }
+}
+
+impl Drop for ReceivedBundle {
+    fn drop(&mut self) {
+        if let Some(layout) = &self.layout {
+            release_received_bundle(layout);
+        }
+    }
 }
 
 /// Removes what a bundle received as a stream left.
