@@ -9,6 +9,8 @@
 # command again on the unchanged node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 for tool in containerd ctr python3; do
     command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/test.sh first" >&2; exit 1; }
 done
@@ -18,7 +20,6 @@ berth_build="$PWD/target/release/berth-build"
 runs=${RUNS:-3}
 
 work=$(mktemp -d /tmp/berth-bench-install.XXXXXX)
-containerd_pids=()
 cleanup() {
     for pid in "${containerd_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     sleep 0.5
@@ -32,20 +33,7 @@ python3 bench/make-addons.py "$work/repository" 10 8
 cp "$work/repository/versions.json" "$work/dist/versions.json"
 spec="$work/repository/installer.yaml"
 
-# Starts a private containerd under $1 and sets CONTAINERD_ADDRESS to its socket.
-start_containerd() {
-    local dir=$1
-    mkdir -p "$dir"
-    printf 'version = 2\nroot = "%s/root"\nstate = "%s/state"\n[grpc]\n  address = "%s/containerd.sock"\n' \
-        "$dir" "$dir" "$dir" >"$dir/config.toml"
-    containerd --config "$dir/config.toml" >"$dir/log" 2>&1 &
-    containerd_pids+=($!)
-    export CONTAINERD_ADDRESS="$dir/containerd.sock"
-    for _ in $(seq 100); do ctr version >/dev/null 2>&1 && return; sleep 0.1; done
-    echo "containerd did not start" >&2; exit 1
-}
 
-now() { date +%s.%N; }
 raw_times=(); berth_times=(); rerun_times=()
 for run in $(seq "$runs"); do
     start_containerd "$work/raw-$run/containerd"
@@ -69,7 +57,6 @@ for run in $(seq "$runs"); do
     rerun_times+=("$(echo "$(now) - $start" | bc)")
 done
 
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 raw=$(median "${raw_times[@]}"); fresh=$(median "${berth_times[@]}"); rerun=$(median "${rerun_times[@]}")
 echo "runs: $runs (median shown; all: raw ${raw_times[*]} / berth ${berth_times[*]} / re-run ${rerun_times[*]})"
 printf '%-52s %8.3f s\n' "raw work (tar xzf + ctr images import), 10 packages" "$raw"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need (idempotently), runs the lints, and runs the whole suite.
 # The tests start real servers on loopback: docker-registry, containerd + runc, dockerd,
-# buildah, skopeo; local apt and yum repositories (dpkg-dev, rpm, createrepo-c) and dnf;
+# buildah, skopeo; zstd (tar reads zstd bundles with it, as on a node); local apt and yum
+# repositories (dpkg-dev, rpm, createrepo-c) and dnf;
 # several hosts as network namespaces (iproute2), some with a filesystem of their own (python3
 # runs their systemctl stand-in; Debian's collectd is downloaded for them);
 # the host-preflight tests make certificates with openssl and disks with losetup; the
@@ -13,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl binutils qemu-system-x86 qemu-utils openssh-client chromium)
+packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl binutils qemu-system-x86 qemu-utils openssh-client chromium zstd)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -125,6 +126,9 @@ fi
 # The lints CI keeps, before the tests: formatting, and clippy with every warning an error
 # (clippy.toml refuses std::fs and tokio::fs calls, whose errors do not name their path).
 # Shellcheck runs as a test (testgrid/tests/lint.rs).
+# One build from a clean clone: incremental artefacts would only add a third to the disk it
+# takes (about 5 GB without them), on CI machines whose disk is shared.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -6,6 +6,8 @@
 # room):
 #          tar xzf <bundle>.tar.gz --occurrence {{ script | comment }} berth &&
 #          sudo bash {{ script | comment }} airgap bundle=<bundle>.tar.gz [ARGUMENT…]
+# A bundle in zstd (<bundle>.tar.zst): `tar --zstd -xf` in place of `tar xzf` (it needs zstd
+# on the node); `bundle=` reads either.
 #
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
 # nothing); `allow-downgrade` (install and upgrade: let an add-on go back to the older

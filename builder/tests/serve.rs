@@ -491,6 +491,40 @@ fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_ke
             "{file} in {listed}"
         );
     }
+    // The same bundle in zstd, named so: the same files, in zstd's format.
+    let zstd = root.path().join("bundle.tar.zst");
+    let fetched = curl(&[
+        "-fsS",
+        "-o",
+        zstd.to_str().unwrap(),
+        "-w",
+        "%{content_type}",
+        &format!("{}/bundle/{installer}.tar.zst", serving.url),
+    ]);
+    assert!(fetched.status.success(), "{}", text(&fetched.stderr));
+    assert_eq!(text(&fetched.stdout), "application/zstd");
+    assert_eq!(
+        berth_formats::compression::Compression::sniff(&fs_err::read(&zstd).unwrap()),
+        Some(berth_formats::compression::Compression::Zstd)
+    );
+    let in_zstd = text(
+        &Command::new("tar")
+            .args(["--zstd", "-tf"])
+            .arg(&zstd)
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(in_zstd, listed);
+    let other = curl(&[
+        "-sS",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        &format!("{}/bundle/{installer}.tar.xz", serving.url),
+    ]);
+    assert_eq!(text(&other.stdout), "404");
 
     // The dist's versions.json re-signed with another key: refused, naming it and the key.
     let other = keys.path().join("other.key");

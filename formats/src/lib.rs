@@ -14,6 +14,7 @@
 
 pub mod archive;
 pub mod bundle;
+pub mod compression;
 pub mod digest;
 pub mod dsse;
 pub mod fields;

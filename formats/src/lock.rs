@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Sha256Digest;
+use crate::compression::Compression;
 
 /// The file name of a lock beside a spec (in a bundle, or where the scripts put it).
 pub const LOCK_FILE: &str = "lock.json";
@@ -29,8 +30,11 @@ pub struct LockedAddon {
     pub name: String,
     #[serde(deserialize_with = "crate::name::plain_version")]
     pub version: String,
-    /// sha256 of `<name>-<version>.tar.gz`.
+    /// sha256 of `<name>-<version>.tar.gz` (`.tar.zst` when `compression` is zstd).
     pub sha256: Sha256Digest,
+    /// How the package is compressed, which names its file; gzip when absent.
+    #[serde(default, skip_serializing_if = "Compression::is_gzip")]
+    pub compression: Compression,
     /// sha256 of the package's `package.json`, which lists every file's sha256: an airgap
     /// bundle carries packages unpacked (image blobs shared between add-ons once), and is
     /// checked through it.
@@ -89,11 +93,17 @@ mod tests {
                 name: "hello".into(),
                 version: "1.0.0".into(),
                 sha256: Sha256Digest::of(b"package"),
+                compression: Compression::Zstd,
                 index_sha256: None,
             }],
         };
         let bytes = lock.to_bytes();
         assert_eq!(Lock::parse("lock.json", &bytes).unwrap(), lock);
+        // zstd is named; gzip, the default, is left out, so a gzip lock reads as before.
+        assert!(String::from_utf8_lossy(&bytes).contains("\"compression\": \"zstd\""));
+        let mut gzip = lock.clone();
+        gzip.addons[0].compression = Compression::Gzip;
+        assert!(!String::from_utf8_lossy(&gzip.to_bytes()).contains("compression"));
         let other = String::from_utf8(bytes)
             .unwrap()
             .replace("\"schemaVersion\": 1", "\"schemaVersion\": 9");

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::compression::Compression;
 use crate::digest::{DigestParseError, Sha256Digest};
 
 /// File name of the index, at the root of the add-on folder in the package.
@@ -136,9 +137,9 @@ pub fn read_from_archive(
     Ok(ArchivedIndex { bytes, index })
 }
 
-/// `<name>-<version>.tar.gz`.
-pub fn package_file_name(name: &str, version: &str) -> String {
-    format!("{name}-{version}.tar.gz")
+/// `<name>-<version>.tar.gz`, or `.tar.zst` for a package in zstd.
+pub fn package_file_name(name: &str, version: &str, compression: Compression) -> String {
+    format!("{name}-{version}{}", compression.tar_suffix())
 }
 
 /// This machine's architecture as packages name it (`amd64`, `arm64`, `arm/v7`, …).

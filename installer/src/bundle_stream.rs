@@ -32,7 +32,7 @@ const MARGIN: u64 = 64 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
-    #[error("the bundle is not a gzipped tar Berth can read")]
+    #[error("the bundle is not a compressed tar Berth can read (gzip or zstd)")]
     Archive(#[source] std::io::Error),
     #[error("the bundle's `{path}` is refused: {why}")]
     Refused { path: String, why: String },
@@ -64,9 +64,10 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
     // add-ons', linked or renamed away from here.)
     fs_err::create_dir_all(folder).map_err(write_error(folder))?;
     clear(folder).map_err(write_error(folder))?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
-        std::io::BufReader::with_capacity(1 << 20, reader),
-    ));
+    let mut archive = tar::Archive::new(
+        berth_formats::compression::decompress(std::io::BufReader::with_capacity(1 << 20, reader))
+            .map_err(StreamError::Archive)?,
+    );
     let mut lock: Option<Lock> = None;
     let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     // Each package's files still to come (by its folder, then by path in the package), once

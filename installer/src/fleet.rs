@@ -111,7 +111,8 @@ impl Host for Node {
         let spec = InstallerSpec::load(spec)?;
         // The last installer's lock pinned what the node runs for the sections a work leaves
         // alone; a node installed without one has the digests it verified in its records.
-        let last_lock = match LastInstaller::load(&self.layout)?.and_then(|last| last.lock) {
+        let last = LastInstaller::load(&self.layout)?;
+        let last_lock = match last.as_ref().and_then(|last| last.lock.clone()) {
             Some(path) => Some(Lock::parse(
                 &path.display().to_string(),
                 &fs_err::read(&path)?,
@@ -126,6 +127,7 @@ impl Host for Node {
                     name: name.clone(),
                     version: pin.version.to_string(),
                     sha256: pin.sha256,
+                    compression: dist_compression(last.as_ref(), pin.addon, pin.version),
                     index_sha256: None,
                 }
             } else if let Some(locked) = last_lock.as_ref().and_then(|lock| lock.addon(name)) {
@@ -137,10 +139,16 @@ impl Host for Node {
                         "this node's spec has {name}, which it has not installed, so it has no verified package of it to keep; run the node's installer again, then the rollout"
                     );
                 };
+                let compression =
+                    crate::engine::kept_package(&self.layout, name, &current.target.version)
+                        .filter(|(_, digest)| *digest == current.target.package_digest)
+                        .map(|(compression, _)| compression)
+                        .unwrap_or_default();
                 LockedAddon {
                     name: name.clone(),
                     version: current.target.version,
                     sha256: current.target.package_digest,
+                    compression,
                     index_sha256: None,
                 }
             };
@@ -265,4 +273,20 @@ impl JoinParams for JoinFile {
     fn for_node(&self, primary: bool) -> anyhow::Result<Vec<(String, String)>> {
         Ok(crate::join::join_params(&self.store.load()?, primary)?)
     }
+}
+
+/// How the node's dist compresses `name` `version`, as its `versions.json` says; gzip where it
+/// cannot be read (the fetch then names the file it missed; the pinned digest holds either way).
+fn dist_compression(
+    last: Option<&LastInstaller>,
+    name: &str,
+    version: &str,
+) -> berth_formats::compression::Compression {
+    let versions = last
+        .and_then(|last| crate::dist::Dist::parse(&last.dist).ok())
+        .and_then(|dist| dist.read(berth_formats::versions::VERSIONS_FILE).ok())
+        .and_then(|bytes| berth_formats::versions::VersionsFile::parse("", &bytes).ok());
+    versions
+        .and_then(|versions| versions.entry(name, version).map(|entry| entry.compression))
+        .unwrap_or_default()
 }

@@ -209,7 +209,11 @@ impl Trust {
                     addon.name, addon.version
                 )));
             }
-            let file = berth_formats::package_index::package_file_name(&addon.name, &addon.version);
+            let file = berth_formats::package_index::package_file_name(
+                &addon.name,
+                &addon.version,
+                addon.compression,
+            );
             let signed = self.package_digest(dist, &file)?;
             if signed != addon.sha256 {
                 return Err(unsigned(format!(

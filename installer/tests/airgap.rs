@@ -10,11 +10,21 @@ use std::sync::Arc;
 use berth_build::deliver::bundle;
 use berth_build::publish::release::Release;
 use berth_build::publish::store::{LocalStore, Store};
+use berth_formats::compression::Compression;
 use berth_formats::spec::InstallerSpec;
 use support::{Containerd, Node, TestDist, failed, require, run, succeeded, text};
 
 /// Bundles `spec` from the dist, with this build's `berth`, into `bundle.tar.gz` in a folder.
 fn bundle_archive(dist: &TestDist, spec: &Path) -> (tempfile::TempDir, PathBuf) {
+    bundle_archive_in(dist, spec, Compression::Gzip)
+}
+
+/// [`bundle_archive`], the bundle compressed with `compression`.
+fn bundle_archive_in(
+    dist: &TestDist,
+    spec: &Path,
+    compression: Compression,
+) -> (tempfile::TempDir, PathBuf) {
     let release = Arc::new(Release::new(
         Store::Local(LocalStore::new(dist.dist.path())),
         String::new(),
@@ -23,15 +33,18 @@ fn bundle_archive(dist: &TestDist, spec: &Path) -> (tempfile::TempDir, PathBuf) 
     let spec_text = fs_err::read_to_string(spec).unwrap();
     let parsed = InstallerSpec::parse(spec, &spec_text).unwrap();
     let folder = tempfile::tempdir().unwrap();
-    let archive = folder.path().join("bundle.tar.gz");
+    let archive = folder
+        .path()
+        .join(format!("bundle{}", compression.tar_suffix()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let plan = bundle::prepare(&release, &parsed, None, &spec_text, "amd64", "", "")
+        let mut plan = bundle::prepare(&release, &parsed, None, &spec_text, "amd64", "", "")
             .await
             .unwrap();
+        plan.compression = compression;
         let file = fs_err::tokio::File::create(&archive).await.unwrap();
         bundle::write(release, &plan, file).await.unwrap();
     });
@@ -353,7 +366,7 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     );
     let refused = failed(&on_containerd().berth(&["install", "--bundle", "/etc/hostname"]));
     assert!(
-        refused.contains("the bundle is not a gzipped tar Berth can read"),
+        refused.contains("the bundle is not a compressed tar Berth can read"),
         "{refused}"
     );
 
@@ -371,4 +384,121 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
         "{refused}"
     );
     assert!(!cramped.install_dir().join("addons").exists());
+}
+
+/// zstd packages and bundles: a dist of zstd packages (`.tar.zst`, which its versions.json
+/// names) installs as the gzip dist of the same add-ons does: the same files, images that run,
+/// the same versions applied. The package digests differ, so the install over a gzip node
+/// applies again. A zstd bundle installs from a stream, as its gzip twin does, and is read by
+/// zstd's own tool.
+#[test]
+fn zstd_packages_and_bundles_install_as_gzip_ones_do() {
+    let containerd = Containerd::start();
+    let names = ["first", "second"];
+    let dist_in = |compression| {
+        let mut dist = TestDist::new();
+        dist.compression = compression;
+        for name in names {
+            dist.addon_with_greeting_image(
+                name,
+                &format!("function {name}() {{ echo \"{name} ran\"; }}\n"),
+            );
+        }
+        dist
+    };
+    let (gzip, zstd) = (dist_in(Compression::Gzip), dist_in(Compression::Zstd));
+    for name in names {
+        let zstd_file = zstd.dist.path().join(format!("{name}-1.0.0.tar.zst"));
+        assert_eq!(
+            Compression::sniff(&fs_err::read(&zstd_file).unwrap()),
+            Some(Compression::Zstd)
+        );
+        assert!(
+            !zstd
+                .dist
+                .path()
+                .join(format!("{name}-1.0.0.tar.gz"))
+                .exists()
+        );
+    }
+    let versions = fs_err::read_to_string(zstd.dist.path().join("versions.json")).unwrap();
+    assert!(versions.contains("\"compression\": \"zstd\""), "{versions}");
+    let spec = gzip.spec("spec.yaml", &names.map(|name| (name, "version: 1.0.0")));
+    let on_containerd = || Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+
+    let from_zstd = on_containerd();
+    let said = succeeded(&from_zstd.install(&spec, &zstd.url(), &[]));
+    assert!(
+        said.contains("first ran") && said.contains("second ran"),
+        "{said}"
+    );
+    for name in names {
+        let ran = containerd.ctr(&[
+            "run",
+            "--rm",
+            &format!("docker.io/local/{name}:1"),
+            &format!("read-{name}"),
+            "/bin/busybox",
+            "cat",
+            "/greeting",
+        ]);
+        assert_eq!(
+            text(&ran.stdout),
+            format!("{name}\n"),
+            "{}",
+            text(&ran.stderr)
+        );
+    }
+    let from_gzip = on_containerd();
+    let said = succeeded(&from_gzip.install(&spec, &gzip.url(), &[]));
+    assert!(said.contains("second ran"), "{said}");
+    assert_eq!(installed_files(&from_zstd), installed_files(&from_gzip));
+    let versions_of = |node: &Node| {
+        applied(node)
+            .into_iter()
+            .map(|(name, version, _)| (name, version))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(versions_of(&from_zstd), versions_of(&from_gzip));
+    assert_ne!(
+        applied(&from_zstd),
+        applied(&from_gzip),
+        "other package bytes"
+    );
+    // Run again: nothing to do. Over the gzip node: the other packages apply.
+    let again = succeeded(&from_zstd.berth(&["plan"]));
+    assert_eq!(again.matches("AlreadyApplied").count(), 2, "{again}");
+    let over = succeeded(&from_gzip.install(&spec, &zstd.url(), &[]));
+    assert!(over.contains("second ran"), "{over}");
+    assert_eq!(applied(&from_gzip), applied(&from_zstd));
+
+    // A zstd bundle, streamed, from a zstd dist: the node ends as the gzip bundle leaves it.
+    let (_gzip_folder, gzip_bundle) = bundle_archive(&gzip, &spec);
+    let (_zstd_folder, zstd_bundle) = bundle_archive_in(&zstd, &spec, Compression::Zstd);
+    let head = fs_err::read(&zstd_bundle).unwrap();
+    assert_eq!(Compression::sniff(&head), Some(Compression::Zstd));
+    require("zstd", "zstd");
+    let listed = run(Command::new("tar")
+        .arg("--zstd")
+        .arg("-tf")
+        .arg(&zstd_bundle));
+    assert!(
+        text(&listed.stdout).contains("install.sh"),
+        "{}",
+        text(&listed.stdout)
+    );
+    let streamed_gzip = on_containerd();
+    succeeded(&streamed_gzip.berth(&["install", "--bundle", gzip_bundle.to_str().unwrap()]));
+    let streamed_zstd = on_containerd();
+    let said =
+        succeeded(&streamed_zstd.berth(&["install", "--bundle", zstd_bundle.to_str().unwrap()]));
+    assert!(said.contains("first ran"), "{said}");
+    assert_eq!(
+        installed_files(&streamed_zstd),
+        installed_files(&streamed_gzip)
+    );
+    assert_eq!(applied(&streamed_zstd), applied(&from_zstd));
+    for node in [&from_gzip, &from_zstd, &streamed_gzip, &streamed_zstd] {
+        succeeded(&node.berth(&["reset"]));
+    }
 }

@@ -50,7 +50,8 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
         let parameters = berth_build::package::provenance::BuildParameters {
             addon: format!("addons/{name}/1.0.0"),
             arch: "amd64".into(),
-            compression: 6,
+            compression_format: Default::default(),
+            compression_level: 1,
             mtime: 0,
             distros: None,
             sbom: true,
@@ -289,6 +290,7 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
                 name: name.to_string(),
                 version: "1.0.0".into(),
                 sha256: berth_formats::package_index::parse_checksum_file(&checksum).unwrap(),
+                compression: Default::default(),
                 index_sha256: None,
             }
         })

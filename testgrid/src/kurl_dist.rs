@@ -55,6 +55,16 @@ pub const IMAGES: [(&str, &str, &str); 8] = [
 /// `dist`, for Debian 12, through the stand-ins, which stop when it is done. Fails with what
 /// the builder printed.
 pub fn build(builder: &Path, dist: &Path, cache: &Path) -> Result<(), String> {
+    build_with(builder, dist, cache, &[])
+}
+
+/// [`build`], with more of the builder's options (`--compression zstd`).
+pub fn build_with(
+    builder: &Path,
+    dist: &Path,
+    cache: &Path,
+    options: &[&str],
+) -> Result<(), String> {
     let registry = Registry::start();
     for (_, repository, tag) in IMAGES.iter().chain(&KUBERNETES_IMAGES) {
         push_image(&registry, repository, tag, vec![busybox_layer()]);
@@ -154,7 +164,8 @@ pub fn build(builder: &Path, dist: &Path, cache: &Path) -> Result<(), String> {
             &format!("https://github.com/={}/", github.url),
             "--asset-mirror",
             &format!("https://dl.k8s.io/={}/", dl_k8s.url),
-        ]);
+        ])
+        .args(options);
     for mirrored in ["registry.k8s.io", "docker.io", "ghcr.io"] {
         build.args([
             "--registry-mirror",

@@ -41,6 +41,9 @@ enum Commands {
         /// The dist folder to write.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// How the packages are compressed (berth-build's `--compression`).
+        #[arg(long, default_value = "gzip", value_name = "gzip|zstd")]
+        compression: String,
     },
     /// Boot VMs of one OS with the qemu provider and keep them until Ctrl-C, writing a hosts
     /// file the ssh provider reads.
@@ -214,7 +217,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Commands::Run(args) => run(args),
         Commands::Merge { shards, out } => merge(&shards, &out),
-        Commands::KurlDist { out } => kurl_dist(&out),
+        Commands::KurlDist { out, compression } => kurl_dist(&out, &compression),
         Commands::Boot {
             machines,
             os_spec,
@@ -394,10 +397,16 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn kurl_dist(out: &Path) -> anyhow::Result<ExitCode> {
+fn kurl_dist(out: &Path, compression: &str) -> anyhow::Result<ExitCode> {
     let builder = berth_build()?;
     let cache = tempfile::tempdir()?;
-    berth_testgrid::kurl_dist::build(&builder, out, cache.path()).map_err(anyhow::Error::msg)?;
+    berth_testgrid::kurl_dist::build_with(
+        &builder,
+        out,
+        cache.path(),
+        &["--compression", compression],
+    )
+    .map_err(anyhow::Error::msg)?;
     println!("kURL's fixture add-ons are in {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

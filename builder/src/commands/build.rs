@@ -137,7 +137,8 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
             let parameters = provenance::BuildParameters {
                 addon: parts.into_iter().rev().collect::<Vec<_>>().join("/"),
                 arch: settings.arch.clone(),
-                compression: settings.compression,
+                compression_format: settings.compression.format,
+                compression_level: settings.compression.level,
                 mtime: settings.mtime,
                 distros: settings.selected_distros.clone(),
                 sbom: settings.sbom,
@@ -160,6 +161,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 let package = berth_formats::package_index::package_file_name(
                     &outcome.name,
                     &outcome.version,
+                    outcome.compression,
                 );
                 stale.push(format!("{package}.sha256.sig"));
                 stale.push(format!(

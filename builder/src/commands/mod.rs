@@ -60,7 +60,11 @@ pub fn prepare(
         out_dir: args.out.clone(),
         arch: args.arch.clone(),
         concurrency: args.concurrency,
-        compression: args.compression,
+        compression: berth_formats::compression::Setting::new(
+            args.compression,
+            args.compression_level,
+        )
+        .map_err(|message| anyhow::anyhow!("--compression-level: {message}"))?,
         mtime: berth_formats::archive::source_date_epoch(),
         skip_unchanged,
         distros,

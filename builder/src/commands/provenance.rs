@@ -59,7 +59,11 @@ pub fn run(args: VerifyProvenanceArgs) -> anyhow::Result<ExitCode> {
     );
     let (context, mut settings) = super::prepare(&args.fetch, false)?;
     settings.arch = parameters.arch.clone();
-    settings.compression = parameters.compression;
+    settings.compression = berth_formats::compression::Setting::new(
+        parameters.compression_format,
+        Some(parameters.compression_level),
+    )
+    .map_err(|message| anyhow::anyhow!("{at}: {message}"))?;
     settings.mtime = parameters.mtime;
     settings.selected_distros.clone_from(&parameters.distros);
     settings.sbom = parameters.sbom;

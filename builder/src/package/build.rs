@@ -63,6 +63,7 @@ pub fn write_versions(
     for outcome in built {
         if let Some(entry) = versions.entry_mut(&outcome.name, &outcome.version) {
             entry.fields.clone_from(&outcome.fields);
+            entry.compression = outcome.compression;
         }
     }
     let bytes = versions.to_bytes();

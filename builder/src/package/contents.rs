@@ -25,7 +25,7 @@ pub(super) struct Contents {
 }
 
 impl Contents {
-    pub fn new(root: String, mtime: u64, compression: u32) -> Self {
+    pub fn new(root: String, mtime: u64, compression: berth_formats::compression::Setting) -> Self {
         Self {
             root,
             archive: ReproducibleArchive::new(mtime, compression),

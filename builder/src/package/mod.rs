@@ -56,8 +56,8 @@ pub struct PackageSettings {
     pub arch: String,
     /// Blob downloads in flight at once.
     pub concurrency: usize,
-    /// gzip level, 0–9.
-    pub compression: u32,
+    /// How the package is compressed (its format names its file) and at what level.
+    pub compression: berth_formats::compression::Setting,
     /// mtime of every entry (`SOURCE_DATE_EPOCH`).
     pub mtime: u64,
     /// Keep an existing package whose inputs digest matches instead of rebuilding it.
@@ -80,6 +80,8 @@ pub struct PackageOutcome {
     /// What the folder's `fields.yaml` declares, for its `versions.json` entry.
     pub fields: Option<Vec<berth_formats::fields::FieldDeclaration>>,
     pub path: PathBuf,
+    /// How it is compressed, which its `versions.json` entry records.
+    pub compression: berth_formats::compression::Compression,
     pub sha256: Sha256Digest,
     pub size: u64,
     pub images: usize,
@@ -141,7 +143,11 @@ pub async fn package(
             .expect("add-on load does not panic")?
     };
     let inputs_digest = source.inputs_digest(&settings.arch, settings.sbom);
-    let file_name = package_index::package_file_name(&source.name, &source.version);
+    let file_name = package_index::package_file_name(
+        &source.name,
+        &source.version,
+        settings.compression.format,
+    );
     let out_path = settings.out_dir.join(&file_name);
     fs_err::create_dir_all(&settings.out_dir).map_err(io_error(&settings.out_dir))?;
     if settings.skip_unchanged
@@ -228,6 +234,7 @@ pub async fn package(
         kind: source.kind,
         fields: source.fields,
         path: out_path,
+        compression: settings.compression.format,
         sha256,
         size,
         images: index.images.len(),

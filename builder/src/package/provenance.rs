@@ -20,7 +20,15 @@ pub struct BuildParameters {
     /// The add-on folder, relative to the repository (`addons/<name>/<version>`).
     pub addon: String,
     pub arch: String,
-    pub compression: u32,
+    /// gzip (the default, left out) or zstd.
+    #[serde(
+        default,
+        skip_serializing_if = "berth_formats::compression::Compression::is_gzip"
+    )]
+    pub compression_format: berth_formats::compression::Compression,
+    /// The level (`compression` in statements made before zstd).
+    #[serde(alias = "compression")]
+    pub compression_level: u32,
     pub mtime: u64,
     /// The distros whose host packages were built (`--distro`); all the Manifest names when
     /// none.

@@ -36,6 +36,10 @@ pub(super) fn unchanged(
             kind: source.kind,
             fields: source.fields.clone(),
             path: path.to_path_buf(),
+            compression: berth_formats::compression::Compression::of_file_name(
+                &path.to_string_lossy(),
+            )
+            .unwrap_or_default(),
             sha256,
             size,
             images: index.images.len(),

@@ -141,12 +141,13 @@ impl Release {
                 let mut config = requested.config.clone();
                 versions.apply_fields(&addon.name, &addon.version, &mut config)?;
             }
-            let file = package_file_name(&addon.name, &addon.version);
+            let file = package_file_name(&addon.name, &addon.version, addon.compression);
             let what = format!("package {} {}", addon.name, addon.version);
             addons.push(LockedAddon {
                 sha256: self.checksum(&file, &what).await?,
                 name: addon.name,
                 version: addon.version,
+                compression: addon.compression,
                 index_sha256: None,
             });
         }

@@ -127,7 +127,11 @@ pub async fn check_store(
     };
     signed(VERSIONS_FILE.to_string()).await?;
     for addon in &lock.addons {
-        let file = berth_formats::package_index::package_file_name(&addon.name, &addon.version);
+        let file = berth_formats::package_index::package_file_name(
+            &addon.name,
+            &addon.version,
+            addon.compression,
+        );
         let bytes = signed(berth_formats::release::checksum_file(&file)).await?;
         let said =
             berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(&bytes))

@@ -5,7 +5,7 @@
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use flate2::read::GzDecoder;
+use crate::compression::decompress;
 
 use super::clean_archive_path;
 use super::write::mode;
@@ -48,7 +48,7 @@ impl Default for ExtractLimits {
     }
 }
 
-/// Unpacks a gzipped tar into `destination`, refusing anything that would land outside it.
+/// Unpacks a compressed tar (gzip or zstd, told by its first bytes) into `destination`, refusing anything that would land outside it.
 /// Returns the paths written, in archive order.
 pub fn extract(reader: impl Read, destination: &Path) -> Result<Vec<String>, ExtractError> {
     extract_within(reader, destination, ExtractLimits::default())
@@ -60,7 +60,7 @@ pub fn extract_within(
     destination: &Path,
     limits: ExtractLimits,
 ) -> Result<Vec<String>, ExtractError> {
-    let mut archive = tar::Archive::new(GzDecoder::new(reader));
+    let mut archive = tar::Archive::new(decompress(reader).map_err(ExtractError::Read)?);
     let mut written = Vec::new();
     let mut budget = limits.max_bytes;
     for entry in archive.entries().map_err(ExtractError::Read)? {
@@ -165,7 +165,7 @@ pub fn read_entry_within(
     wanted: impl Fn(&str) -> bool,
     max_bytes: u64,
 ) -> Result<Option<(String, Vec<u8>)>, ExtractError> {
-    let mut archive = tar::Archive::new(GzDecoder::new(reader));
+    let mut archive = tar::Archive::new(decompress(reader).map_err(ExtractError::Read)?);
     for entry in archive.entries().map_err(ExtractError::Read)? {
         let mut entry = entry.map_err(ExtractError::Read)?;
         if entry.header().entry_type() != tar::EntryType::Regular {

@@ -1,8 +1,9 @@
-//! Gzipped tar archives: written reproducibly, read safely.
+//! Compressed tar archives (gzip or zstd): written reproducibly, read safely.
 //!
 //! Writing: entries are sorted by path, every parent folder is listed, owners are 0 with no
 //! user or group names, modes are 0755 (folders and executables) or 0644, mtimes come from
-//! `SOURCE_DATE_EPOCH` (default 0), and the gzip header carries no name and no time. The same
+//! `SOURCE_DATE_EPOCH` (default 0), the gzip header carries no name and no time, and zstd runs
+//! in its mode whose output does not depend on the number of threads. The same
 //! inputs therefore give the same bytes on any machine.
 //!
 //! Reading: an entry with an absolute path or `..`, a link that points outside the destination,
@@ -23,7 +24,7 @@ pub use extract::{
     ExtractError, ExtractLimits, extract, extract_within, read_entry, read_entry_within,
 };
 pub use write::{
-    Compressor, ReproducibleArchive, Source, TarGzWriter, TarWriter, WriteError, source_date_epoch,
+    Compressor, ReproducibleArchive, Source, TarWriter, WriteError, source_date_epoch,
 };
 
 use std::path::{Component, Path};

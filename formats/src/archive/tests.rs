@@ -7,7 +7,7 @@ use super::*;
 use crate::Sha256Digest;
 
 fn sample(order_reversed: bool) -> ReproducibleArchive {
-    let mut archive = ReproducibleArchive::new(0, 6);
+    let mut archive = ReproducibleArchive::new(0, crate::compression::Setting::gzip(6));
     let mut entries = vec![
         ("addons/demo/1.0.0/install.sh", b"echo hi\n".to_vec(), true),
         ("addons/demo/1.0.0/Manifest", b"apt fio\n".to_vec(), false),
@@ -39,6 +39,35 @@ fn same_entries_in_any_order_give_the_same_bytes() {
     // gzip header: no mtime (bytes 4..8) and no file name flag.
     assert_eq!(&first[4..8], &[0, 0, 0, 0]);
     assert_eq!(first[3] & 0x08, 0);
+}
+
+#[test]
+fn a_zstd_archive_is_reproducible_and_unpacks_to_what_the_gzip_one_does() {
+    use crate::compression::{Compression as Format, Setting};
+    let zstd = |reversed| {
+        let mut archive = ReproducibleArchive::new(0, Setting::new(Format::Zstd, None).unwrap());
+        for (path, source) in sample(reversed).entries() {
+            if *source != Source::Directory {
+                archive.insert(path, source.clone()).unwrap();
+            }
+        }
+        write(&archive)
+    };
+    let bytes = zstd(false);
+    assert_eq!(bytes, zstd(true));
+    assert_eq!(Format::sniff(&bytes), Some(Format::Zstd));
+    let (from_zstd, from_gzip) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let unpacked = extract(bytes.as_slice(), from_zstd.path()).unwrap();
+    assert_eq!(
+        unpacked,
+        extract(write(&sample(false)).as_slice(), from_gzip.path()).unwrap()
+    );
+    for path in unpacked.iter().filter(|path| path.ends_with(".sh")) {
+        assert_eq!(
+            fs_err::read(from_zstd.path().join(path)).unwrap(),
+            fs_err::read(from_gzip.path().join(path)).unwrap()
+        );
+    }
 }
 
 #[test]
@@ -123,7 +152,7 @@ fn a_path_added_twice_is_refused() {
 
 #[test]
 fn a_file_where_a_folder_is_needed_is_refused() {
-    let mut archive = ReproducibleArchive::new(0, 6);
+    let mut archive = ReproducibleArchive::new(0, crate::compression::Setting::gzip(6));
     let file = || Source::Bytes {
         data: b"x".to_vec(),
         executable: false,
@@ -144,7 +173,7 @@ fn a_file_that_does_not_match_its_expected_digest_fails_the_write() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("blob");
     fs_err::write(&file, b"actual").unwrap();
-    let mut archive = ReproducibleArchive::new(0, 6);
+    let mut archive = ReproducibleArchive::new(0, crate::compression::Setting::gzip(6));
     archive
         .insert(
             "blob",

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use flate2::Compression;
+use crate::compression::{Encoder, Setting, all_cores};
 
 use super::clean_archive_path;
 use crate::digest::{HashingWriter, Sha256Digest};
@@ -74,12 +74,12 @@ pub struct ReproducibleArchive {
     /// Written right after its parent folders, before everything else (an index read first).
     lead: Option<String>,
     mtime: u64,
-    compression: u32,
+    compression: Setting,
 }
 
 impl ReproducibleArchive {
-    /// An empty archive whose entries get `mtime` and whose gzip stream uses `compression` (0–9).
-    pub fn new(mtime: u64, compression: u32) -> Self {
+    /// An empty archive whose entries get `mtime`, compressed as `compression` says.
+    pub fn new(mtime: u64, compression: Setting) -> Self {
         Self {
             entries: BTreeMap::new(),
             lead: None,
@@ -149,9 +149,15 @@ impl ReproducibleArchive {
         first.iter().copied().chain(rest).collect()
     }
 
-    /// Writes the gzipped tar to `out`; `progress` is called with the bytes of content copied.
+    /// Writes the compressed tar to `out`; `progress` is called with the bytes of content
+    /// copied. zstd compresses on every core (its output does not depend on how many).
     pub fn write<W: Write>(&self, out: W, progress: &mut dyn FnMut(u64)) -> Result<W, WriteError> {
-        let mut writer = TarGzWriter::new(out, self.mtime, self.compression);
+        let encoder =
+            Encoder::new(out, self.compression, all_cores()).map_err(|source| WriteError::Io {
+                path: "(start of the compressed stream)".into(),
+                source,
+            })?;
+        let mut writer = TarWriter::over(encoder, self.mtime);
         for path in self.order() {
             let io_error = |source| WriteError::Io {
                 path: path.clone(),
@@ -201,7 +207,7 @@ pub trait Compressor: Write {
     fn finish_stream(self) -> io::Result<Self::Output>;
 }
 
-impl<W: Write> Compressor for flate2::write::GzEncoder<W> {
+impl<W: Write> Compressor for Encoder<W> {
     type Output = W;
     fn finish_stream(self) -> io::Result<W> {
         self.finish()
@@ -214,18 +220,6 @@ impl<W: Write> Compressor for flate2::write::GzEncoder<W> {
 pub struct TarWriter<Z: Compressor> {
     builder: tar::Builder<Z>,
     mtime: u64,
-}
-
-/// A gzipped [`TarWriter`], one thread compressing.
-pub type TarGzWriter<W> = TarWriter<flate2::write::GzEncoder<W>>;
-
-impl<W: Write> TarWriter<flate2::write::GzEncoder<W>> {
-    pub fn new(out: W, mtime: u64, compression: u32) -> Self {
-        Self::over(
-            flate2::GzBuilder::new().write(out, Compression::new(compression)),
-            mtime,
-        )
-    }
 }
 
 impl<Z: Compressor> TarWriter<Z> {

@@ -10,6 +10,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::compression::Compression;
+
 pub mod order;
 
 pub use order::compare_versions;
@@ -86,6 +88,9 @@ pub struct VersionEntry {
     /// The spec fields this version declares (its `fields.yaml`), when it declares them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields: Option<Vec<crate::fields::FieldDeclaration>>,
+    /// How the published package is compressed, which names its file; gzip when absent.
+    #[serde(default, skip_serializing_if = "Compression::is_gzip")]
+    pub compression: Compression,
 }
 
 /// Spec keys kURL installs with its own scripts rather than as add-ons: a dist offers them
@@ -167,6 +172,8 @@ pub struct ResolvedAddon {
     pub version: String,
     /// Its place in install order.
     pub position: usize,
+    /// How its package is compressed.
+    pub compression: Compression,
 }
 
 impl AddonVersions {
@@ -282,9 +289,14 @@ impl VersionsFile {
         };
         let mut resolved = Vec::with_capacity(requested.len());
         for (name, version) in requested {
+            let version = self.resolve(name, version, kubernetes.as_deref())?;
             resolved.push(ResolvedAddon {
                 position: self.position_of(name)?,
-                version: self.resolve(name, version, kubernetes.as_deref())?,
+                compression: self
+                    .entry(name, &version)
+                    .map(|entry| entry.compression)
+                    .unwrap_or_default(),
+                version,
                 name: name.to_string(),
             });
         }
@@ -425,12 +437,15 @@ impl VersionsFile {
                 let mut versions: Vec<VersionEntry> = found
                     .iter()
                     .filter(|(found_name, _)| found_name == name)
-                    .map(|(_, version)| VersionEntry {
-                        version: version.clone(),
-                        kubernetes_version: existing
-                            .and_then(|file| file.entry(name, version))
-                            .and_then(|entry| entry.kubernetes_version.clone()),
-                        fields: None,
+                    .map(|(_, version)| {
+                        let before = existing.and_then(|file| file.entry(name, version));
+                        VersionEntry {
+                            version: version.clone(),
+                            kubernetes_version: before
+                                .and_then(|entry| entry.kubernetes_version.clone()),
+                            fields: None,
+                            compression: before.map(|entry| entry.compression).unwrap_or_default(),
+                        }
                     })
                     .collect();
                 versions.sort_by(|a, b| compare_versions(&b.version, &a.version));

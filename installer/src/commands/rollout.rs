@@ -91,7 +91,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
             let trust = berth::trust::Trust::load(&layout, &[])?;
             let (versions, dist) = offered_versions(&layout, &trust)?;
             rollouts::check_offered(&rollout, &versions, &dist.argument())?;
-            let packages = pinned_packages(&trust, &rollout, &dist)?;
+            let packages = pinned_packages(&trust, &rollout, &versions, &dist)?;
             let nodes = first_node::nodes(&fleet, &Node::new(&layout))?;
             let uid = berth_fleet::random_hex(4)?;
             let record = Rollouts::new(&fleet).update(|records| {
@@ -232,13 +232,18 @@ fn offered_versions(
 fn pinned_packages(
     trust: &berth::trust::Trust,
     rollout: &Rollout,
+    versions: &berth_formats::versions::VersionsFile,
     dist: &berth::dist::Dist,
 ) -> anyhow::Result<BTreeMap<String, Sha256Digest>> {
     let addon = &rollout.spec.addon;
     rollouts::wanted_versions(rollout)
         .into_iter()
         .map(|version| {
-            let file = package_file_name(addon, version);
+            let compression = versions
+                .entry(addon, version)
+                .map(|entry| entry.compression)
+                .unwrap_or_default();
+            let file = package_file_name(addon, version, compression);
             let digest = trust.package_digest(dist, &file).with_context(|| {
                 format!(
                     "failed to pin the package of {addon} {version} (its .sha256 in {})",

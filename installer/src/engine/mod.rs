@@ -29,7 +29,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use berth_formats::compression::Compression;
 use berth_formats::lock::Lock;
+use berth_formats::package_index::package_file_name;
 use berth_formats::spec::SpecError;
 use berth_formats::versions::{VERSIONS_FILE, VersionsError};
 use serde_json::{Map, Value};
@@ -185,6 +187,16 @@ pub struct PlannedAddon {
     /// itself still comes from the dist, checked by its digest.
     #[serde(skip)]
     pub s3_override: Option<String>,
+    /// How its package is compressed (from the lock or `versions.json`), which names its file.
+    #[serde(skip)]
+    pub compression: Compression,
+}
+
+impl PlannedAddon {
+    /// `<name>-<version>.tar.gz` (or `.tar.zst`): its package's file in the dist and the cache.
+    pub fn package_file(&self) -> String {
+        package_file_name(&self.name, &self.version, self.compression)
+    }
 }
 
 /// Every add-on of the spec, in install order, with what the run will do to it.
@@ -330,6 +342,19 @@ pub enum EngineError {
 
 /// The digest of a package kept in this node's cache: its `.sha256`, when the package is
 /// there too. A rollback reads it; a fetch skips the download when it is the expected one.
+/// The package of `name` `version` this node keeps, in whichever compression it has it, with
+/// the digest it was checked at.
+pub(crate) fn kept_package(
+    layout: &Layout,
+    name: &str,
+    version: &str,
+) -> Option<(Compression, berth_formats::Sha256Digest)> {
+    Compression::ALL.into_iter().find_map(|compression| {
+        cached_digest(layout, &package_file_name(name, version, compression))
+            .map(|digest| (compression, digest))
+    })
+}
+
 fn cached_digest(layout: &Layout, file: &str) -> Option<berth_formats::Sha256Digest> {
     let cache = layout.package_cache();
     let text =

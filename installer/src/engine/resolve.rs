@@ -5,14 +5,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use berth_formats::Sha256Digest;
+use berth_formats::compression::Compression;
 use berth_formats::package_index::package_file_name;
 use berth_formats::spec::{InstallerSpec, SpecError};
 use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
 use super::{
-    ENGINE_GENERATION, EngineError, Plan, PlannedAddon, RunSettings, SpecSource, cached_digest,
-    first_line,
+    ENGINE_GENERATION, EngineError, Plan, PlannedAddon, RunSettings, SpecSource, first_line,
+    kept_package,
 };
 use crate::last_installer::LastInstaller;
 use crate::layout::Layout;
@@ -116,6 +117,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
                     version: locked.version.clone(),
                     package_digest: locked.sha256,
                     bundled_index: locked.index_sha256,
+                    compression: locked.compression,
                 })
                 .collect()
         }
@@ -128,7 +130,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             .map_err(versions_error)?
             .into_iter()
             .map(|addon| {
-                let file = package_file_name(&addon.name, &addon.version);
+                let file = package_file_name(&addon.name, &addon.version, addon.compression);
                 // From its `.sha256`, whose signature is checked first when keys are trusted.
                 let digest = settings
                     .trust
@@ -146,6 +148,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
                     version: addon.version,
                     package_digest: digest,
                     bundled_index: None,
+                    compression: addon.compression,
                 })
             })
             .collect::<Result<_, EngineError>>()?,
@@ -157,6 +160,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             version,
             package_digest,
             bundled_index,
+            compression,
         } = pinned;
         let (_, mut config) = requested
             .remove(&name)
@@ -204,6 +208,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             record_damaged: damage.is_some(),
             bundled_index,
             s3_override,
+            compression,
         });
     }
     repair_unhealthy(&settings.layout, &mut planned);
@@ -253,6 +258,7 @@ struct Pinned {
     version: String,
     package_digest: Sha256Digest,
     bundled_index: Option<Sha256Digest>,
+    compression: Compression,
 }
 
 /// The plan of `berth rollback`: `name` back to the version it had before (or to `to`, a
@@ -276,6 +282,8 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
         ));
     };
     let from = current.target.version.clone();
+    // The package of the version rolled back to, which this node keeps in one compression.
+    let mut compression = Compression::default();
     let applied = match (to, &record.last) {
         (None, Some(last)) => last.clone(),
         (None, None) => {
@@ -289,13 +297,13 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
         (Some(version), Some(last)) if last.target.version == version => last.clone(),
         (Some(version), _) => {
             // Another version whose package this node keeps, applied with today's settings.
-            let file = package_file_name(name, version);
-            let Some(digest) = cached_digest(layout, &file) else {
+            let Some((kept, digest)) = kept_package(layout, name, version) else {
                 return Err(problem(format!(
                     "no package of version {version} is kept on this node; kept: {}",
                     kept_versions(layout, name).join(", ")
                 )));
             };
+            compression = kept;
             Applied {
                 target: Target {
                     version: version.to_string(),
@@ -307,6 +315,11 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             }
         }
     };
+    if let Some((kept, _)) = kept_package(layout, name, &applied.target.version)
+        .filter(|(_, digest)| *digest == applied.target.package_digest)
+    {
+        compression = kept;
+    }
     Ok(Plan {
         id: applied.target.id.clone(),
         addons: vec![PlannedAddon {
@@ -319,6 +332,7 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             record,
             record_damaged: false,
             bundled_index: None,
+            compression,
             s3_override: spec
                 .as_ref()
                 .and_then(|spec| spec.addons.get(name))
@@ -341,11 +355,16 @@ fn kept_versions(layout: &Layout, name: &str) -> Vec<String> {
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let file = entry.file_name().to_string_lossy().into_owned();
-            let version = file.strip_prefix(&prefix)?.strip_suffix(".tar.gz")?;
-            Some(version.to_string())
+            let stem = file.strip_prefix(&prefix)?;
+            Compression::ALL
+                .into_iter()
+                .find_map(|compression| stem.strip_suffix(compression.tar_suffix()))
+                .map(str::to_string)
         })
         .collect();
     versions.sort_by(|a, b| compare_versions(b, a));
+    // A version kept in both formats (the dist changed its compression) is named once.
+    versions.dedup();
     versions
 }
 

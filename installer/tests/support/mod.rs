@@ -180,6 +180,8 @@ pub struct TestDist {
     examples: Vec<(String, String, PathBuf)>,
     /// The architecture packages are built for (`amd64` unless a test says otherwise).
     pub arch: String,
+    /// How packages are compressed (gzip unless a test says otherwise).
+    pub compression: berth_formats::compression::Compression,
 }
 
 struct Silent;
@@ -205,6 +207,7 @@ impl TestDist {
             names: Vec::new(),
             examples: Vec::new(),
             arch: "amd64".into(),
+            compression: Default::default(),
         }
     }
 
@@ -339,7 +342,8 @@ impl TestDist {
             out_dir: self.dist.path().to_path_buf(),
             arch: self.arch.clone(),
             concurrency: 2,
-            compression: 1,
+            compression: berth_formats::compression::Setting::new(self.compression, Some(1))
+                .unwrap(),
             mtime: 0,
             skip_unchanged: false,
             distros: self.distros.clone(),
@@ -383,6 +387,13 @@ impl TestDist {
         let mut versions = berth_formats::versions::VersionsFile::generate(Some(&order), &found);
         let folders: Vec<&Path> = folders.iter().map(PathBuf::as_path).collect();
         berth_build::package::build::attach_fields(&mut versions, &folders).unwrap();
+        for entry in versions
+            .addons
+            .iter_mut()
+            .flat_map(|addon| addon.versions.iter_mut())
+        {
+            entry.compression = self.compression;
+        }
         fs_err::write(self.dist.path().join("versions.json"), versions.to_bytes()).unwrap();
     }
 

@@ -22,6 +22,7 @@ use axum::extract::{ConnectInfo, DefaultBodyLimit, Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use berth_formats::compression::Compression;
 use berth_formats::release::{berth_binary_file, berth_binary_name, checksum_file};
 use berth_formats::spec::{InstallerSpec, MAX_SPEC_BYTES};
 use berth_formats::versions::{VERSIONS_FILE, VersionsError};
@@ -113,7 +114,7 @@ async fn index(State(server): State<Shared>) -> Response {
     text(
         StatusCode::OK,
         format!(
-            "Berth installer server\n\nPOST {url}/installer         an Installer spec (YAML); answers its URL\nGET  {url}/<id>               install.sh of an installer\nGET  {url}/<id>/<script>      {scripts}\nGET  {url}/bundle/<id>.tar.gz the airgap bundle of an installer\nGET  {url}/versions.json      the add-on versions on offer\nGET  {url}/dist/<file>        the release's packages and node binaries\n",
+            "Berth installer server\n\nPOST {url}/installer         an Installer spec (YAML); answers its URL\nGET  {url}/<id>               install.sh of an installer\nGET  {url}/<id>/<script>      {scripts}\nGET  {url}/bundle/<id>.tar.gz the airgap bundle of an installer (.tar.zst in zstd)\nGET  {url}/versions.json      the add-on versions on offer\nGET  {url}/dist/<file>        the release's packages and node binaries\n",
             url = server.public_url,
             scripts = SCRIPTS.join(", "),
         ),
@@ -363,6 +364,8 @@ async fn stream_file(server: &Server, file: &str) -> Response {
         "application/json"
     } else if file.ends_with(".tar.gz") {
         "application/gzip"
+    } else if file.ends_with(".tar.zst") {
+        "application/zstd"
     } else {
         "application/octet-stream"
     };
@@ -396,8 +399,14 @@ async fn local_berth(
 }
 
 async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>) -> Response {
-    let Some(id) = file.strip_suffix(".tar.gz") else {
-        return text(StatusCode::NOT_FOUND, "bundles are named <id>.tar.gz");
+    let Some((id, compression)) = Compression::ALL.into_iter().find_map(|compression| {
+        file.strip_suffix(compression.tar_suffix())
+            .map(|id| (id, compression))
+    }) else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "bundles are named <id>.tar.gz, or <id>.tar.zst in zstd",
+        );
     };
     let installer = match installer(&server, id).await {
         Ok(found) => found,
@@ -427,6 +436,7 @@ async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>
     let plan = match prepared {
         Ok(mut plan) => {
             plan.signing_key = server.signing_key.clone();
+            plan.compression = compression;
             plan
         }
         Err(error) => {
@@ -439,17 +449,21 @@ async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>
     };
     let (writer, reader) = tokio::io::duplex(256 * 1024);
     let server = Arc::clone(&server);
+    let content_type = match compression {
+        Compression::Gzip => "application/gzip",
+        Compression::Zstd => "application/zstd",
+    };
     tokio::spawn(async move {
         let _permit = permit;
         if let Err(error) = bundle::write(Arc::clone(&server.release), &plan, writer).await {
-            // The client sees the stream end early; the gzip trailer is missing.
+            // The client sees the stream end early; the compressed stream's end is missing.
             tracing::warn!("bundle {}: {error}", plan.lock.id);
         }
     });
     (
         StatusCode::OK,
         [
-            (header::CONTENT_TYPE, "application/gzip".to_string()),
+            (header::CONTENT_TYPE, content_type.to_string()),
             (
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"{file}\""),

@@ -93,8 +93,7 @@ fn decompress(suffix: &str, input: &mut dyn Read, out: &mut dyn Write) -> std::i
         "" => std::io::copy(&mut buffered, out).map(drop),
         ".gz" => std::io::copy(&mut flate2::read::GzDecoder::new(buffered), out).map(drop),
         ".zst" => {
-            let mut decoder = ruzstd::decoding::StreamingDecoder::new(buffered)
-                .map_err(|error| std::io::Error::other(error.to_string()))?;
+            let mut decoder = zstd::stream::read::Decoder::with_buffer(buffered)?;
             std::io::copy(&mut decoder, out).map(drop)
         }
         ".xz" => lzma_rs::xz_decompress(&mut buffered, &mut { out })

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use berth_formats::Sha256Digest;
+use berth_formats::compression::{Compression, decompress};
 use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex, package_root};
 
 use super::host::{self, HostFacts};
@@ -156,7 +157,10 @@ pub fn scan_package(path: &Path, digest: Option<Sha256Digest>) -> anyhow::Result
     let mut index: Option<PackageIndex> = None;
     let mut scanner = Scanner::default();
     {
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&mut hashing));
+        let mut archive = tar::Archive::new(
+            decompress(&mut hashing)
+                .with_context(|| format!("{} is not a package Berth can read", path.display()))?,
+        );
         for entry in archive
             .entries()
             .with_context(|| format!("{} is not a package Berth can read", path.display()))?
@@ -198,15 +202,12 @@ pub(super) fn scan_layer(reader: impl Read) -> Databases {
     let magic = std::io::BufRead::fill_buf(&mut reader)
         .map(|bytes| bytes.get(..4).map(<[u8]>::to_vec).unwrap_or_default())
         .unwrap_or_default();
-    let decoded: Box<dyn Read + '_> = if magic.starts_with(&[0x1f, 0x8b]) {
-        Box::new(flate2::read::GzDecoder::new(reader))
-    } else if magic == [0x28, 0xb5, 0x2f, 0xfd] {
-        match ruzstd::decoding::StreamingDecoder::new(reader) {
-            Ok(decoder) => Box::new(decoder),
+    let decoded: Box<dyn Read + '_> = match Compression::sniff(&magic) {
+        Some(_) => match decompress(reader) {
+            Ok(decoder) => decoder,
             Err(_) => return Databases::default(),
-        }
-    } else {
-        Box::new(reader)
+        },
+        None => Box::new(reader),
     };
     let mut found = Databases::default();
     let mut archive = tar::Archive::new(decoded);

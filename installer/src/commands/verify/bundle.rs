@@ -88,7 +88,7 @@ impl Contents {
     /// A bundle's archive, read once as it streams by.
     pub fn read_archive(path: &Path) -> anyhow::Result<Self> {
         let file = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(path)?);
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        let mut archive = tar::Archive::new(berth_formats::compression::decompress(file)?);
         let mut contents = Self::default();
         for entry in archive.entries()? {
             let entry = entry?;

@@ -196,7 +196,12 @@ fn checksum_files(folder: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = fs_err::read_dir(folder)?
         .flatten()
         .map(|entry| entry.path())
-        .filter(|path| path.to_string_lossy().ends_with(".tar.gz.sha256"))
+        .filter(|path| {
+            let name = path.to_string_lossy();
+            name.strip_suffix(".sha256")
+                .and_then(berth_formats::compression::Compression::of_file_name)
+                .is_some()
+        })
         .collect();
     files.sort();
     Ok(files)

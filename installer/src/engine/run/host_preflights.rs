@@ -111,7 +111,7 @@ impl Run<'_> {
                 .iter()
                 .filter(|member| member.planned.decision.applies())
                 .filter_map(|member| {
-                    let file = package_file_name(&member.planned.name, &member.planned.version);
+                    let file = member.planned.package_file();
                     fs_err::metadata(self.settings.layout.package_cache().join(file)).ok()
                 })
                 .map(|metadata| metadata.len() * 2)

@@ -11,7 +11,7 @@ pub use host_preflights::{PreflightRecord, file_documents};
 use std::time::{Duration, Instant, SystemTime};
 
 use berth_formats::Sha256Digest;
-use berth_formats::package_index::{PackageIndex, package_file_name};
+use berth_formats::package_index::PackageIndex;
 use berth_formats::spec::kurl_type::kurl_environment;
 use berth_formats::spec::{spec_key, upper_snake};
 use fs_err::os::unix::fs::OpenOptionsExt as _;

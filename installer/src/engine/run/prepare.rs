@@ -23,7 +23,7 @@ impl Run<'_> {
                 },
             );
         }
-        let file = package_file_name(name, version);
+        let file = planned.package_file();
         let cache = layout.package_cache();
         fs_err::create_dir_all(&cache).map_err(io_error(&cache))?;
         let cached = cache.join(&file);
@@ -70,7 +70,7 @@ pub(super) fn fetch(
     {
         let layout = &settings.layout;
         let (name, version) = (planned.name.as_str(), planned.version.as_str());
-        let file = package_file_name(name, version);
+        let file = planned.package_file();
         let cache = layout.package_cache();
         fs_err::create_dir_all(&cache).map_err(io_error(&cache))?;
         let cached = cache.join(&file);

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Helpers the bench scripts share; sourced, never run.
+
+now() { date +%s.%N; }
+# The median of the numbers given.
+median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+# Starts a private containerd under $1, records its pid in containerd_pids (for the caller's
+# cleanup) and sets CONTAINERD_ADDRESS to its socket.
+containerd_pids=()
+start_containerd() {
+    local dir=$1
+    mkdir -p "$dir"
+    printf 'version = 2\nroot = "%s/root"\nstate = "%s/state"\n[grpc]\n  address = "%s/containerd.sock"\n' \
+        "$dir" "$dir" "$dir" >"$dir/config.toml"
+    containerd --config "$dir/config.toml" >"$dir/log" 2>&1 &
+    containerd_pids+=($!)
+    export CONTAINERD_ADDRESS="$dir/containerd.sock"
+    for _ in $(seq 100); do ctr version >/dev/null 2>&1 && return; sleep 0.1; done
+    echo "containerd did not start" >&2
+    exit 1
+}
