@@ -181,43 +181,6 @@ fn the_demo_bundle_installs_and_runs_on_a_host_with_loopback_alone() {
     assert!(output.status.success(), "{}", text(&output.stderr));
 }
 
-/// Each installed file's sha256, by path under the node's add-on folder.
-fn installed_files(node: &Node) -> std::collections::BTreeMap<String, String> {
-    let root = node.install_dir().join("addons");
-    let mut files = std::collections::BTreeMap::new();
-    for entry in walkdir::WalkDir::new(&root) {
-        let entry = entry.unwrap();
-        if entry.file_type().is_file() {
-            files.insert(
-                entry
-                    .path()
-                    .strip_prefix(&root)
-                    .unwrap()
-                    .display()
-                    .to_string(),
-                berth_formats::Sha256Digest::of_file(entry.path())
-                    .unwrap()
-                    .hex(),
-            );
-        }
-    }
-    files
-}
-
-/// What each add-on's record says was applied: version and package digest.
-fn applied(node: &Node) -> Vec<(String, String, String)> {
-    node.status()
-        .iter()
-        .map(|(name, record)| {
-            (
-                name.clone(),
-                record["current"]["version"].to_string(),
-                record["current"]["packageDigest"].to_string(),
-            )
-        })
-        .collect()
-}
-
 /// `berth install --bundle` reads the bundle as a stream, from its file or a pipe, never
 /// extracting it: the node ends as an install from the extracted bundle leaves it (files,
 /// records, images), an image blob two packages share is one file on disk, a stream cut
@@ -254,8 +217,11 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
         "airgap=1",
     ]));
     assert!(said.contains("second ran, AIRGAP=1"), "{said}");
-    assert_eq!(installed_files(&streamed), installed_files(&plain));
-    assert_eq!(applied(&streamed), applied(&plain));
+    assert_eq!(
+        Node::installed_files(&streamed),
+        Node::installed_files(&plain)
+    );
+    assert_eq!(Node::applied(&streamed), Node::applied(&plain));
     assert!(
         !streamed.install_dir().join("received-bundle").exists(),
         "the received bundle's folder goes once the run ends"
@@ -286,11 +252,11 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     assert_eq!(blob("first").len(), blob("second").len());
 
     assert!(
-        applied(&plain)
+        Node::applied(&plain)
             .iter()
             .all(|(_, version, digest)| version != "null" && digest != "null"),
         "{:?}",
-        applied(&plain)
+        Node::applied(&plain)
     );
 
     // The script and the binary taken out of the bundle's head, and the bundle read as a
@@ -317,8 +283,11 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
         text(&output.stdout),
         text(&output.stderr)
     );
-    assert_eq!(installed_files(&scripted), installed_files(&plain));
-    assert_eq!(applied(&scripted), applied(&plain));
+    assert_eq!(
+        Node::installed_files(&scripted),
+        Node::installed_files(&plain)
+    );
+    assert_eq!(Node::applied(&scripted), Node::applied(&plain));
 
     // From a pipe, cut midway: refused, nothing applied; then whole: completed.
     let bytes = fs_err::read(&archive).unwrap();
@@ -353,8 +322,8 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
         "what came in of the cut stream is not kept"
     );
     succeeded(&pipe_in(&piped, &bytes));
-    assert_eq!(installed_files(&piped), installed_files(&plain));
-    assert_eq!(applied(&piped), applied(&plain));
+    assert_eq!(Node::installed_files(&piped), Node::installed_files(&plain));
+    assert_eq!(Node::applied(&piped), Node::applied(&plain));
 
     // A package handed as a bundle, or something else: refused, saying what it is.
     let package = dist.dist.path().join("first-1.0.0.tar.gz");
@@ -452,17 +421,20 @@ fn zstd_packages_and_bundles_install_as_gzip_ones_do() {
     let from_gzip = on_containerd();
     let said = succeeded(&from_gzip.install(&spec, &gzip.url(), &[]));
     assert!(said.contains("second ran"), "{said}");
-    assert_eq!(installed_files(&from_zstd), installed_files(&from_gzip));
+    assert_eq!(
+        Node::installed_files(&from_zstd),
+        Node::installed_files(&from_gzip)
+    );
     let versions_of = |node: &Node| {
-        applied(node)
+        Node::applied(node)
             .into_iter()
             .map(|(name, version, _)| (name, version))
             .collect::<Vec<_>>()
     };
     assert_eq!(versions_of(&from_zstd), versions_of(&from_gzip));
     assert_ne!(
-        applied(&from_zstd),
-        applied(&from_gzip),
+        Node::applied(&from_zstd),
+        Node::applied(&from_gzip),
         "other package bytes"
     );
     // Run again: nothing to do. Over the gzip node: the other packages apply.
@@ -470,7 +442,7 @@ fn zstd_packages_and_bundles_install_as_gzip_ones_do() {
     assert_eq!(again.matches("AlreadyApplied").count(), 2, "{again}");
     let over = succeeded(&from_gzip.install(&spec, &zstd.url(), &[]));
     assert!(over.contains("second ran"), "{over}");
-    assert_eq!(applied(&from_gzip), applied(&from_zstd));
+    assert_eq!(Node::applied(&from_gzip), Node::applied(&from_zstd));
 
     // A zstd bundle, streamed, from a zstd dist: the node ends as the gzip bundle leaves it.
     let (_gzip_folder, gzip_bundle) = bundle_archive(&gzip, &spec);
@@ -494,10 +466,10 @@ fn zstd_packages_and_bundles_install_as_gzip_ones_do() {
         succeeded(&streamed_zstd.berth(&["install", "--bundle", zstd_bundle.to_str().unwrap()]));
     assert!(said.contains("first ran"), "{said}");
     assert_eq!(
-        installed_files(&streamed_zstd),
-        installed_files(&streamed_gzip)
+        Node::installed_files(&streamed_zstd),
+        Node::installed_files(&streamed_gzip)
     );
-    assert_eq!(applied(&streamed_zstd), applied(&from_zstd));
+    assert_eq!(Node::applied(&streamed_zstd), Node::applied(&from_zstd));
     for node in [&from_gzip, &from_zstd, &streamed_gzip, &streamed_zstd] {
         succeeded(&node.berth(&["reset"]));
     }

@@ -114,6 +114,62 @@ fn images_sharing_a_layer_import_ahead_of_the_hooks_whole() {
     assert!(!listed.contains("local/"), "{listed}");
 }
 
+/// Imports ahead of the hooks leave the node as imports in each add-on's own turn do: the
+/// same files, the same image references and content in containerd, the same records. A run
+/// that installs the runtime (here an add-on named `containerd`, whose hook could restart it)
+/// imports in turn: that is the plain path it is compared with.
+#[test]
+fn imports_ahead_leave_the_node_as_imports_in_turn_do() {
+    let (ahead_runtime, plain_runtime) = (Containerd::start(), Containerd::start());
+    let mut dist = TestDist::new();
+    let names = ["one", "two", "three"];
+    for name in names {
+        dist.addon_with_greeting_image(name, &format!("function {name}() {{ :; }}\n"));
+    }
+    dist.addon("containerd", "1.0.0", "function containerd() { :; }\n");
+    let ahead_spec = dist.spec("ahead.yaml", &names.map(|name| (name, "version: 1.0.0")));
+    let mut with_runtime = vec![("containerd", "version: 1.0.0")];
+    with_runtime.extend(names.map(|name| (name, "version: 1.0.0")));
+    let plain_spec = dist.spec("plain.yaml", &with_runtime);
+
+    let ahead = Node::new().env("CONTAINERD_ADDRESS", &ahead_runtime.socket);
+    let said = succeeded(&ahead.install(&ahead_spec, &dist.url(), &[]));
+    assert_eq!(said.matches("ahead of the hooks").count(), 3, "{said}");
+    let plain = Node::new().env("CONTAINERD_ADDRESS", &plain_runtime.socket);
+    let said = succeeded(&plain.install(&plain_spec, &dist.url(), &[]));
+    assert!(!said.contains("ahead of the hooks"), "{said}");
+    assert_eq!(said.matches("image(s) imported").count(), 3, "{said}");
+
+    let mut plain_files = plain.installed_files();
+    plain_files.retain(|path, _| !path.starts_with("containerd/"));
+    assert_eq!(ahead.installed_files(), plain_files);
+    let mut plain_records = plain.applied();
+    plain_records.retain(|(name, _, _)| name != "containerd");
+    assert_eq!(ahead.applied(), plain_records);
+    for node in [&ahead, &plain] {
+        let status = node.status();
+        for name in names {
+            assert_eq!(status[name]["progressing"]["reason"], "Succeeded", "{name}");
+        }
+    }
+    let listing = |runtime: &Containerd, what: &[&str]| {
+        let mut lines: Vec<String> = text(&runtime.ctr(what).stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let images = listing(&ahead_runtime, &["images", "ls"]);
+    // A header, the three images, and the id (config digest) CRI's plugin names each by.
+    assert_eq!(images.len(), 7, "{images:?}");
+    assert_eq!(images, listing(&plain_runtime, &["images", "ls"]));
+    assert_eq!(
+        listing(&ahead_runtime, &["content", "ls", "-q"]),
+        listing(&plain_runtime, &["content", "ls", "-q"])
+    );
+}
+
 #[test]
 fn images_load_into_docker_where_docker_is_the_runtime() {
     let docker = Docker::start();

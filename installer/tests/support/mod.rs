@@ -111,6 +111,43 @@ impl Node {
     pub fn install_dir(&self) -> PathBuf {
         self.root.path().join("var/lib/berth")
     }
+
+    /// Each installed file's sha256, by path under the node's add-on folder.
+    pub fn installed_files(&self) -> std::collections::BTreeMap<String, String> {
+        let root = self.install_dir().join("addons");
+        let mut files = std::collections::BTreeMap::new();
+        for entry in walkdir::WalkDir::new(&root) {
+            let entry = entry.unwrap();
+            if entry.file_type().is_file() {
+                files.insert(
+                    entry
+                        .path()
+                        .strip_prefix(&root)
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                    berth_formats::Sha256Digest::of_file(entry.path())
+                        .unwrap()
+                        .hex(),
+                );
+            }
+        }
+        files
+    }
+
+    /// What each add-on's record says was applied: name, version and package digest.
+    pub fn applied(&self) -> Vec<(String, String, String)> {
+        self.status()
+            .iter()
+            .map(|(name, record)| {
+                (
+                    name.clone(),
+                    record["current"]["version"].to_string(),
+                    record["current"]["packageDigest"].to_string(),
+                )
+            })
+            .collect()
+    }
 }
 
 /// Starts `command` with its output discarded, for a run the test stops or waits on itself.
