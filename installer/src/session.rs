@@ -37,10 +37,12 @@ __berth_hook() {
     __berth_status "done $1"
 }
 __berth_source() {
+    __berth_names=("${@:2}")
+    set -- "$1"
     set -e
     . "$1"
     set +e
-    __berth_status "done $1"
+    __berth_defined "${__berth_names[@]}"
 }
 __berth_defined() {
     local defined=() name
@@ -223,13 +225,25 @@ impl Session {
 
     /// Sources `file` into the session (defining its hooks).
     pub fn source(&mut self, file: &Path, timeout: Duration) -> Result<(), HookError> {
+        self.source_and_find(file, &[], timeout).map(drop)
+    }
+
+    /// Sources `file` into the session and answers which of `names` are defined functions
+    /// then, in one exchange with bash.
+    pub fn source_and_find(
+        &mut self,
+        file: &Path,
+        names: &[String],
+        timeout: Duration,
+    ) -> Result<HashSet<String>, HookError> {
         let path = file.display().to_string();
-        self.request(
-            &format!("__berth_source {}", quote_line(&path)),
+        let quoted: Vec<String> = names.iter().map(|name| quote_line(name)).collect();
+        let status = self.request(
+            &format!("__berth_source {} {}", quote_line(&path), quoted.join(" ")),
             &path,
             timeout,
-        )
-        .map(|_| ())
+        )?;
+        Ok(defined_in(&status))
     }
 
     /// Runs the bash function `name` (nothing, if it is not defined).
@@ -246,11 +260,7 @@ impl Session {
             "defined",
             Duration::from_secs(30),
         )?;
-        Ok(status
-            .split_whitespace()
-            .skip(1)
-            .map(str::to_string)
-            .collect())
+        Ok(defined_in(&status))
     }
 
     /// Ends the session and waits for bash to exit.
@@ -371,6 +381,15 @@ impl Session {
     fn kill(&self) {
         let _ = killpg(self.pid, Signal::SIGKILL);
     }
+}
+
+/// The functions a `defined …` status line names.
+fn defined_in(status: &str) -> HashSet<String> {
+    status
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect()
 }
 
 impl Drop for Session {

@@ -123,7 +123,10 @@ function discover_private_ip() {
     if [ -n "${PRIVATE_ADDRESS:-}" ]; then
         return 0
     fi
-    PRIVATE_ADDRESS="$(kubeadm_discover_private_ip)"
+    # No control plane here: no subshell to learn so (the library discovers on every run).
+    if [ -r /etc/kubernetes/manifests/kube-apiserver.yaml ]; then
+        PRIVATE_ADDRESS="$(kubeadm_discover_private_ip)"
+    fi
 }
 
 # __berth_private_interfaces: sets the arrays __berth_iface_names and __berth_iface_addrs to

@@ -3,12 +3,15 @@
 
 mod host_preflights;
 mod imports;
+mod log;
 mod prepare;
 mod record;
 
 pub use host_preflights::{PreflightRecord, file_documents};
 
 use std::time::{Duration, Instant, SystemTime};
+
+use log::RunLog;
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::PackageIndex;
@@ -273,25 +276,13 @@ impl<'a> Run<'a> {
         let layout = self.settings.layout.clone();
         crate::session::end_orphans(&layout.work_dir());
         self.fetch_all(reporter)?;
-        // host preflights: nothing outside Berth's own folders has changed yet.
         check_interrupt()?;
-        self.host_preflights(reporter)?;
-        self.import_ahead();
         crate::helpers::install(&layout).map_err(io_error(&layout.helpers_dir()))?;
         crate::helpers::fresh_kubeadm_patches(&layout)
             .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;
 
         let log_path = layout.log_dir().join(format!("{}.log", self.run_id));
-        // Hook output may show secrets: the log is root's alone.
-        crate::files::private_dir(&layout.log_dir()).map_err(io_error(&layout.log_dir()))?;
-        let log = fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&log_path)
-            .map_err(io_error(&log_path))?
-            .into_parts()
-            .0;
+        let log = RunLog::new(log_path.clone());
         let work = layout.work_dir().join(&self.run_id);
         // Hooks start in `work`, where kURL's start in its install folder: the registry's
         // runs `./bin/htpasswd`.
@@ -305,12 +296,38 @@ impl<'a> Run<'a> {
         // get_addon_config read it.
         let merged_spec = work.join("merged-spec.yaml");
         fs_err::write(&merged_spec, self.merged_spec_yaml()).map_err(io_error(&merged_spec))?;
-        let mut session = Session::start(&work, &self.environment(&merged_spec)?, Box::new(log))
-            .map_err(|source| self.hook_error(None, "bash", source))?;
-        let helpers = crate::helpers::entry_point(&layout);
-        session
-            .source(&helpers, self.settings.hook_timeout)
-            .map_err(|source| self.hook_error(None, "the helper library", source))?;
+        // The session starts (bash, with the helper library sourced) while the host preflights
+        // run: sourcing the library only reads the host. Only Berth's own folders have changed
+        // when the preflights run, and a run they stop leaves no log and no work folder.
+        let starting = {
+            let (work, environment) = (work.clone(), self.environment(&merged_spec)?);
+            let helpers = crate::helpers::entry_point(&layout);
+            let timeout = self.settings.hook_timeout;
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut session = Session::start(&work, &environment, Box::new(log))
+                    .map_err(|source| ("bash", source))?;
+                session
+                    .source(&helpers, timeout)
+                    .map_err(|source| ("the helper library", source))?;
+                Ok::<_, (&str, HookError)>(session)
+            })
+        };
+        let preflights = self.host_preflights(reporter);
+        if preflights.is_ok() {
+            self.import_ahead();
+        }
+        let started = starting
+            .join()
+            .expect("starting the session does not panic");
+        if let Err(error) = preflights {
+            drop(started);
+            log.discard();
+            let _ = fs_err::remove_dir_all(&work);
+            return Err(error);
+        }
+        log.open().map_err(io_error(&log_path))?;
+        let mut session = started.map_err(|(what, source)| self.hook_error(None, what, source))?;
 
         let phases = self.settings.mode.phases();
         // Each add-on's hooks into the session. Its images load later, just before its main
@@ -321,11 +338,6 @@ impl<'a> Run<'a> {
             let script = layout
                 .addon_dir(&member.planned.name, &member.planned.version)
                 .join("install.sh");
-            if script.exists() {
-                session
-                    .source(&script, self.settings.hook_timeout)
-                    .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
-            }
             let mode = self.settings.mode;
             let is_runtime = installs_runtime(&member.planned.name);
             let candidates: Vec<Vec<String>> = phases
@@ -336,9 +348,13 @@ impl<'a> Run<'a> {
                         .unwrap_or_default()
                 })
                 .collect();
-            let defined = session
-                .defined(&candidates.concat())
-                .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
+            // Sourced, and asked which hooks it defines, in one exchange with bash.
+            let defined = if script.exists() {
+                session.source_and_find(&script, &candidates.concat(), self.settings.hook_timeout)
+            } else {
+                session.defined(&candidates.concat())
+            }
+            .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
             // kURL calls an applied add-on's install hook unguarded: one that is not there is
             // a broken add-on, not one with nothing to do.
             let member = &self.members[index];
