@@ -12,7 +12,7 @@ use berth_build::publish::release::Release;
 use berth_build::publish::store::{LocalStore, Store};
 use berth_formats::compression::Compression;
 use berth_formats::spec::InstallerSpec;
-use support::{Containerd, Node, TestDist, failed, require, run, succeeded, text};
+use support::{Containerd, Node, TestDist, failed, require, run, run_greeting, succeeded, text};
 
 /// Bundles `spec` from the dist, with this build's `berth`, into `bundle.tar.gz` in a folder.
 fn bundle_archive(dist: &TestDist, spec: &Path) -> (tempfile::TempDir, PathBuf) {
@@ -402,21 +402,7 @@ fn zstd_packages_and_bundles_install_as_gzip_ones_do() {
         "{said}"
     );
     for name in names {
-        let ran = containerd.ctr(&[
-            "run",
-            "--rm",
-            &format!("docker.io/local/{name}:1"),
-            &format!("read-{name}"),
-            "/bin/busybox",
-            "cat",
-            "/greeting",
-        ]);
-        assert_eq!(
-            text(&ran.stdout),
-            format!("{name}\n"),
-            "{}",
-            text(&ran.stderr)
-        );
+        assert_eq!(run_greeting(&containerd, name), format!("{name}\n"));
     }
     let from_gzip = on_containerd();
     let said = succeeded(&from_gzip.install(&spec, &gzip.url(), &[]));
@@ -459,6 +445,10 @@ fn zstd_packages_and_bundles_install_as_gzip_ones_do() {
         "{}",
         text(&listed.stdout)
     );
+    // `berth verify` reads the zstd dist and bundle as it reads gzip ones.
+    let checked = succeeded(&from_zstd.berth(&["verify", zstd.dist.path().to_str().unwrap()]));
+    assert!(checked.contains("first-1.0.0.tar.zst"), "{checked}");
+    succeeded(&from_zstd.berth(&["verify", zstd_bundle.to_str().unwrap()]));
     let streamed_gzip = on_containerd();
     succeeded(&streamed_gzip.berth(&["install", "--bundle", gzip_bundle.to_str().unwrap()]));
     let streamed_zstd = on_containerd();

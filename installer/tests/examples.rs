@@ -6,7 +6,9 @@ mod support;
 
 use std::process::Command;
 
-use support::{Containerd, Docker, FileServer, Node, TestDist, failed, require, succeeded, text};
+use support::{
+    Containerd, Docker, FileServer, Node, TestDist, failed, require, run_greeting, succeeded, text,
+};
 
 #[test]
 fn the_examples_install_with_images_run_by_ctr_and_a_kustomization_kubectl_accepts() {
@@ -87,21 +89,7 @@ fn images_sharing_a_layer_import_ahead_of_the_hooks_whole() {
             output.contains(&format!("{name} 1.0.0: 1 image(s) imported (")),
             "{output}"
         );
-        let ran = containerd.ctr(&[
-            "run",
-            "--rm",
-            &format!("docker.io/local/{name}:1"),
-            &format!("read-{name}"),
-            "/bin/busybox",
-            "cat",
-            "/greeting",
-        ]);
-        assert_eq!(
-            text(&ran.stdout),
-            format!("{name}\n"),
-            "{}",
-            text(&ran.stderr)
-        );
+        assert_eq!(run_greeting(&containerd, name), format!("{name}\n"));
     }
     assert!(output.contains("ahead of the hooks"), "{output}");
     // Every image is recorded as Berth's, so a reset removes them all.

@@ -447,6 +447,22 @@ impl TestDist {
     }
 }
 
+/// What the image of an add-on [`TestDist::addon_with_greeting_image`] wrote prints when it
+/// runs in `containerd`: its `/greeting` (`<name>\n`), read by a container of the image.
+pub fn run_greeting(containerd: &Containerd, name: &str) -> String {
+    let ran = containerd.ctr(&[
+        "run",
+        "--rm",
+        &format!("docker.io/local/{name}:1"),
+        &format!("read-{name}"),
+        "/bin/busybox",
+        "cat",
+        "/greeting",
+    ]);
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    text(&ran.stdout)
+}
+
 /// The lines hooks appended to a trace file, in order (none when there is no file).
 pub fn trace(path: &Path) -> Vec<String> {
     fs_err::read_to_string(path)

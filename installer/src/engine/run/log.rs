@@ -31,7 +31,11 @@ impl RunLog {
     pub(super) fn open(&self) -> std::io::Result<()> {
         let mut state = self.0.lock().expect("log lock");
         if state.file.is_none() {
-            let folder = state.path.parent().expect("a log has a folder").to_path_buf();
+            let folder = state
+                .path
+                .parent()
+                .expect("a log has a folder")
+                .to_path_buf();
             state.made_folder = !folder.exists();
             crate::files::private_dir(&folder)?;
             let file = fs_err::OpenOptions::new()
