@@ -107,9 +107,17 @@ fn write_blob(layout: &Path, bytes: &[u8]) -> Descriptor {
 }
 
 /// Tars the contents of `folder` into `archive` (as `ctr images import` and an `image … x.tar`
-/// Manifest line take an OCI layout).
+/// Manifest line take an OCI layout), the same content giving the same bytes: an add-on's
+/// inputs digest counts the archive, so two dists built from one image agree.
 pub fn tar_folder(folder: &Path, archive: &Path) {
     run(Command::new("tar")
+        .args([
+            "--sort=name",
+            "--mtime=@0",
+            "--owner=0",
+            "--group=0",
+            "--numeric-owner",
+        ])
         .arg("-C")
         .arg(folder)
         .arg("-cf")
