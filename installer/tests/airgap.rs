@@ -265,7 +265,7 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     run(Command::new("tar")
         .arg("-xzf")
         .arg(&archive)
-        .args(["--occurrence", "install.sh", "berth"])
+        .args(["--occurrence", "install.sh", "join.sh", "berth"])
         .current_dir(head.path()));
     let scripted = on_containerd();
     let output = Command::new("bash")
@@ -288,6 +288,31 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
         Node::installed_files(&plain)
     );
     assert_eq!(Node::applied(&scripted), Node::applied(&plain));
+
+    // A node joining from the bundle as a stream, by `join.sh airgap bundle=…`: it ends with
+    // the files and records the install left, and nothing of the received bundle.
+    let joined = on_containerd();
+    let output = Command::new("bash")
+        .arg("join.sh")
+        .arg("airgap")
+        .arg(format!("bundle={}", archive.display()))
+        .current_dir(head.path())
+        .env("BERTH_ROOT", joined.root.path())
+        .env("CONTAINERD_ADDRESS", &containerd.socket)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    assert_eq!(
+        Node::installed_files(&joined),
+        Node::installed_files(&plain)
+    );
+    assert_eq!(Node::applied(&joined), Node::applied(&plain));
+    assert!(!joined.install_dir().join("received-bundle").exists());
 
     // From a pipe, cut midway: refused, nothing applied; then whole: completed.
     let bytes = fs_err::read(&archive).unwrap();
