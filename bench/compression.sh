@@ -21,14 +21,7 @@ berth_build="$PWD/target/release/berth-build"
 testgrid="$PWD/target/release/berth-testgrid"
 runs=${RUNS:-3}
 
-work=$(mktemp -d /tmp/berth-bench-compression.XXXXXX)
-cleanup() {
-    for pid in "${containerd_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    sleep 0.5
-    umount -R "$work" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+make_work compression
 
 bytes() { cat "$@" | wc -c; }
 declare -A suffix=([gzip]=.tar.gz [zstd]=.tar.zst)

@@ -19,14 +19,7 @@ berth="$PWD/target/release/berth"
 berth_build="$PWD/target/release/berth-build"
 runs=${RUNS:-3}
 
-work=$(mktemp -d /tmp/berth-bench-install.XXXXXX)
-cleanup() {
-    for pid in "${containerd_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    sleep 0.5
-    umount -R "$work" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+make_work install
 
 python3 bench/make-addons.py "$work/repository" 10 8
 "$berth_build" build "$work/repository/addons" --out "$work/dist" --cache-dir "$work/cache" >/dev/null 2>&1

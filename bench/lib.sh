@@ -20,3 +20,16 @@ start_containerd() {
     echo "containerd did not start" >&2
     exit 1
 }
+
+# Sets `work` to a scratch folder /tmp/berth-bench-NAME.*, removed on exit with the containerds
+# started for it.
+make_work() {
+    work=$(mktemp -d "/tmp/berth-bench-$1.XXXXXX")
+    trap remove_work EXIT
+}
+remove_work() {
+    for pid in "${containerd_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    sleep 0.5
+    umount -R "$work" 2>/dev/null || true
+    rm -rf "$work"
+}

@@ -1003,11 +1003,9 @@ fn a_packages_bill_of_materials_validates_and_lists_exactly_the_images_dpkg_and_
     );
 }
 
-/// A signed build writes each package's provenance; `verify-provenance` checks its signature,
-/// builds the add-on again with its settings and finds the same bytes — and says so when the
-/// add-on changed or another key signed.
-#[test]
-fn a_packages_signed_provenance_names_its_inputs_and_rebuilds_to_the_same_bytes() {
+/// A registry holding `team/app:1.0` (busybox's layer and a `hello` layer) and add-on app 1.0.0
+/// whose Manifest names it, then `more` lines.
+fn app_with_image(more: &str) -> (Registry, AddonRepository, std::path::PathBuf) {
     let registry = Registry::start();
     push_image(
         &registry,
@@ -1016,15 +1014,21 @@ fn a_packages_signed_provenance_names_its_inputs_and_rebuilds_to_the_same_bytes(
         vec![busybox_layer(), hello_layer("hello\n")],
     );
     let repository = AddonRepository::new();
-    repository.write("addons/app/1.0.0/files/notes.txt", "release notes\n");
     let addon = repository.addon(
         "app",
         "1.0.0",
-        &format!(
-            "image app {}/team/app:1.0\nasset notes files/notes.txt\n",
-            registry.address
-        ),
+        &format!("image app {}/team/app:1.0\n{more}", registry.address),
     );
+    (registry, repository, addon)
+}
+
+/// A signed build writes each package's provenance; `verify-provenance` checks its signature,
+/// builds the add-on again with its settings and finds the same bytes — and says so when the
+/// add-on changed or another key signed.
+#[test]
+fn a_packages_signed_provenance_names_its_inputs_and_rebuilds_to_the_same_bytes() {
+    let (_registry, repository, addon) = app_with_image("asset notes files/notes.txt\n");
+    repository.write("addons/app/1.0.0/files/notes.txt", "release notes\n");
     let builder = BerthBuild::new();
     let keys = tempfile::tempdir().unwrap();
     for name in ["vendor", "other"] {
@@ -1124,19 +1128,7 @@ fn a_packages_signed_provenance_names_its_inputs_and_rebuilds_to_the_same_bytes(
 /// the format does not take is refused, naming the range.
 #[test]
 fn a_zstd_build_is_reproducible_and_holds_what_the_gzip_build_holds() {
-    let registry = Registry::start();
-    push_image(
-        &registry,
-        "team/app",
-        "1.0",
-        vec![busybox_layer(), hello_layer("hello\n")],
-    );
-    let repository = AddonRepository::new();
-    let addon = repository.addon(
-        "app",
-        "1.0.0",
-        &format!("image app {}/team/app:1.0\n", registry.address),
-    );
+    let (_registry, repository, addon) = app_with_image("");
     let builder = BerthBuild::new();
     let keys = tempfile::tempdir().unwrap();
     let key = keys.path().join("vendor");

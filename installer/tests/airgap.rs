@@ -259,60 +259,44 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
         Node::applied(&plain)
     );
 
-    // The script and the binary taken out of the bundle's head, and the bundle read as a
-    // stream by `install.sh airgap bundle=…`.
+    // The scripts and the binary taken out of the bundle's head.
     let head = tempfile::tempdir().unwrap();
     run(Command::new("tar")
         .arg("-xzf")
         .arg(&archive)
         .args(["--occurrence", "install.sh", "join.sh", "berth"])
         .current_dir(head.path()));
-    let scripted = on_containerd();
-    let output = Command::new("bash")
-        .arg("install.sh")
-        .arg("airgap")
-        .arg(format!("bundle={}", archive.display()))
-        .current_dir(head.path())
-        .env("BERTH_ROOT", scripted.root.path())
-        .env("CONTAINERD_ADDRESS", &containerd.socket)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-    assert_eq!(
-        Node::installed_files(&scripted),
-        Node::installed_files(&plain)
-    );
-    assert_eq!(Node::applied(&scripted), Node::applied(&plain));
-
-    // A node joining from the bundle as a stream, by `join.sh airgap bundle=…`: it ends with
-    // the files and records the install left, and nothing of the received bundle.
-    let joined = on_containerd();
-    let output = Command::new("bash")
-        .arg("join.sh")
-        .arg("airgap")
-        .arg(format!("bundle={}", archive.display()))
-        .current_dir(head.path())
-        .env("BERTH_ROOT", joined.root.path())
-        .env("CONTAINERD_ADDRESS", &containerd.socket)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-    assert_eq!(
-        Node::installed_files(&joined),
-        Node::installed_files(&plain)
-    );
-    assert_eq!(Node::applied(&joined), Node::applied(&plain));
-    assert!(!joined.install_dir().join("received-bundle").exists());
+    // Both scripts read it as a stream, `install.sh airgap bundle=…` on a first node and
+    // `join.sh airgap bundle=…` on a joining one: each node ends with the files and records
+    // the extracted install left, and nothing of the received bundle.
+    for script in ["install.sh", "join.sh"] {
+        let node = on_containerd();
+        let output = Command::new("bash")
+            .arg(script)
+            .arg("airgap")
+            .arg(format!("bundle={}", archive.display()))
+            .current_dir(head.path())
+            .env("BERTH_ROOT", node.root.path())
+            .env("CONTAINERD_ADDRESS", &containerd.socket)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{script}: {}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+        assert_eq!(
+            Node::installed_files(&node),
+            Node::installed_files(&plain),
+            "{script}"
+        );
+        assert_eq!(Node::applied(&node), Node::applied(&plain), "{script}");
+        assert!(
+            !node.install_dir().join("received-bundle").exists(),
+            "{script}"
+        );
+    }
 
     // From a pipe, cut midway: refused, nothing applied; then whole: completed.
     let bytes = fs_err::read(&archive).unwrap();
