@@ -78,9 +78,23 @@ impl Compression {
 
     /// The format a file name's suffix names, if any.
     pub fn of_file_name(name: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|compression| name.ends_with(compression.tar_suffix()))
+        Self::split_tar_name(name).map(|(_, compression)| compression)
+    }
+
+    /// `name` without its `.tar.gz` or `.tar.zst`, and the format that suffix names.
+    pub fn split_tar_name(name: &str) -> Option<(&str, Self)> {
+        Self::ALL.into_iter().find_map(|compression| {
+            name.strip_suffix(compression.tar_suffix())
+                .map(|stem| (stem, compression))
+        })
+    }
+
+    /// The media type a server gives a file in this format.
+    pub const fn media_type(self) -> &'static str {
+        match self {
+            Compression::Gzip => "application/gzip",
+            Compression::Zstd => "application/zstd",
+        }
     }
 }
 
@@ -129,12 +143,6 @@ impl Setting {
             format: Compression::Gzip,
             level,
         }
-    }
-}
-
-impl Default for Setting {
-    fn default() -> Self {
-        Self::gzip(Compression::Gzip.default_level())
     }
 }
 

@@ -22,13 +22,13 @@ use berth_formats::signature::SIGNATURE_SUFFIX;
 use berth_formats::versions::VERSIONS_FILE;
 
 use crate::trust::{Trust, TrustError};
+// What is left free beyond the packages' own size (the records, logs and the hook session's
+// files) is the reserve every unpack keeps.
+use crate::unpack::{DISK_RESERVE, free_space};
 
 /// The most bytes of one of the small files the stream keeps (lock, versions, spec); an
 /// index may be as large as the format allows.
 const MAX_SMALL: u64 = 16 << 20;
-/// What is left free beyond the packages' own size: the records, logs and the hook session's
-/// files.
-const MARGIN: u64 = 64 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
@@ -289,15 +289,12 @@ fn checked_lock(
 
 /// Refuses a bundle whose packages would not fit beside `folder`.
 fn check_room(folder: &Path, needed: u64) -> Result<(), StreamError> {
-    let stats = nix::sys::statvfs::statvfs(folder).map_err(|error| StreamError::Write {
-        path: folder.to_path_buf(),
-        source: error.into(),
-    })?;
-    let available = stats.blocks_available() as u64 * stats.fragment_size() as u64;
-    if needed.saturating_add(MARGIN) > available {
+    let needed = needed.saturating_add(DISK_RESERVE);
+    let available = free_space(folder);
+    if needed > available {
         return Err(StreamError::NoRoom {
             folder: folder.to_path_buf(),
-            needed: needed.saturating_add(MARGIN).div_ceil(1 << 20),
+            needed: needed.div_ceil(1 << 20),
             available: available / (1 << 20),
         });
     }

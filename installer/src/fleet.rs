@@ -139,11 +139,13 @@ impl Host for Node {
                         "this node's spec has {name}, which it has not installed, so it has no verified package of it to keep; run the node's installer again, then the rollout"
                     );
                 };
-                let compression =
-                    crate::engine::kept_package(&self.layout, name, &current.target.version)
-                        .filter(|(_, digest)| *digest == current.target.package_digest)
-                        .map(|(compression, _)| compression)
-                        .unwrap_or_default();
+                let compression = crate::engine::kept_compression(
+                    &self.layout,
+                    name,
+                    &current.target.version,
+                    &current.target.package_digest,
+                )
+                .unwrap_or_default();
                 LockedAddon {
                     name: name.clone(),
                     version: current.target.version,

@@ -517,7 +517,7 @@ struct ParallelGzip<W: Write + Send + 'static>(
 
 impl<W: Write + Send + 'static> ParallelGzip<W> {
     fn new(out: W) -> Self {
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let threads = all_cores() as usize;
         Self(
             gzp::par::compress::ParCompressBuilder::new()
                 .compression_level(gzp::Compression::new(6))

@@ -151,7 +151,12 @@ pub async fn package(
     let out_path = settings.out_dir.join(&file_name);
     fs_err::create_dir_all(&settings.out_dir).map_err(io_error(&settings.out_dir))?;
     if settings.skip_unchanged
-        && let Some(outcome) = write::unchanged(&source, &out_path, &inputs_digest)
+        && let Some(outcome) = write::unchanged(
+            &source,
+            &out_path,
+            settings.compression.format,
+            &inputs_digest,
+        )
     {
         return Ok(outcome);
     }

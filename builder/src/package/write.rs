@@ -18,6 +18,7 @@ use crate::source::addon::AddonSource;
 pub(super) fn unchanged(
     source: &AddonSource,
     path: &Path,
+    compression: berth_formats::compression::Compression,
     inputs_digest: &Sha256Digest,
 ) -> Option<PackageOutcome> {
     let checksum = fs_err::read_to_string(package_index::checksum_path(path)).ok()?;
@@ -36,10 +37,7 @@ pub(super) fn unchanged(
             kind: source.kind,
             fields: source.fields.clone(),
             path: path.to_path_buf(),
-            compression: berth_formats::compression::Compression::of_file_name(
-                &path.to_string_lossy(),
-            )
-            .unwrap_or_default(),
+            compression,
             sha256,
             size,
             images: index.images.len(),

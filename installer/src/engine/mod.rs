@@ -340,21 +340,33 @@ pub enum EngineError {
     },
 }
 
-/// The digest of a package kept in this node's cache: its `.sha256`, when the package is
-/// there too. A rollback reads it; a fetch skips the download when it is the expected one.
-/// The package of `name` `version` this node keeps, in whichever compression it has it, with
+/// The packages of `name` `version` this node keeps (one per compression it has), each with
 /// the digest it was checked at.
-pub(crate) fn kept_package(
-    layout: &Layout,
-    name: &str,
-    version: &str,
-) -> Option<(Compression, berth_formats::Sha256Digest)> {
-    Compression::ALL.into_iter().find_map(|compression| {
+fn kept_packages<'a>(
+    layout: &'a Layout,
+    name: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = (Compression, berth_formats::Sha256Digest)> + 'a {
+    Compression::ALL.into_iter().filter_map(move |compression| {
         cached_digest(layout, &package_file_name(name, version, compression))
             .map(|digest| (compression, digest))
     })
 }
 
+/// How the package of `name` `version` this node keeps with `digest` is compressed.
+pub(crate) fn kept_compression(
+    layout: &Layout,
+    name: &str,
+    version: &str,
+    digest: &berth_formats::Sha256Digest,
+) -> Option<Compression> {
+    kept_packages(layout, name, version)
+        .find(|(_, kept)| kept == digest)
+        .map(|(compression, _)| compression)
+}
+
+/// The digest of a package kept in this node's cache: its `.sha256`, when the package is
+/// there too. A rollback reads it; a fetch skips the download when it is the expected one.
 fn cached_digest(layout: &Layout, file: &str) -> Option<berth_formats::Sha256Digest> {
     let cache = layout.package_cache();
     let text =

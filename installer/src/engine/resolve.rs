@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::{
     ENGINE_GENERATION, EngineError, Plan, PlannedAddon, RunSettings, SpecSource, first_line,
-    kept_package,
+    kept_compression, kept_packages,
 };
 use crate::last_installer::LastInstaller;
 use crate::layout::Layout;
@@ -282,8 +282,6 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
         ));
     };
     let from = current.target.version.clone();
-    // The package of the version rolled back to, which this node keeps in one compression.
-    let mut compression = Compression::default();
     let applied = match (to, &record.last) {
         (None, Some(last)) => last.clone(),
         (None, None) => {
@@ -297,13 +295,12 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
         (Some(version), Some(last)) if last.target.version == version => last.clone(),
         (Some(version), _) => {
             // Another version whose package this node keeps, applied with today's settings.
-            let Some((kept, digest)) = kept_package(layout, name, version) else {
+            let Some((_, digest)) = kept_packages(layout, name, version).next() else {
                 return Err(problem(format!(
                     "no package of version {version} is kept on this node; kept: {}",
                     kept_versions(layout, name).join(", ")
                 )));
             };
-            compression = kept;
             Applied {
                 target: Target {
                     version: version.to_string(),
@@ -315,11 +312,14 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             }
         }
     };
-    if let Some((kept, _)) = kept_package(layout, name, &applied.target.version)
-        .filter(|(_, digest)| *digest == applied.target.package_digest)
-    {
-        compression = kept;
-    }
+    // The package rolled back to, in the compression this node keeps it in.
+    let compression = kept_compression(
+        layout,
+        name,
+        &applied.target.version,
+        &applied.target.package_digest,
+    )
+    .unwrap_or_default();
     Ok(Plan {
         id: applied.target.id.clone(),
         addons: vec![PlannedAddon {
@@ -355,11 +355,8 @@ fn kept_versions(layout: &Layout, name: &str) -> Vec<String> {
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let file = entry.file_name().to_string_lossy().into_owned();
-            let stem = file.strip_prefix(&prefix)?;
-            Compression::ALL
-                .into_iter()
-                .find_map(|compression| stem.strip_suffix(compression.tar_suffix()))
-                .map(str::to_string)
+            let (version, _) = Compression::split_tar_name(file.strip_prefix(&prefix)?)?;
+            Some(version.to_string())
         })
         .collect();
     versions.sort_by(|a, b| compare_versions(b, a));

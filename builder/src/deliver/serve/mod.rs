@@ -362,10 +362,8 @@ async fn stream_file(server: &Server, file: &str) -> Response {
         };
     let content_type = if file.ends_with(".json") {
         "application/json"
-    } else if file.ends_with(".tar.gz") {
-        "application/gzip"
-    } else if file.ends_with(".tar.zst") {
-        "application/zstd"
+    } else if let Some((_, compression)) = Compression::split_tar_name(file) {
+        compression.media_type()
     } else {
         "application/octet-stream"
     };
@@ -399,10 +397,7 @@ async fn local_berth(
 }
 
 async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>) -> Response {
-    let Some((id, compression)) = Compression::ALL.into_iter().find_map(|compression| {
-        file.strip_suffix(compression.tar_suffix())
-            .map(|id| (id, compression))
-    }) else {
+    let Some((id, compression)) = Compression::split_tar_name(&file) else {
         return text(
             StatusCode::NOT_FOUND,
             "bundles are named <id>.tar.gz, or <id>.tar.zst in zstd",
@@ -449,10 +444,7 @@ async fn get_bundle(State(server): State<Shared>, UrlPath(file): UrlPath<String>
     };
     let (writer, reader) = tokio::io::duplex(256 * 1024);
     let server = Arc::clone(&server);
-    let content_type = match compression {
-        Compression::Gzip => "application/gzip",
-        Compression::Zstd => "application/zstd",
-    };
+    let content_type = compression.media_type();
     tokio::spawn(async move {
         let _permit = permit;
         if let Err(error) = bundle::write(Arc::clone(&server.release), &plan, writer).await {
