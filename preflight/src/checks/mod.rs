@@ -3,6 +3,7 @@
 //! troubleshoot's would) and analyzes with troubleshoot's `when` grammar for that kind.
 
 mod certificate;
+mod clock;
 mod network;
 mod storage;
 mod system;

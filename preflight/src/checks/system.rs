@@ -309,49 +309,33 @@ fn analyze_memory(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
 
 pub const TIME: Kind = Kind::new("time", "Time", false, collect_time, analyze_time);
 
-/// The time zone and NTP state systemd's timedated reports; where timedatectl cannot answer
-/// (no systemd), the zone from /etc/localtime and NTP from timesyncd's mark and the running
-/// NTP daemons.
+/// The time zone and NTP state troubleshoot asks systemd's timedated for, read where timedated
+/// reads them: no process started and no D-Bus call (one activates timedated on each run),
+/// and the same answer where no systemd runs.
+/// - zone: the link /etc/localtime (`…/zoneinfo/Europe/Berlin`); with none, `/etc/timezone`,
+///   else UTC, as glibc assumes;
+/// - synchronized: the kernel's maximum clock error under 16 s, timedated's own test, whatever
+///   daemon keeps the clock;
+/// - active: an NTP daemon runs (timedated asks whether its NTP service unit is active).
 fn collect_time(_: &Map<String, Value>, _: &Limits) -> Collected {
-    let shown = tool_output(
-        "timedatectl",
-        &["show", "--property=Timezone,NTP,NTPSynchronized"],
-    )
-    .ok();
-    let (mut timezone, synchronized, active) = if let Some(shown) = shown {
-        let value = |key: &str| {
-            shown
-                .lines()
-                .find_map(|line| line.strip_prefix(&format!("{key}=")))
-                .unwrap_or("")
-                .to_string()
-        };
-        (
-            value("Timezone"),
-            value("NTPSynchronized") == "yes",
-            value("NTP") == "yes",
-        )
-    } else {
-        let zone = fs_err::read_link("/etc/localtime")
-            .ok()
-            .and_then(|target| {
-                let text = target.to_string_lossy().into_owned();
-                text.split_once("zoneinfo/")
-                    .map(|(_, zone)| zone.to_string())
-            })
-            .or_else(|| {
-                fs_err::read_to_string("/etc/timezone")
-                    .ok()
-                    .map(|zone| zone.trim().to_string())
-            })
-            .unwrap_or_else(|| "UTC".into());
-        let synchronized = std::path::Path::new("/run/systemd/timesync/synchronized").exists();
-        let running = process_names();
-        let active = ["chronyd", "ntpd", "systemd-timesyn", "openntpd"]
-            .iter()
-            .any(|daemon| running.contains(*daemon));
-        (zone, synchronized, active)
-    };
+    let mut timezone = fs_err::read_link("/etc/localtime")
+        .ok()
+        .and_then(|target| {
+            let text = target.to_string_lossy().into_owned();
+            text.split_once("zoneinfo/")
+                .map(|(_, zone)| zone.to_string())
+        })
+        .or_else(|| {
+            fs_err::read_to_string("/etc/timezone")
+                .ok()
+                .map(|zone| zone.trim().to_string())
+        })
+        .unwrap_or_else(|| "UTC".into());
+    let synchronized = super::clock::synchronized();
+    let running = process_names();
+    let active = ["chronyd", "ntpd", "systemd-timesyn", "openntpd"]
+        .iter()
+        .any(|daemon| running.contains(*daemon));
     timezone = timezone.to_uppercase();
     if timezone == "ETC/UTC" {
         timezone = "UTC".into();
