@@ -31,10 +31,10 @@ python3 bench/make-addons.py "$work/repository" 10 8
 "$berth_build" build "$work/repository/addons" --out "$work/warm" --cache-dir "$work/cache" >/dev/null 2>&1
 declare -A build_time size
 for format in gzip zstd; do
-    start=$(now)
+    start=$EPOCHREALTIME
     "$berth_build" build "$work/repository/addons" --out "$work/$format" --cache-dir "$work/cache" \
         --compression "$format" --no-sbom >/dev/null 2>&1
-    build_time[$format]=$(echo "$(now) - $start" | bc)
+    build_time[$format]=$(echo "$EPOCHREALTIME - $start" | bc)
     size[$format]=$(bytes "$work/$format"/*"${suffix[$format]}")
 done
 spec="$work/repository/installer.yaml"
@@ -43,9 +43,9 @@ declare -A install_times
 for run in $(seq "$runs"); do
     for format in gzip zstd; do
         start_containerd "$work/$format-$run/containerd"
-        start=$(now)
+        start=$EPOCHREALTIME
         "$berth" install --spec "$spec" --dist "$work/$format" --root "$work/$format-$run/node" >/dev/null 2>&1
-        install_times[$format]+="$(echo "$(now) - $start" | bc) "
+        install_times[$format]+="$(echo "$EPOCHREALTIME - $start" | bc) "
     done
 done
 # shellcheck disable=SC2086 # the times are words
@@ -64,18 +64,18 @@ printf 'apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  programs:
     >"$work/programs/installer.yaml"
 declare -A programs_build programs_size programs_times
 for format in gzip zstd; do
-    start=$(now)
+    start=$EPOCHREALTIME
     "$berth_build" build "$work/programs/addons" --out "$work/programs-$format" \
         --cache-dir "$work/cache" --compression "$format" --no-sbom >/dev/null 2>&1
-    programs_build[$format]=$(echo "$(now) - $start" | bc)
+    programs_build[$format]=$(echo "$EPOCHREALTIME - $start" | bc)
     programs_size[$format]=$(bytes "$work/programs-$format"/*"${suffix[$format]}")
 done
 for run in $(seq "$runs"); do
     for format in gzip zstd; do
-        start=$(now)
+        start=$EPOCHREALTIME
         "$berth" install --spec "$work/programs/installer.yaml" --dist "$work/programs-$format" \
             --root "$work/programs-$format-$run" >/dev/null 2>&1
-        programs_times[$format]+="$(echo "$(now) - $start" | bc) "
+        programs_times[$format]+="$(echo "$EPOCHREALTIME - $start" | bc) "
     done
 done
 # shellcheck disable=SC2086

@@ -30,7 +30,7 @@ spec="$work/repository/installer.yaml"
 raw_times=(); berth_times=(); rerun_times=()
 for run in $(seq "$runs"); do
     start_containerd "$work/raw-$run/containerd"
-    start=$(now)
+    start=$EPOCHREALTIME
     for package in "$work"/dist/*.tar.gz; do
         target="$work/raw-$run/extract"
         mkdir -p "$target"
@@ -38,16 +38,16 @@ for run in $(seq "$runs"); do
         name=$(basename "$package" .tar.gz)
         tar -C "$target/addons/${name%-*}/${name##*-}/images" -c . | ctr -n k8s.io images import - >/dev/null
     done
-    raw_times+=("$(echo "$(now) - $start" | bc)")
+    raw_times+=("$(echo "$EPOCHREALTIME - $start" | bc)")
 
     start_containerd "$work/berth-$run/containerd"
-    start=$(now)
+    start=$EPOCHREALTIME
     "$berth" install --spec "$spec" --dist "$work/dist" --root "$work/berth-$run/node" >/dev/null 2>&1
-    berth_times+=("$(echo "$(now) - $start" | bc)")
+    berth_times+=("$(echo "$EPOCHREALTIME - $start" | bc)")
 
-    start=$(now)
+    start=$EPOCHREALTIME
     "$berth" install --spec "$spec" --dist "$work/dist" --root "$work/berth-$run/node" >/dev/null 2>&1
-    rerun_times+=("$(echo "$(now) - $start" | bc)")
+    rerun_times+=("$(echo "$EPOCHREALTIME - $start" | bc)")
 done
 
 raw=$(median "${raw_times[@]}"); fresh=$(median "${berth_times[@]}"); rerun=$(median "${rerun_times[@]}")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Helpers the bench scripts share; sourced, never run.
 
-now() { date +%s.%N; }
+# Times are read from $EPOCHREALTIME (bash 5), which costs no process: `date` in a command
+# substitution added about 2 ms to each interval measured.
+[ -n "${EPOCHREALTIME:-}" ] || { echo "bash 5 or later is needed (EPOCHREALTIME)" >&2; exit 1; }
 # The median of the numbers given.
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 

@@ -11,7 +11,8 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 macro_rules! say {
     ($($argument:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($argument)*);
+        // One write: unbuffered, a line formatted into it would take one per part.
+        let _ = std::io::stderr().write_all(format!("{}\n", format_args!($($argument)*)).as_bytes());
     }};
 }
 

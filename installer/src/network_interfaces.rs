@@ -43,6 +43,37 @@ pub fn interface_with_address(address: IpAddr) -> Result<String, InterfaceError>
     Err(InterfaceError::NoInterfaceWithAddress)
 }
 
+/// The node's addresses as `ip -o addr` lists them, one per line (`2: eth0    inet
+/// 192.0.2.2/24`), IPv4 then IPv6, each in the kernel's order: what the helper library's
+/// address discovery reads, given it without starting `ip` for it. Empty where the kernel
+/// does not answer.
+pub fn address_listing() -> String {
+    let Ok(interfaces) = nix::ifaddrs::getifaddrs() else {
+        return String::new();
+    };
+    let (mut inet, mut inet6) = (String::new(), String::new());
+    for interface in interfaces {
+        let (Some(address), Some(netmask)) = (interface.address, interface.netmask) else {
+            continue;
+        };
+        let index = nix::net::if_::if_nametoindex(interface.interface_name.as_str()).unwrap_or(0);
+        let name = &interface.interface_name;
+        if let (Some(held), Some(mask)) = (address.as_sockaddr_in(), netmask.as_sockaddr_in()) {
+            let prefix = u32::from(mask.ip()).count_ones();
+            inet.push_str(&format!("{index}: {name}    inet {}/{prefix}\n", held.ip()));
+        } else if let (Some(held), Some(mask)) =
+            (address.as_sockaddr_in6(), netmask.as_sockaddr_in6())
+        {
+            let prefix = u128::from(mask.ip()).count_ones();
+            inet6.push_str(&format!(
+                "{index}: {name}    inet6 {}/{prefix}\n",
+                held.ip()
+            ));
+        }
+    }
+    inet + &inet6
+}
+
 /// The name of the interface the default IPv4 (or IPv6) route leaves by.
 pub fn default_route_interface(ipv6: bool) -> Result<String, InterfaceError> {
     if ipv6 {
@@ -109,6 +140,33 @@ mod tests {
         let only_lo =
             format!("{zero} 00 {zero} 00 {zero} ffffffff 00000001 00000000 00200200       lo\n");
         assert_eq!(default_v6_route(&only_lo), None);
+    }
+
+    #[test]
+    fn the_listing_holds_what_ip_lists() {
+        let listing = address_listing();
+        assert!(listing.contains(": lo    inet 127.0.0.1/8\n"), "{listing}");
+        let Ok(output) = std::process::Command::new("ip")
+            .args(["-o", "addr"])
+            .output()
+        else {
+            panic!("ip (iproute2) is needed to compare the listing with");
+        };
+        let text = String::from_utf8_lossy(&output.stdout);
+        let first_words = |line: &str| {
+            line.split_whitespace()
+                .take(4)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let ours: Vec<String> = listing.lines().map(first_words).collect();
+        let theirs: Vec<String> = text
+            .lines()
+            .filter(|line| line.contains(" inet "))
+            .chain(text.lines().filter(|line| line.contains(" inet6 ")))
+            .map(first_words)
+            .collect();
+        assert_eq!(ours, theirs);
     }
 
     #[test]

@@ -12,11 +12,12 @@ use std::collections::{HashSet, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_formats::shell::quote_line;
+use berth_formats::spec::is_variable_name;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
@@ -27,6 +28,8 @@ const PID_FILE: &str = "session.pid";
 const TAIL_LINES: usize = 20;
 
 const BOOTSTRAP: &str = r#"# The Berth hook session: commands arrive on fd 3, their outcome leaves on fd 4.
+# Each command is its length in 8 digits, then its text (ASCII): two reads, where a line read
+# from a pipe takes one read per byte.
 exec 3<"$1" 4>"$2"
 __berth_status() { printf '%s\n' "$*" >&4; }
 __berth_hook() {
@@ -47,11 +50,11 @@ __berth_source() {
 __berth_defined() {
     local defined=() name
     for name in "$@"; do
-        if declare -F "$name" >/dev/null; then defined+=("$name"); fi
-    done
+        if declare -F "$name"; then defined+=("$name"); fi
+    done >/dev/null
     __berth_status "defined ${defined[*]}"
 }
-while IFS= read -r -u 3 __berth_command; do
+while read -r -N 8 -u 3 __berth_length && read -r -N "$((10#$__berth_length))" -u 3 __berth_command; do
     eval "$__berth_command"
 done
 "#;
@@ -87,6 +90,8 @@ pub enum HookError {
     },
     #[error("the hook session is gone")]
     Gone,
+    #[error("`{0}` is not a name bash can give a variable")]
+    BadVariable(String),
     #[error("failed to talk to the hook session through {path}")]
     Channel {
         path: PathBuf,
@@ -108,9 +113,76 @@ impl HookError {
     }
 }
 
-enum Event {
+/// What the engine hears from bash next.
+enum Heard {
     Status(String),
     Exited(ExitStatus),
+    TimedOut,
+}
+
+/// How the engine hears from bash: its status lines, read by the engine itself as they come
+/// (no thread between them: a hook's round trip is the time bash takes), and its exit, which
+/// a waiting thread tells through a pipe the same poll watches.
+struct StatusChannel {
+    path: PathBuf,
+    status: std::fs::File,
+    pending: Vec<u8>,
+    exit_signal: std::os::fd::OwnedFd,
+    exit_status: Receiver<ExitStatus>,
+}
+
+impl StatusChannel {
+    /// The next status line, bash's exit, or nothing within `timeout`.
+    fn next(&mut self, timeout: Duration) -> Result<Heard, HookError> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd as _;
+        let deadline = Instant::now() + timeout;
+        let mut buffer = [0u8; 4096];
+        loop {
+            if let Some(end) = self.pending.iter().position(|byte| *byte == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line[..end]).into_owned();
+                return Ok(Heard::Status(line));
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Ok(Heard::TimedOut);
+            }
+            // Whole milliseconds, rounded up: a wait cut short would spin.
+            let milliseconds = remaining.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+            let mut watched = [
+                PollFd::new(self.status.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.exit_signal.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(
+                &mut watched,
+                PollTimeout::try_from(milliseconds).unwrap_or(PollTimeout::MAX),
+            ) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(errno) => return Err(self.error(errno.into())),
+            }
+            let ready = |fd: &PollFd| fd.revents().is_some_and(|events| !events.is_empty());
+            // A status line written before bash exited is heard first.
+            if ready(&watched[0]) {
+                let read = std::io::Read::read(&mut self.status, &mut buffer)
+                    .map_err(|source| self.error(source))?;
+                self.pending.extend_from_slice(&buffer[..read]);
+            } else if ready(&watched[1]) {
+                return match self.exit_status.recv() {
+                    Ok(status) => Ok(Heard::Exited(status)),
+                    Err(_) => Err(HookError::Gone),
+                };
+            }
+        }
+    }
+
+    fn error(&self, source: std::io::Error) -> HookError {
+        HookError::Channel {
+            path: self.path.clone(),
+            source,
+        }
+    }
 }
 
 /// Where hook output goes: the terminal, the run log, and a tail for error messages.
@@ -142,7 +214,7 @@ pub struct Session {
     pid: Pid,
     commands: std::fs::File,
     commands_path: PathBuf,
-    events: Receiver<Event>,
+    status: StatusChannel,
     sink: Arc<Mutex<Sink>>,
     readers: Receiver<()>,
     exited: bool,
@@ -204,19 +276,26 @@ impl Session {
             log,
             tail: VecDeque::new(),
         }));
-        let (events_sender, events) = mpsc::channel();
         let (readers_sender, readers) = mpsc::channel();
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
         spawn_reader(stdout, false, sink.clone(), readers_sender.clone());
         spawn_reader(stderr, true, sink.clone(), readers_sender);
-        spawn_status_reader(status, events_sender.clone());
-        spawn_waiter(child, events_sender);
+        let (exit_signal, exit_sender) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|errno| channel(&status_path)(errno.into()))?;
+        let (status_sender, exit_status) = mpsc::channel();
+        spawn_waiter(child, status_sender, exit_sender);
         Ok(Session {
             pid,
             commands,
             commands_path,
-            events,
+            status: StatusChannel {
+                path: status_path,
+                status,
+                pending: Vec::new(),
+                exit_signal,
+                exit_status,
+            },
             sink,
             readers,
             exited: false,
@@ -225,25 +304,64 @@ impl Session {
 
     /// Sources `file` into the session (defining its hooks).
     pub fn source(&mut self, file: &Path, timeout: Duration) -> Result<(), HookError> {
-        self.source_and_find(file, &[], timeout).map(drop)
+        self.source_each(&[(Some(file), Vec::new())], timeout)
+            .map(drop)
+            .map_err(|(_, error)| error)
     }
 
-    /// Sources `file` into the session and answers which of `names` are defined functions
-    /// then, in one exchange with bash.
-    pub fn source_and_find(
+    /// Sources each file in turn into the session, in one exchange with bash, and answers,
+    /// after each, which of its names are defined functions then (a file of `None`: the names
+    /// alone). A failure names the place of the file that failed; those before it are sourced.
+    pub fn source_each(
         &mut self,
-        file: &Path,
-        names: &[String],
+        files: &[(Option<&Path>, Vec<String>)],
         timeout: Duration,
-    ) -> Result<HashSet<String>, HookError> {
-        let path = file.display().to_string();
-        let quoted: Vec<String> = names.iter().map(|name| quote_line(name)).collect();
-        let status = self.request(
-            &format!("__berth_source {} {}", quote_line(&path), quoted.join(" ")),
-            &path,
-            timeout,
-        )?;
-        Ok(defined_in(&status))
+    ) -> Result<Vec<HashSet<String>>, (usize, HookError)> {
+        let mut commands = Vec::new();
+        let mut whats = Vec::new();
+        for (file, names) in files {
+            let quoted: Vec<String> = names.iter().map(|name| quote_line(name)).collect();
+            match file {
+                Some(file) => {
+                    let path = file.display().to_string();
+                    commands.push(format!(
+                        "__berth_source {} {}",
+                        quote_line(&path),
+                        quoted.join(" ")
+                    ));
+                    whats.push(path);
+                }
+                None => {
+                    commands.push(format!("__berth_defined {}", quoted.join(" ")));
+                    whats.push("defined".to_string());
+                }
+            }
+        }
+        let lines = self.request_each(&commands.join("; "), &whats, timeout)?;
+        Ok(lines.iter().map(|line| defined_in(line)).collect())
+    }
+
+    /// Exports `variables` into the session, then runs the bash function `name` as a hook
+    /// runs: what a session started before its variables were known takes once they are.
+    pub fn export_then(
+        &mut self,
+        variables: &[(String, String)],
+        name: &str,
+        timeout: Duration,
+    ) -> Result<(), HookError> {
+        let mut command = String::new();
+        if !variables.is_empty() {
+            command.push_str("export");
+            for (variable, value) in variables {
+                if !is_variable_name(variable) {
+                    return Err(HookError::BadVariable(variable.clone()));
+                }
+                command.push_str(&format!(" {variable}={}", quote_line(value)));
+            }
+            command.push_str("; ");
+        }
+        command.push_str(&format!("__berth_hook {}", quote_line(name)));
+        self.request(&command, name, timeout).map(drop)
     }
 
     /// Runs the bash function `name` (nothing, if it is not defined).
@@ -252,33 +370,22 @@ impl Session {
             .map(drop)
     }
 
-    /// Which of `names` are defined functions.
-    pub fn defined(&mut self, names: &[String]) -> Result<HashSet<String>, HookError> {
-        let quoted: Vec<String> = names.iter().map(|name| quote_line(name)).collect();
-        let status = self.request(
-            &format!("__berth_defined {}", quoted.join(" ")),
-            "defined",
-            Duration::from_secs(30),
-        )?;
-        Ok(defined_in(&status))
-    }
-
     /// Ends the session and waits for bash to exit.
     pub fn finish(mut self) -> Result<(), HookError> {
         self.send("exit 0")?;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             match self
-                .events
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .status
+                .next(deadline.saturating_duration_since(Instant::now()))?
             {
-                Ok(Event::Exited(_)) => {
+                Heard::Exited(_) => {
                     self.exited = true;
                     self.drain_readers();
                     return Ok(());
                 }
-                Ok(Event::Status(_)) => {}
-                Err(_) => return Err(HookError::Gone),
+                Heard::Status(_) => {}
+                Heard::TimedOut => return Err(HookError::Gone),
             }
         }
     }
@@ -291,9 +398,10 @@ impl Session {
             !command.contains('\n'),
             "commands are one line: use quote_line()"
         );
-        let line = format!("{command}\n");
+        let command = ascii(command);
+        let framed = format!("{:08}{command}", command.len());
         self.commands
-            .write_all(line.as_bytes())
+            .write_all(framed.as_bytes())
             .map_err(|source| HookError::Channel {
                 path: self.commands_path.clone(),
                 source,
@@ -307,11 +415,39 @@ impl Session {
         what: &str,
         timeout: Duration,
     ) -> Result<String, HookError> {
+        let mut lines = self
+            .request_each(command, &[what.to_string()], timeout)
+            .map_err(|(_, error)| error)?;
+        Ok(lines.remove(0))
+    }
+
+    /// Sends `command` and waits for a status line for each of `whats`, each within `timeout`
+    /// of the one before. A failure names the place of the one whose line did not come.
+    fn request_each(
+        &mut self,
+        command: &str,
+        whats: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<String>, (usize, HookError)> {
         self.sink.lock().expect("sink lock").tail.clear();
-        self.send(command)?;
-        match self.events.recv_timeout(timeout) {
-            Ok(Event::Status(line)) => Ok(line),
-            Ok(Event::Exited(status)) => {
+        self.send(command).map_err(|error| (0, error))?;
+        let mut lines = Vec::new();
+        for what in whats {
+            let line = self
+                .status_line(what, timeout)
+                .map_err(|error| (lines.len(), error))?;
+            lines.push(line);
+            // A failure's tail is the output of its own part alone.
+            self.sink.lock().expect("sink lock").tail.clear();
+        }
+        Ok(lines)
+    }
+
+    /// The next status line, or how the command `what` failed.
+    fn status_line(&mut self, what: &str, timeout: Duration) -> Result<String, HookError> {
+        match self.status.next(timeout)? {
+            Heard::Status(line) => Ok(line),
+            Heard::Exited(status) => {
                 self.exited = true;
                 self.drain_readers();
                 let tail = self.tail();
@@ -338,10 +474,10 @@ impl Session {
                     },
                 })
             }
-            Err(RecvTimeoutError::Timeout) => {
+            Heard::TimedOut => {
                 self.kill();
                 // Reap bash, so its output is complete before the tail is taken.
-                let _ = self.events.recv_timeout(Duration::from_secs(5));
+                let _ = self.status.exit_status.recv_timeout(Duration::from_secs(5));
                 self.exited = true;
                 self.drain_readers();
                 Err(HookError::Timeout {
@@ -350,7 +486,6 @@ impl Session {
                     tail: self.tail(),
                 })
             }
-            Err(RecvTimeoutError::Disconnected) => Err(HookError::Gone),
         }
     }
 
@@ -381,6 +516,26 @@ impl Session {
     fn kill(&self) {
         let _ = killpg(self.pid, Signal::SIGKILL);
     }
+}
+
+/// `command` in ASCII alone, so bash's `read -N` counts its bytes whatever the session's
+/// locale: where it holds other bytes (a path in UTF-8, say), an `eval` of it in `$'…'`
+/// quoting with those bytes escaped.
+fn ascii(command: &str) -> std::borrow::Cow<'_, str> {
+    if command.is_ascii() {
+        return command.into();
+    }
+    let mut quoted = String::from("eval $'");
+    for byte in command.bytes() {
+        match byte {
+            b'\\' => quoted.push_str(r"\\"),
+            b'\'' => quoted.push_str(r"\'"),
+            byte if byte.is_ascii() => quoted.push(char::from(byte)),
+            byte => quoted.push_str(&format!("\\x{byte:02x}")),
+        }
+    }
+    quoted.push('\'');
+    quoted.into()
 }
 
 /// The functions a `defined …` status line names.
@@ -423,22 +578,13 @@ fn spawn_reader(
     });
 }
 
-fn spawn_status_reader(status: std::fs::File, events: Sender<Event>) {
+fn spawn_waiter(mut child: Child, status: Sender<ExitStatus>, signal: std::os::fd::OwnedFd) {
     std::thread::spawn(move || {
-        for line in BufReader::new(status).lines() {
-            let Ok(line) = line else { return };
-            if events.send(Event::Status(line)).is_err() {
-                return;
-            }
+        if let Ok(exited) = child.wait() {
+            let _ = status.send(exited);
         }
-    });
-}
-
-fn spawn_waiter(mut child: Child, events: Sender<Event>) {
-    std::thread::spawn(move || {
-        if let Ok(status) = child.wait() {
-            let _ = events.send(Event::Exited(status));
-        }
+        // Written, or closed as the thread ends: either wakes the engine's poll.
+        let _ = nix::unistd::write(&signal, &[1]);
     });
 }
 

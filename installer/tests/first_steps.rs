@@ -215,6 +215,15 @@ fn a_failed_run_and_a_reset_leave_no_folders_behind() {
         .map(|entry| entry.unwrap().path())
         .collect();
     assert!(left.is_empty(), "{left:?}");
+    // The hook session it began as it took the lock is gone too.
+    let root = node.root.path().to_string_lossy().into_owned();
+    let running: Vec<String> = fs_err::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| fs_err::read(entry.ok()?.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        .filter(|cmdline| cmdline.contains(&root))
+        .collect();
+    assert!(running.is_empty(), "{running:?}");
 
     let (_dist, node, _) = installed();
     succeeded(&node.berth(&["reset"]));

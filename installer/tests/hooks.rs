@@ -626,3 +626,47 @@ fn hooks_are_found_by_the_names_kurl_calls() {
     succeeded(&node.berth(&["reset"]));
     assert_eq!(take_trace(&trace_file), ["cert-manager_reset"]);
 }
+
+/// Commands reach the session framed by their length in bytes: a root and values in UTF-8
+/// (which bash would count in characters), quotes and line breaks all arrive as they were.
+#[test]
+fn hooks_see_a_root_and_values_in_utf8_as_they_are() {
+    let mut dist = TestDist::new();
+    dist.addon(
+        "a",
+        "1.0.0",
+        r#"
+function a() { printf '%s\n' "$DIR" "$A_GREETING" "$A_NOTE" >> "$TRACE"; }
+function a_outro() { printf 'outro %s\n' "$A_GREETING" >> "$TRACE"; }
+"#,
+    );
+    let greeting = "grüß dich, ça va? ✔ 'quoted' \"double\" $(touch x) `y`";
+    let spec = dist.spec(
+        "spec.yaml",
+        &[(
+            "a",
+            &format!(
+                "version: latest, greeting: {}, note: \"two\\nlines\"",
+                serde_json::to_string(greeting).unwrap()
+            ),
+        )],
+    );
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node {
+        root: tempfile::Builder::new()
+            .prefix("nœud é ")
+            .tempdir()
+            .unwrap(),
+        envs: Vec::new(),
+    }
+    .env("TRACE", &trace_file);
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    let dir = node.root.path().join("var/lib/berth");
+    assert_eq!(
+        fs_err::read_to_string(&trace_file).unwrap(),
+        format!(
+            "{}\n{greeting}\ntwo\nlines\noutro {greeting}\n",
+            dir.display()
+        )
+    );
+}

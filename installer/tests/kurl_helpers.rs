@@ -496,3 +496,58 @@ fn storage_migrations_refuse_before_changing_anything() {
     );
     assert!(printed(&output).contains("status=0"));
 }
+
+/// The session hands the library the host's addresses (`BERTH_HOST_ADDRESSES`) for its
+/// discovery as it starts; read in place of `ip -o addr`, they give the same interfaces, in
+/// the same order, with the same ones left out. Checked in a network namespace of its own with
+/// addresses of both families, one on an interface Kubernetes' networks make.
+#[test]
+fn the_addresses_berth_lists_are_those_ip_lists() {
+    std::thread::spawn(|| {
+        // Only this thread (and what it starts) moves to the new namespace.
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+            .expect("a network namespace (root)");
+        for command in [
+            "ip link set lo up",
+            // No link-local address the kernel adds in its own time: the two listings are
+            // taken one after the other.
+            "ip link add eth9 type veth peer name cni0",
+            "ip link add eth8 type bridge",
+            "ip link set eth9 addrgenmode none",
+            "ip link set cni0 addrgenmode none",
+            "ip link set eth8 addrgenmode none",
+            "ip addr add 10.1.0.5/24 dev eth9",
+            "ip addr add 2001:db8::5/64 dev eth9",
+            "ip addr add 10.2.0.1/16 dev cni0",
+            "ip addr add 10.3.0.7/20 dev eth8",
+            "ip addr add 10.3.1.8/20 dev eth8",
+            "ip link set eth9 up",
+            "ip link set cni0 up",
+            "ip link set eth8 up",
+        ] {
+            let status = Command::new("sh").args(["-c", command]).status().unwrap();
+            assert!(status.success(), "{command}");
+        }
+        let listing = berth::network_interfaces::address_listing();
+        for ipv6 in ["", "1"] {
+            let script = r#"__berth_private_interfaces "$BERTH_HOST_ADDRESSES"
+                given="${__berth_iface_names[*]} / ${__berth_iface_addrs[*]}"
+                __berth_private_interfaces
+                printf '%s\n%s\n' "$given" "${__berth_iface_names[*]} / ${__berth_iface_addrs[*]}""#;
+            let output = with_library(
+                script,
+                &[("BERTH_HOST_ADDRESSES", &listing), ("IPV6_ONLY", ipv6)],
+            );
+            let text = support::text(&output.stdout);
+            let lines: Vec<&str> = text.lines().collect();
+            let expected = if ipv6.is_empty() {
+                "eth9 eth8 eth8 / 10.1.0.5 10.3.0.7 10.3.1.8"
+            } else {
+                "eth9 / 2001:db8::5"
+            };
+            assert_eq!(lines, [expected, expected], "listing:\n{listing}");
+        }
+    })
+    .join()
+    .unwrap();
+}

@@ -129,9 +129,10 @@ function discover_private_ip() {
     fi
 }
 
-# __berth_private_interfaces: sets the arrays __berth_iface_names and __berth_iface_addrs to
-# this host's addresses (IPv6 when IPV6_ONLY=1), leaving out the loopback and the virtual
-# interfaces Kubernetes and its networks create, as kURL's prompt_for_private_ip does.
+# __berth_private_interfaces [LISTING]: sets the arrays __berth_iface_names and
+# __berth_iface_addrs to this host's addresses (IPv6 when IPV6_ONLY=1), leaving out the loopback
+# and the virtual interfaces Kubernetes and its networks create, as kURL's
+# prompt_for_private_ip does. LISTING, when given, is read in place of `ip -o addr`.
 function __berth_private_interfaces() {
     __berth_iface_names=()
     __berth_iface_addrs=()
@@ -141,7 +142,11 @@ function __berth_private_interfaces() {
         pattern='^[0-9]+: ([^[:space:]]+)[[:space:]]+inet6 ([[:alnum:]:]+)'
     fi
     local listing line
-    listing="$(ip "$family" -o addr 2>/dev/null || true)"
+    if [ "$#" -gt 0 ]; then
+        listing="$1"
+    else
+        listing="$(ip "$family" -o addr 2>/dev/null || true)"
+    fi
     while IFS= read -r line; do
         [[ "$line" =~ $pattern ]] || continue
         case "${BASH_REMATCH[1]}" in
@@ -160,7 +165,12 @@ function __berth_discover_private_address() {
     if [ -n "$PRIVATE_ADDRESS" ]; then
         return 0
     fi
-    __berth_private_interfaces
+    # Berth lists the host's addresses as it starts the session (BERTH_HOST_ADDRESSES).
+    if [ -n "${BERTH_HOST_ADDRESSES:-}" ]; then
+        __berth_private_interfaces "$BERTH_HOST_ADDRESSES"
+    else
+        __berth_private_interfaces
+    fi
     if [ "${#__berth_iface_addrs[@]}" -eq 1 ]; then
         PRIVATE_ADDRESS="${__berth_iface_addrs[0]}"
         return 0
@@ -426,4 +436,8 @@ function berth_kurl_globals() {
     return 0
 }
 
-berth_kurl_globals
+# Sourced for its definitions alone (Berth's library.sh), the globals wait for the session's
+# variables: Berth calls berth_kurl_globals once they are set.
+if [ -z "${__berth_definitions_only:-}" ]; then
+    berth_kurl_globals
+fi

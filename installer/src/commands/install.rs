@@ -264,6 +264,9 @@ fn execute(
         &settings.layout.lock_file(),
         &format!("berth {command} --spec {}", source.spec_path.display()),
     )?;
+    // The hook session starts while the plan is made: bash and its helper library take
+    // longer than the plan. A plan that fails or refuses ends it.
+    let session = engine::SessionStart::begin(&settings, &lock)?;
     let plan = match engine::plan(source, &settings) {
         Ok(plan) => plan,
         Err(error) => {
@@ -294,7 +297,7 @@ fn execute(
             settings.mode == Mode::Join && settings.joins_control_plane(),
         )?;
     }
-    engine::apply(&settings, &plan, &lock, &Stderr).with_context(|| {
+    engine::apply(&settings, &plan, &lock, session, &Stderr).with_context(|| {
         format!("the {command} did not finish; run the same command again to continue")
     })?;
     say!(

@@ -53,7 +53,8 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
         trust,
         layout,
     };
-    engine::apply(&settings, &plan, &lock, &Stderr)
+    let session = engine::SessionStart::begin(&settings, &lock)?;
+    engine::apply(&settings, &plan, &lock, session, &Stderr)
         .context("the rollback did not finish; run the same command again to continue")?;
     say!(
         "berth: rolled {} back to {} in {:.1}s; see `berth status`",

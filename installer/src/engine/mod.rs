@@ -46,7 +46,7 @@ use crate::state::{AddonState, StateError, Target};
 use crate::unpack::UnpackError;
 
 pub use resolve::{node_overrides, plan, record_refusal, rollback_plan, script_flags};
-pub use run::{PreflightRecord, apply, file_documents, preflight};
+pub use run::{PreflightRecord, SessionStart, apply, file_documents, preflight};
 
 /// Bumped when the engine applies add-ons differently enough that every add-on must reapply.
 pub const ENGINE_GENERATION: u32 = 1;

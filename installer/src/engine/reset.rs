@@ -149,16 +149,12 @@ fn run_reset_hooks(
     for (state, version, script) in &scripts {
         let name = &state.name;
         if let (Some(script), Some(session)) = (script, session.as_mut()) {
-            session.source(script, hook_timeout).map_err(hook_error(
-                name,
-                version,
-                "install.sh",
-            ))?;
             let functions = hook_functions(name, "_reset");
-            let defined =
-                session
-                    .defined(&functions)
-                    .map_err(hook_error(name, version, "install.sh"))?;
+            let defined = session
+                .source_each(&[(Some(script.as_path()), functions.clone())], hook_timeout)
+                .map_err(|(_, error)| error)
+                .map_err(hook_error(name, version, "install.sh"))?
+                .remove(0);
             if let Some(hook) = functions.into_iter().find(|f| defined.contains(f)) {
                 reporter.step(&format!("{name} {version}: {hook}"));
                 session

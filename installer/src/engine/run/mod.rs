@@ -6,18 +6,19 @@ mod imports;
 mod log;
 mod prepare;
 mod record;
+mod start;
 
 pub use host_preflights::{PreflightRecord, file_documents};
+pub use start::SessionStart;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use log::RunLog;
+use log::{HookRun, HooksLog};
 
 use berth_formats::Sha256Digest;
 use berth_formats::package_index::PackageIndex;
 use berth_formats::spec::kurl_type::kurl_environment;
 use berth_formats::spec::{spec_key, upper_snake};
-use fs_err::os::unix::fs::OpenOptionsExt as _;
 
 use super::{
     EngineError, Mode, Plan, PlannedAddon, Reporter, RunSettings, cached_digest, check_interrupt,
@@ -29,19 +30,19 @@ use crate::images::{ImageError, Runtime};
 use crate::last_installer::LastInstaller;
 use berth_formats::release::checksum_file;
 
-use crate::layout::Layout;
 use crate::node_lock::NodeLock;
 use crate::phase::{Phase, Step, hook_functions, installs_runtime, joins_last};
 use crate::plan::Decision;
-use crate::session::{HookError, Session};
+use crate::session::HookError;
 use crate::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
 use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
 
-/// Carries out `plan` on the node. The caller holds the node lock.
+/// Carries out `plan` on the node in `session`, begun once the caller held the node lock.
 pub fn apply(
     settings: &RunSettings,
     plan: &Plan,
     _lock: &NodeLock,
+    session: SessionStart,
     reporter: &dyn Reporter,
 ) -> Result<(), EngineError> {
     let refused = plan.refused();
@@ -56,7 +57,7 @@ pub fn apply(
     let layout = &settings.layout;
     let run_id = run_id(settings.mode.run_name(plan));
     let mut run = Run::new(settings, plan, &run_id, false)?;
-    let result = run.execute(reporter);
+    let result = run.execute(session, reporter);
     if let Err(error) = &result {
         run.record_imports_ahead();
         run.fail_unfinished(error)?;
@@ -272,54 +273,35 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    fn execute(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
+    fn execute(
+        &mut self,
+        mut start: SessionStart,
+        reporter: &dyn Reporter,
+    ) -> Result<(), EngineError> {
         let layout = self.settings.layout.clone();
-        crate::session::end_orphans(&layout.work_dir());
         self.fetch_all(reporter)?;
         check_interrupt()?;
-        crate::helpers::install(&layout).map_err(io_error(&layout.helpers_dir()))?;
         crate::helpers::fresh_kubeadm_patches(&layout)
             .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;
 
         let log_path = layout.log_dir().join(format!("{}.log", self.run_id));
-        let log = RunLog::new(log_path.clone());
-        let work = layout.work_dir().join(&self.run_id);
-        // Hooks start in `work`, where kURL's start in its install folder: the registry's
-        // runs `./bin/htpasswd`.
-        fs_err::create_dir_all(&work).map_err(io_error(&work))?;
-        let programs = work.join("bin");
-        if fs_err::symlink_metadata(&programs).is_err() {
-            fs_err::os::unix::fs::symlink(layout.programs_dir(), &programs)
-                .map_err(io_error(&programs))?;
-        }
+        let log = start.log().clone();
+        log.name(log_path.clone());
+        let work = start.work().to_path_buf();
         // kURL's MERGED_YAML_SPEC: the spec with the script flags merged, as hooks and
         // get_addon_config read it.
         let merged_spec = work.join("merged-spec.yaml");
         fs_err::write(&merged_spec, self.merged_spec_yaml()).map_err(io_error(&merged_spec))?;
-        // The session starts (bash, with the helper library sourced) while the host preflights
-        // run: sourcing the library only reads the host. Only Berth's own folders have changed
+        // The session has been starting (bash, the helper library's definitions) since the
+        // lock was taken, and takes the run's variables and sets kURL's globals while the
+        // host preflights run: it only reads the host. Only Berth's own folders have changed
         // when the preflights run, and a run they stop leaves no log and no work folder.
-        let starting = {
-            let (work, environment) = (work.clone(), self.environment(&merged_spec)?);
-            let helpers = crate::helpers::entry_point(&layout);
-            let timeout = self.settings.hook_timeout;
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut session = Session::start(&work, &environment, Box::new(log))
-                    .map_err(|source| ("bash", source))?;
-                session
-                    .source(&helpers, timeout)
-                    .map_err(|source| ("the helper library", source))?;
-                Ok::<_, (&str, HookError)>(session)
-            })
-        };
+        start.set_variables(self.environment(&merged_spec)?);
         let preflights = self.host_preflights(reporter);
         if preflights.is_ok() {
             self.import_ahead();
         }
-        let started = starting
-            .join()
-            .expect("starting the session does not panic");
+        let started = start.join();
         if let Err(error) = preflights {
             drop(started);
             log.discard();
@@ -327,20 +309,22 @@ impl<'a> Run<'a> {
             return Err(error);
         }
         log.open().map_err(io_error(&log_path))?;
+        let mut hooks_log = HooksLog::open(&layout.log_dir().join(HOOKS_LOG));
         let mut session = started.map_err(|(what, source)| self.hook_error(None, what, source))?;
 
         let phases = self.settings.mode.phases();
         // Each add-on's hooks into the session. Its images load later, just before its main
         // hook: an add-on earlier in the order may be the one that installs the runtime.
         let mut runtime: Option<Runtime> = None;
-        for index in 0..self.members.len() {
-            let member = &self.members[index];
+        let mode = self.settings.mode;
+        let mut scripts = Vec::new();
+        let mut candidates: Vec<Vec<Vec<String>>> = Vec::new();
+        for member in &self.members {
             let script = layout
                 .addon_dir(&member.planned.name, &member.planned.version)
                 .join("install.sh");
-            let mode = self.settings.mode;
             let is_runtime = installs_runtime(&member.planned.name);
-            let candidates: Vec<Vec<String>> = phases
+            let looked_for: Vec<Vec<String>> = phases
                 .iter()
                 .map(|phase| {
                     mode.hook_suffix(*phase, &member.planned.decision, is_runtime)
@@ -348,17 +332,24 @@ impl<'a> Run<'a> {
                         .unwrap_or_default()
                 })
                 .collect();
-            // Sourced, and asked which hooks it defines, in one exchange with bash.
-            let defined = if script.exists() {
-                session.source_and_find(&script, &candidates.concat(), self.settings.hook_timeout)
-            } else {
-                session.defined(&candidates.concat())
-            }
-            .map_err(|source| self.hook_error(Some(index), "install.sh", source))?;
+            scripts.push(script.exists().then_some(script));
+            candidates.push(looked_for);
+        }
+        // Every install.sh sourced in turn, and asked which hooks it defines, in one exchange
+        // with bash.
+        let files: Vec<(Option<&std::path::Path>, Vec<String>)> = scripts
+            .iter()
+            .zip(&candidates)
+            .map(|(script, looked_for)| (script.as_deref(), looked_for.concat()))
+            .collect();
+        let defined = session
+            .source_each(&files, self.settings.hook_timeout)
+            .map_err(|(index, source)| self.hook_error(Some(index), "install.sh", source))?;
+        for (index, (defined, candidates)) in defined.into_iter().zip(candidates).enumerate() {
             // kURL calls an applied add-on's install hook unguarded: one that is not there is
             // a broken add-on, not one with nothing to do.
             let member = &self.members[index];
-            let main = mode.main_phase(is_runtime);
+            let main = mode.main_phase(installs_runtime(&member.planned.name));
             if main == Phase::Install && member.planned.decision.applies() {
                 let main = phases.iter().position(|phase| *phase == main);
                 if let Some(looked_for) = main.map(|main| &candidates[main])
@@ -367,7 +358,9 @@ impl<'a> Run<'a> {
                     return Err(EngineError::NoMainHook {
                         name: member.planned.name.clone(),
                         version: member.planned.version.clone(),
-                        script: script.clone(),
+                        script: layout
+                            .addon_dir(&member.planned.name, &member.planned.version)
+                            .join("install.sh"),
                         looked_for: looked_for.clone(),
                     });
                 }
@@ -378,11 +371,6 @@ impl<'a> Run<'a> {
                 .collect();
         }
 
-        // Every add-on's hooks run in every phase, as kURL runs them, so what one hook sets
-        // for a later one is there on every run; only the main hook is the decision's:
-        // `<name>` when the add-on applies, `<name>_already_applied` when it does not.
-        // The runtime's add-on takes its install phase first, whatever its place in the
-        // order, as kURL installs the runtime before any other add-on's install hook.
         let runtime_first: Vec<usize> = {
             let mut order: Vec<usize> = (0..self.members.len()).collect();
             order.sort_by_key(|&index| !installs_runtime(&self.members[index].planned.name));
@@ -433,15 +421,14 @@ impl<'a> Run<'a> {
                     let started_at = SystemTime::now();
                     let result = session.hook(&hook, self.settings.hook_timeout);
                     let member = &self.members[index];
-                    record_hook(
-                        &layout,
-                        &self.run_id,
-                        &member.planned.name,
-                        &member.planned.version,
-                        &hook,
-                        started_at,
-                        result.is_ok(),
-                    );
+                    hooks_log.record(&HookRun {
+                        run: &self.run_id,
+                        addon: &member.planned.name,
+                        version: &member.planned.version,
+                        hook: &hook,
+                        started: started_at,
+                        succeeded: result.is_ok(),
+                    });
                     result.map_err(|source| self.hook_error(Some(index), &hook, source))?;
                     report_duration(reporter, &hook, started.elapsed());
                 }
@@ -614,39 +601,6 @@ fn error_message(error: &EngineError) -> String {
         text.push_str(&tail.join("\n"));
     }
     text
-}
-
-/// One line per hook run in `hooks.log`, beside the run logs: when each hook started and
-/// ended, to the nanosecond, whatever it printed. A line that cannot be written is skipped:
-/// the record must not stop an install.
-fn record_hook(
-    layout: &Layout,
-    run: &str,
-    addon: &str,
-    version: &str,
-    hook: &str,
-    started: SystemTime,
-    succeeded: bool,
-) {
-    let line = serde_json::json!({
-        "run": run,
-        "addon": addon,
-        "version": version,
-        "hook": hook,
-        "started": humantime::format_rfc3339_nanos(started).to_string(),
-        "ended": humantime::format_rfc3339_nanos(SystemTime::now()).to_string(),
-        "succeeded": succeeded,
-    });
-    let path = layout.log_dir().join(HOOKS_LOG);
-    // Private like the run logs beside it.
-    if let Ok(mut file) = fs_err::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&path)
-    {
-        let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
-    }
 }
 
 /// The hooks' record, in the log folder.

@@ -1,0 +1,132 @@
+//! The hook session, started as soon as the node lock is held: bash starts and the helper
+//! library's definitions load while the plan is made and the packages are checked. What the
+//! plan decides (the run's variables, then kURL's globals from them) goes in once known,
+//! while the host preflights run.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+
+use super::log::RunLog;
+use super::{EngineError, RunSettings, io_error};
+use crate::hook_environment::HookEnvironment;
+use crate::node_lock::NodeLock;
+use crate::session::{HookError, Session};
+
+type Started = Result<Session, (&'static str, HookError)>;
+
+/// A hook session on its way up. Dropped unused (the plan failed or refused), it ends bash and
+/// removes its folder.
+pub struct SessionStart {
+    /// The session's folder: where hooks start, as kURL's start in its install folder.
+    work: PathBuf,
+    log: RunLog,
+    /// The folders `begin` made, removed when the session goes unused: a run that stops
+    /// before its plan leaves the node as it found it.
+    made: Vec<PathBuf>,
+    /// The run's variables, for the session to take once its library is in.
+    variables: Option<Sender<Vec<(String, String)>>>,
+    starting: Option<JoinHandle<Started>>,
+}
+
+impl SessionStart {
+    /// Ends the sessions of runs that died, installs the helper library and starts bash on it.
+    /// Only while holding the node lock: the sessions of other runs are ended.
+    pub fn begin(settings: &RunSettings, _lock: &NodeLock) -> Result<SessionStart, EngineError> {
+        let layout = &settings.layout;
+        crate::session::end_orphans(&layout.work_dir());
+        let install = layout.install_dir();
+        let made: Vec<PathBuf> = [
+            layout.helpers_dir(),
+            layout.programs_dir(),
+            layout.work_dir(),
+        ]
+        .iter()
+        .filter_map(|folder| {
+            folder
+                .ancestors()
+                .take_while(|ancestor| ancestor.starts_with(&install) && *ancestor != install)
+                .filter(|ancestor| !ancestor.exists())
+                .last()
+                .map(std::path::Path::to_path_buf)
+        })
+        .collect();
+        crate::helpers::install(layout).map_err(io_error(&layout.helpers_dir()))?;
+        let work = layout
+            .work_dir()
+            .join(format!("session-{}", std::process::id()));
+        fs_err::create_dir_all(&work).map_err(io_error(&work))?;
+        // The registry's hook runs `./bin/htpasswd`.
+        let programs = work.join("bin");
+        if fs_err::symlink_metadata(&programs).is_err() {
+            fs_err::os::unix::fs::symlink(layout.programs_dir(), &programs)
+                .map_err(io_error(&programs))?;
+        }
+        let log = RunLog::unnamed();
+        let environment = HookEnvironment::for_node(layout).into_vec();
+        let definitions = crate::helpers::definitions_file(layout);
+        let timeout = settings.hook_timeout;
+        let (variables, receiver) = mpsc::channel::<Vec<(String, String)>>();
+        let starting = {
+            let (work, log) = (work.clone(), log.clone());
+            std::thread::spawn(move || {
+                let mut session = Session::start(&work, &environment, Box::new(log))
+                    .map_err(|source| ("bash", source))?;
+                session
+                    .source(&definitions, timeout)
+                    .map_err(|source| ("the helper library", source))?;
+                // None come when the run ends before it has any.
+                let variables = receiver.recv().map_err(|_| ("bash", HookError::Gone))?;
+                session
+                    .export_then(&variables, crate::helpers::GLOBALS_FUNCTION, timeout)
+                    .map_err(|source| ("the helper library", source))?;
+                Ok(session)
+            })
+        };
+        Ok(SessionStart {
+            work,
+            log,
+            made,
+            variables: Some(variables),
+            starting: Some(starting),
+        })
+    }
+
+    /// Gives the session the run's variables; it then sets kURL's globals from them.
+    pub(super) fn set_variables(&mut self, variables: Vec<(String, String)>) {
+        if let Some(sender) = self.variables.take() {
+            let _ = sender.send(variables);
+        }
+    }
+
+    pub(super) fn work(&self) -> &std::path::Path {
+        &self.work
+    }
+
+    pub(super) fn log(&self) -> &RunLog {
+        &self.log
+    }
+
+    /// Waits for bash, the library and kURL's globals (after [`Self::set_variables`]); from
+    /// here the caller owns the folder and the log.
+    pub(super) fn join(mut self) -> Started {
+        self.variables.take();
+        let starting = self.starting.take().expect("joined once");
+        starting.join().unwrap_or(Err(("bash", HookError::Gone)))
+    }
+}
+
+impl Drop for SessionStart {
+    fn drop(&mut self) {
+        self.variables.take();
+        if let Some(starting) = self.starting.take() {
+            // The session, once up, ends as it is dropped.
+            drop(starting.join());
+            self.log.discard();
+            let _ = fs_err::remove_dir_all(&self.work);
+            for folder in &self.made {
+                let _ = fs_err::remove_dir_all(folder);
+            }
+        }
+    }
+}
