@@ -522,16 +522,19 @@ fn build_packages_every_addon_and_skips_unchanged_ones() {
     let out = tempfile::tempdir().unwrap();
     let builder = BerthBuild::new();
     let addons = repository.root().join("addons");
-    let build = |builder: &BerthBuild| {
+    let build_at = |builder: &BerthBuild, level: &str| {
         let (ok, stdout, stderr) = builder.run(&[
             "build",
             addons.to_str().unwrap(),
             "--out",
             out.path().to_str().unwrap(),
+            "--compression-level",
+            level,
         ]);
         assert!(ok, "{stderr}");
         stdout
     };
+    let build = |builder: &BerthBuild| build_at(builder, "6");
     let table = build(&builder);
     assert!(
         table
@@ -547,6 +550,16 @@ fn build_packages_every_addon_and_skips_unchanged_ones() {
     );
     let table = build(&builder);
     assert_eq!(table.matches(" unchanged ").count(), 2, "{table}");
+    // Another compression level makes other bytes: the packages there are not it.
+    let package = out.path().join("beta-2.0.0.tar.gz");
+    let at_six = fs_err::read(&package).unwrap();
+    let table = build_at(&builder, "1");
+    assert_eq!(table.matches(" built ").count(), 2, "{table}");
+    assert_ne!(fs_err::read(&package).unwrap(), at_six);
+    assert_eq!(build_at(&builder, "1").matches(" unchanged ").count(), 2);
+    let table = build(&builder);
+    assert_eq!(table.matches(" built ").count(), 2, "{table}");
+    assert_eq!(fs_err::read(&package).unwrap(), at_six);
     fs_err::write(
         first.join("install.sh"),
         "function alpha() { echo changed; }\n",

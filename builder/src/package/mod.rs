@@ -142,7 +142,7 @@ pub async fn package(
             .await
             .expect("add-on load does not panic")?
     };
-    let inputs_digest = source.inputs_digest(&settings.arch, settings.sbom);
+    let inputs_digest = source.inputs_digest(&settings.arch, settings.sbom, settings.compression);
     let file_name = package_index::package_file_name(
         &source.name,
         &source.version,

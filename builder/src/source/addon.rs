@@ -162,8 +162,15 @@ impl AddonSource {
     /// Digest of everything the package is built from: the package schema, the target
     /// architecture, every file of the add-on folder (the Manifest among them) and every local
     /// file the Manifest reads. Registry images and URL assets count by their Manifest text;
-    /// pin them by digest for packages that change only when their text does.
-    pub fn inputs_digest(&self, arch: &str, sbom: bool) -> Sha256Digest {
+    /// pin them by digest for packages that change only when their text does. A compression
+    /// level other than its format's default counts too: the package's bytes follow it, so a
+    /// build at another level is not the package already there. (The format names the file.)
+    pub fn inputs_digest(
+        &self,
+        arch: &str,
+        sbom: bool,
+        compression: berth_formats::compression::Setting,
+    ) -> Sha256Digest {
         #[derive(Serialize)]
         struct Inputs<'a> {
             schema: u32,
@@ -175,6 +182,8 @@ impl AddonSource {
             local_inputs: &'a [LocalInput],
             #[serde(skip_serializing_if = "Option::is_none")]
             builtin_hooks: Option<Sha256Digest>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            compression_level: Option<u32>,
         }
         let inputs = Inputs {
             schema: SCHEMA_VERSION,
@@ -185,6 +194,8 @@ impl AddonSource {
             builtin_hooks: self
                 .builtin_hooks
                 .map(|hooks| Sha256Digest::of(hooks.as_bytes())),
+            compression_level: (compression.level != compression.format.default_level())
+                .then_some(compression.level),
         };
         Sha256Digest::of(&serde_json::to_vec(&inputs).expect("inputs serialize"))
     }
