@@ -591,6 +591,10 @@ fn a_bundle_stores_a_blob_that_three_add_ons_share_once() {
         bundle.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
+    // Shipped, so readable by all, as `tar czf` leaves an archive.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = fs_err::metadata(&bundle).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644, "{mode:o}");
 
     let mut entries: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(

@@ -53,9 +53,15 @@ pub fn run(args: BundleArgs) -> anyhow::Result<ExitCode> {
         _ => PathBuf::from("."),
     };
     fs_err::create_dir_all(&directory)?;
-    // Written beside its destination and renamed into place only when whole.
-    let temporary = tempfile::NamedTempFile::new_in(&directory)
-        .with_context(|| format!("failed to write in {}", directory.display()))?;
+    // Written beside its destination and renamed into place only when whole; readable by all
+    // as `tar czf` leaves it (a bundle is shipped, not private).
+    let temporary = {
+        use std::os::unix::fs::PermissionsExt as _;
+        tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o644))
+            .tempfile_in(&directory)
+            .with_context(|| format!("failed to write in {}", directory.display()))?
+    };
     let lock = super::runtime()?.block_on(async {
         let release = Arc::new(args.release.open().await?);
         let mut plan =
