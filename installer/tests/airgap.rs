@@ -233,6 +233,22 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     let planned = succeeded(&streamed.berth(&["plan", "--bundle", archive.to_str().unwrap()]));
     assert!(planned.contains("AlreadyApplied"), "{planned}");
     assert!(!streamed.install_dir().join("received-bundle").exists());
+    // A join or an upgrade whose words are refused after the bundle came in leaves nothing
+    // of it either.
+    for command in ["join", "upgrade"] {
+        let node = on_containerd();
+        let refused = failed(&node.berth(&[
+            command,
+            "--bundle",
+            archive.to_str().unwrap(),
+            "no-such-flag",
+        ]));
+        assert!(refused.contains("no-such-flag"), "{refused}");
+        assert!(
+            !node.install_dir().join("received-bundle").exists(),
+            "{command}: {refused}"
+        );
+    }
     // The busybox layer both images share: one file, linked into both packages.
     let blob = |name: &str| {
         let folder = streamed

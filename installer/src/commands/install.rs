@@ -131,7 +131,7 @@ pub struct InstallArgs {
 
 impl InstallArgs {
     /// The run's settings from these arguments.
-    fn settings(&self, mode: Mode) -> anyhow::Result<(SpecSource, RunSettings)> {
+    fn settings(&self, mode: Mode) -> anyhow::Result<(SpecSource, RunSettings, ReceivedBundle)> {
         settings(
             &self.spec,
             self.decisions,
@@ -141,16 +141,9 @@ impl InstallArgs {
         )
     }
 
-    /// Plans, and carries the plan out unless only the plan was asked for. What a bundle
-    /// received as a stream left in its folder goes when the run ends, however it ends: a run
-    /// again reads the bundle whole.
+    /// Plans, and carries the plan out unless only the plan was asked for.
     fn execute(&self, source: &SpecSource, settings: RunSettings) -> anyhow::Result<ExitCode> {
-        let received = settings.consume_bundle.then(|| settings.layout.clone());
-        let result = execute(&self.spec, &self.run, source, settings, false);
-        if let Some(layout) = received {
-            release_received_bundle(&layout);
-        }
-        result
+        execute(&self.spec, &self.run, source, settings, false)
     }
 }
 
@@ -184,23 +177,18 @@ pub fn require_spec_and_dist(command: clap::Command) -> clap::Command {
 }
 
 pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let (source, settings) = settings(
+    let (source, settings, _received) = settings(
         &args.spec,
         args.decisions,
         &RunArgs::default(),
         Mode::Install,
         true,
     )?;
-    let layout = settings.layout.clone();
-    let result = execute(&args.spec, &RunArgs::default(), &source, settings, true);
-    if args.spec.bundle.is_some() {
-        release_received_bundle(&layout);
-    }
-    result
+    execute(&args.spec, &RunArgs::default(), &source, settings, true)
 }
 
 pub fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
-    let (source, settings) = args.settings(Mode::Install)?;
+    let (source, settings, _received) = args.settings(Mode::Install)?;
     args.execute(&source, settings)
 }
 
@@ -212,7 +200,7 @@ pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
     if joined {
         return join(args);
     }
-    let (source, mut settings) = args.install.settings(Mode::Install)?;
+    let (source, mut settings, _received) = args.install.settings(Mode::Install)?;
     for word in &args.words {
         settings.params.push(argument(word)?);
     }
@@ -221,7 +209,7 @@ pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
 
 pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let install = &args.install;
-    let (source, mut settings) = install.settings(Mode::Join)?;
+    let (source, mut settings, _received) = install.settings(Mode::Join)?;
     for word in &args.words {
         settings.params.push(argument(word)?);
     }
@@ -331,7 +319,7 @@ pub(crate) fn settings(
     run: &RunArgs,
     mode: Mode,
     plan_only: bool,
-) -> anyhow::Result<(SpecSource, RunSettings)> {
+) -> anyhow::Result<(SpecSource, RunSettings, ReceivedBundle)> {
     let mut overrides = Vec::new();
     for text in &args.set {
         let Some((key, value)) = text.split_once('=') else {
@@ -349,7 +337,7 @@ pub(crate) fn settings(
     let mut args = args.clone();
     let mut received = ReceivedBundle {
         layout: None,
-        _lock: None,
+        lock: None,
     };
     if let Some(bundle) = &args.bundle {
         let folder = received_bundle_dir(&layout);
@@ -357,7 +345,7 @@ pub(crate) fn settings(
         // what comes in is removed should these settings fail.
         received = ReceivedBundle {
             layout: Some(layout.clone()),
-            _lock: Some(berth::node_lock::NodeLock::acquire(
+            lock: Some(berth::node_lock::NodeLock::acquire(
                 &layout.lock_file(),
                 &format!("berth receiving the bundle {}", bundle.display()),
             )?),
@@ -448,9 +436,9 @@ pub(crate) fn settings(
         consume_bundle: args.bundle.is_some(),
         trust,
     };
-    // The run now owns the received bundle: it goes when the run ends.
+    // The run takes the node lock itself; the received bundle goes when the command ends.
     received.hand_over();
-    Ok((source, settings))
+    Ok((source, settings, received))
 }
 
 /// Where a bundle read as a stream is received: one folder, so a run that stops midway is
@@ -460,17 +448,19 @@ fn received_bundle_dir(layout: &Layout) -> PathBuf {
     layout.install_dir().join("received-bundle")
 }
 
-/// A bundle being received, under the node lock: removed (before the lock is let go) should
-/// the settings fail, since no run will take it.
-struct ReceivedBundle {
+/// A bundle received as a stream, removed when this is dropped: when its settings fail
+/// (before the lock it was received under is let go) or when the command ends, however it
+/// ends. A run again reads the bundle whole.
+pub(crate) struct ReceivedBundle {
     layout: Option<Layout>,
-    _lock: Option<berth::node_lock::NodeLock>,
+    lock: Option<berth::node_lock::NodeLock>,
 }
 
 impl ReceivedBundle {
-    /// The settings are made: the run removes the bundle when it ends.
+    /// The settings are made: the lock goes, for the run to take; the bundle stays until the
+    /// command ends.
     fn hand_over(&mut self) {
-        self.layout = None;
+        self.lock = None;
     }
 }
 

@@ -94,7 +94,7 @@ fn from_files(args: &PreflightArgs) -> anyhow::Result<Report> {
 fn from_spec(args: &PreflightArgs) -> anyhow::Result<Report> {
     let mode = if args.join { Mode::Join } else { Mode::Install };
     // As a plan, it may take the installer the node ran last.
-    let (source, settings) = crate::commands::install::settings(
+    let (source, settings, received) = crate::commands::install::settings(
         &args.install,
         DecisionArgs::default(),
         &RunArgs::default(),
@@ -111,8 +111,7 @@ fn from_spec(args: &PreflightArgs) -> anyhow::Result<Report> {
             engine::preflight(&settings, &plan, &lock, &Stderr)
                 .context("the host preflights could not run")
         });
-    if args.install.bundle.is_some() {
-        crate::commands::install::release_received_bundle(&settings.layout);
-    }
+    // A received bundle goes while the lock is held: no other run is receiving one.
+    drop(received);
     result
 }
