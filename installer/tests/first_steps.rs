@@ -234,3 +234,50 @@ fn a_failed_run_and_a_reset_leave_no_folders_behind() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The hook session starts while the helper library is written: a library that cannot be
+/// written fails the run at once, naming where, and leaves no bash running.
+#[test]
+fn a_library_that_cannot_be_written_fails_the_run_and_ends_its_session() {
+    let dist = TestDist::new();
+    let spec = dist.spec("spec.yaml", &[]);
+    let node = Node::new();
+    let install_dir = node.root.path().join("var/lib/berth");
+    fs_err::create_dir_all(&install_dir).unwrap();
+    // Where the library's folder goes, a file.
+    fs_err::write(install_dir.join("scripts"), "in the way").unwrap();
+    let mut child = node
+        .command(&[
+            "install",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--dist",
+            &dist.url(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ended = None;
+    support::wait_until(
+        "the failed run to end",
+        std::time::Duration::from_secs(30),
+        || {
+            ended = child.try_wait().unwrap();
+            ended.is_some()
+        },
+    );
+    assert!(!ended.unwrap().success());
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(said.contains("scripts/common"), "{said}");
+    let root = node.root.path().to_string_lossy().into_owned();
+    let running: Vec<String> = fs_err::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| fs_err::read(entry.ok()?.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        .filter(|cmdline| cmdline.contains(&root))
+        .collect();
+    assert!(running.is_empty(), "{running:?}");
+    assert!(!install_dir.join("work").exists());
+}

@@ -73,10 +73,11 @@ const FILES: [(&str, &str); 15] = [
     ),
 ];
 
-/// The digest of the library's text, made as Berth is compiled: it names the folder of the
-/// functions loaded when first called, so a new library writes them anew.
+/// The digest of the library's text and of how its functions are split, made as Berth is
+/// compiled: it names the folder of the functions loaded when first called, so a new library
+/// (or new stubs) writes them anew.
 const LIBRARY_DIGEST: u64 = {
-    let mut hash = lazy::FNV_OFFSET;
+    let mut hash = lazy::fnv1a(lazy::FNV_OFFSET, lazy::STUBS_FORMAT.as_bytes());
     let mut index = 0;
     while index < FILES.len() {
         hash = lazy::fnv1a(hash, FILES[index].0.as_bytes());
@@ -277,7 +278,7 @@ mod tests {
                 [ "$name" = stubs ] && continue
                 unset -f "$name"; __berth_load "$name"
             done
-            unset -f __berth_load; declare -f"#,
+            unset -f __berth_load __berth_stub; declare -f"#,
             &definitions_file(&layout),
         );
         assert_eq!(eager, loaded);

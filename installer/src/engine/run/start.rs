@@ -30,8 +30,8 @@ pub struct SessionStart {
 }
 
 impl SessionStart {
-    /// Ends the sessions of runs that died, installs the helper library and starts bash on it.
-    /// Only while holding the node lock: the sessions of other runs are ended.
+    /// Ends the sessions of runs that died, starts bash, and installs the helper library for
+    /// it to source. Only while holding the node lock: the sessions of other runs are ended.
     pub fn begin(settings: &RunSettings, _lock: &NodeLock) -> Result<SessionStart, EngineError> {
         let layout = &settings.layout;
         crate::session::end_orphans(&layout.work_dir());
@@ -51,7 +51,6 @@ impl SessionStart {
                 .map(std::path::Path::to_path_buf)
         })
         .collect();
-        crate::helpers::install(layout).map_err(io_error(&layout.helpers_dir()))?;
         let work = layout
             .work_dir()
             .join(format!("session-{}", std::process::id()));
@@ -67,11 +66,16 @@ impl SessionStart {
         let definitions = crate::helpers::definitions_file(layout);
         let timeout = settings.hook_timeout;
         let (variables, receiver) = mpsc::channel::<Vec<(String, String)>>();
+        let (library, library_written) = mpsc::channel::<()>();
         let starting = {
             let (work, log) = (work.clone(), log.clone());
             std::thread::spawn(move || {
                 let mut session = Session::start(&work, &environment, Box::new(log))
                     .map_err(|source| ("bash", source))?;
+                // bash starts while the library is written.
+                library_written
+                    .recv()
+                    .map_err(|_| ("the helper library", HookError::Gone))?;
                 session
                     .source(&definitions, timeout)
                     .map_err(|source| ("the helper library", source))?;
@@ -83,13 +87,22 @@ impl SessionStart {
                 Ok(session)
             })
         };
-        Ok(SessionStart {
+        // Made before the library is written: should that fail, dropping it ends bash.
+        let start = SessionStart {
             work,
             log,
             made,
             variables: Some(variables),
             starting: Some(starting),
-        })
+        };
+        let written = crate::helpers::install(layout);
+        if written.is_ok() {
+            let _ = library.send(());
+        }
+        // Gone before `start` is, on any path: its drop waits for the thread waiting on it.
+        drop(library);
+        written.map_err(io_error(&layout.helpers_dir()))?;
+        Ok(start)
     }
 
     /// Gives the session the run's variables; it then sets kURL's globals from them.
