@@ -41,6 +41,18 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The same, the file created with `mode` (less the umask): 0o600 keeps secrets from other
 /// users, even while the file is written.
 pub fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    replace(path, bytes, mode, true)
+}
+
+/// Replaces `path` with `bytes` as [`write_atomically`] does, without waiting for the disk:
+/// readers see the old file or the new one, never a mix, but a crash may lose the new one
+/// (or, on some filesystems, leave it empty). For a record of what happened last that may be
+/// lost, written on every run: a sync waits for whatever else the disk has to write.
+pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(path, bytes, 0o666, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> std::io::Result<()> {
     use fs_err::os::unix::fs::OpenOptionsExt as _;
     use std::os::unix::fs::PermissionsExt as _;
     // The same bytes already there, with no permission beyond `mode`, are left as they are: an
@@ -71,8 +83,42 @@ pub fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::
         .mode(mode)
         .open(&temporary)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
+    if sync {
+        file.sync_all()?;
+    }
     drop(file);
     fs_err::rename(&temporary, path)?;
-    fs_err::File::open(dir)?.sync_all()
+    if sync {
+        fs_err::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replaced_file_holds_the_new_bytes_and_no_temporary_file_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("last.json");
+        for (text, synced) in [
+            ("one", true),
+            ("two", false),
+            ("three", false),
+            ("four", true),
+        ] {
+            if synced {
+                write_atomically(&path, text.as_bytes()).unwrap();
+            } else {
+                replace_unsynced(&path, text.as_bytes()).unwrap();
+            }
+            assert_eq!(fs_err::read_to_string(&path).unwrap(), text);
+            let names: Vec<_> = fs_err::read_dir(dir.path())
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name())
+                .collect();
+            assert_eq!(names, ["last.json"]);
+        }
+    }
 }

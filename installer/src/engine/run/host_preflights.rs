@@ -233,7 +233,9 @@ impl Run<'_> {
         };
         let file = self.settings.layout.host_preflights_file();
         let text = serde_json::to_string_pretty(&record).unwrap_or_default();
-        crate::files::write_atomically(&file, text.as_bytes()).map_err(io_error(&file))?;
+        // Written on every run, and what `berth status` shows of the last one: not worth
+        // waiting for the disk (right after an install, for all it still has to write).
+        crate::files::replace_unsynced(&file, text.as_bytes()).map_err(io_error(&file))?;
         if decision == "stopped" {
             // What stopped the run, and where each check comes from.
             let mut summary = report.summary();
