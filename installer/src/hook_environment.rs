@@ -98,14 +98,21 @@ const PROGRAM_VARIABLES: [&str; 43] = [
 const PROGRAM_PREFIXES: [&str; 4] = ["GIT_", "MALLOC_", "_JAVA_", "CURL_"];
 
 /// Globals the helper library sets from the host and then obeys (kURL's: `K8S_DISTRO` names
-/// the functions hooks call, `BIN_*` the programs they run): never from an argument or a field.
-const LIBRARY_VARIABLES: [&str; 6] = [
+/// the functions hooks call, `BIN_*` the programs they run; logging's colours, set before the
+/// run's variables are): never from an argument or a field.
+const LIBRARY_VARIABLES: [&str; 12] = [
     "K8S_DISTRO",
     "LSB_DIST",
     "DIST_VERSION",
     "DIST_VERSION_MAJOR",
     "DIST_VERSION_MINOR",
     "TEST_PROMPT_RESULT",
+    "GREEN",
+    "BLUE",
+    "LIGHT_BLUE",
+    "YELLOW",
+    "RED",
+    "NC",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -171,8 +178,9 @@ impl HookEnvironment {
         if let Ok(binary) = std::env::current_exe() {
             berth("BERTH_BIN", binary.display().to_string());
         }
-        // The helper library's address discovery as it is sourced reads this in place of
-        // starting `ip -o addr` (a tenth of a no-op run); later calls list the host afresh.
+        // The helper library's address discovery as the session starts reads this in place of
+        // starting `ip -o addr` (a tenth of a no-op run), then unsets it: later discoveries
+        // list the host afresh.
         berth(
             "BERTH_HOST_ADDRESSES",
             crate::network_interfaces::address_listing(),
@@ -395,7 +403,7 @@ mod tests {
                 .into_vec()
                 .contains(&("AIRGAP".into(), "1".into()))
         );
-        for key in ["k8s-distro", "bin-subnet", "lsb-dist"] {
+        for key in ["k8s-distro", "bin-subnet", "lsb-dist", "green", "nc"] {
             assert!(
                 matches!(
                     node().param(key, "x"),

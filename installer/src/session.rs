@@ -24,6 +24,9 @@ use nix::unistd::Pid;
 /// The file in a session's folder that holds its bash's pid (its process group).
 const PID_FILE: &str = "session.pid";
 
+/// The longest command a frame's 8 digits carry.
+const MAX_COMMAND_BYTES: usize = 99_999_999;
+
 /// Lines of output kept for an error message.
 const TAIL_LINES: usize = 20;
 
@@ -136,7 +139,8 @@ impl StatusChannel {
     fn next(&mut self, timeout: Duration) -> Result<Heard, HookError> {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
         use std::os::fd::AsFd as _;
-        let deadline = Instant::now() + timeout;
+        // A timeout past what the clock holds is no deadline at all.
+        let deadline = Instant::now().checked_add(timeout);
         let mut buffer = [0u8; 4096];
         loop {
             if let Some(end) = self.pending.iter().position(|byte| *byte == b'\n') {
@@ -144,19 +148,26 @@ impl StatusChannel {
                 let line = String::from_utf8_lossy(&line[..end]).into_owned();
                 return Ok(Heard::Status(line));
             }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
+            let remaining =
+                deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+            if remaining.is_some_and(|remaining| remaining.is_zero()) {
                 return Ok(Heard::TimedOut);
             }
             // Whole milliseconds, rounded up: a wait cut short would spin.
-            let milliseconds = remaining.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+            let milliseconds = remaining.map_or(-1, |remaining| {
+                remaining.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+            });
             let mut watched = [
                 PollFd::new(self.status.as_fd(), PollFlags::POLLIN),
                 PollFd::new(self.exit_signal.as_fd(), PollFlags::POLLIN),
             ];
             match poll(
                 &mut watched,
-                PollTimeout::try_from(milliseconds).unwrap_or(PollTimeout::MAX),
+                if milliseconds < 0 {
+                    PollTimeout::NONE
+                } else {
+                    PollTimeout::try_from(milliseconds).unwrap_or(PollTimeout::MAX)
+                },
             ) {
                 Ok(_) => {}
                 Err(nix::errno::Errno::EINTR) => continue,
@@ -251,6 +262,12 @@ impl Session {
                 .map_err(channel(path))
         };
         let commands = open(&commands_path)?;
+        // Written without blocking: see `write_command`.
+        nix::fcntl::fcntl(
+            &commands,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .map_err(|errno| channel(&commands_path)(errno.into()))?;
         let status = open(&status_path)?;
 
         let mut child = Command::new("bash")
@@ -399,13 +416,53 @@ impl Session {
             "commands are one line: use quote_line()"
         );
         let command = ascii(command);
+        if command.len() > MAX_COMMAND_BYTES {
+            return Err(HookError::Channel {
+                path: self.commands_path.clone(),
+                source: std::io::Error::other(format!(
+                    "a command of {} bytes, more than the {MAX_COMMAND_BYTES} a frame carries",
+                    command.len()
+                )),
+            });
+        }
         let framed = format!("{:08}{command}", command.len());
-        self.commands
-            .write_all(framed.as_bytes())
+        self.write_command(framed.as_bytes())
             .map_err(|source| HookError::Channel {
                 path: self.commands_path.clone(),
                 source,
             })
+    }
+
+    /// Writes to the command FIFO, waiting for room while bash is there to make it: the FIFO
+    /// is open here for reading too (so opening it never waited for bash), so a write to a
+    /// bash that has gone would otherwise wait for ever once the pipe is full.
+    fn write_command(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd as _;
+        while !bytes.is_empty() {
+            match self.commands.write(bytes) {
+                Ok(written) => bytes = &bytes[written..],
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    let mut watched = [
+                        PollFd::new(self.commands.as_fd(), PollFlags::POLLOUT),
+                        PollFd::new(self.status.exit_signal.as_fd(), PollFlags::POLLIN),
+                    ];
+                    match poll(&mut watched, PollTimeout::NONE) {
+                        Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                        Err(errno) => return Err(errno.into()),
+                    }
+                    if watched[1]
+                        .revents()
+                        .is_some_and(|events| !events.is_empty())
+                    {
+                        return Err(std::io::Error::other("bash exited"));
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 
     /// Sends `command` and waits for its status line.

@@ -637,7 +637,7 @@ fn hooks_see_a_root_and_values_in_utf8_as_they_are() {
         "1.0.0",
         r#"
 function a() { printf '%s\n' "$DIR" "$A_GREETING" "$A_NOTE" >> "$TRACE"; }
-function a_outro() { printf 'outro %s\n' "$A_GREETING" >> "$TRACE"; }
+function a_outro() { printf 'outro %s %s\n' "$A_GREETING" "${BERTH_HOST_ADDRESSES-gone}" >> "$TRACE"; }
 "#,
     );
     let greeting = "grüß dich, ça va? ✔ 'quoted' \"double\" $(touch x) `y`";
@@ -665,7 +665,7 @@ function a_outro() { printf 'outro %s\n' "$A_GREETING" >> "$TRACE"; }
     assert_eq!(
         fs_err::read_to_string(&trace_file).unwrap(),
         format!(
-            "{}\n{greeting}\ntwo\nlines\noutro {greeting}\n",
+            "{}\n{greeting}\ntwo\nlines\noutro {greeting} gone\n",
             dir.display()
         )
     );

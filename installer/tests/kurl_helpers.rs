@@ -530,13 +530,14 @@ fn the_addresses_berth_lists_are_those_ip_lists() {
         }
         let listing = berth::network_interfaces::address_listing();
         for ipv6 in ["", "1"] {
-            let script = r#"__berth_private_interfaces "$BERTH_HOST_ADDRESSES"
+            // LISTING: the library unsets BERTH_HOST_ADDRESSES once its discovery read it.
+            let script = r#"__berth_private_interfaces "$LISTING"
                 given="${__berth_iface_names[*]} / ${__berth_iface_addrs[*]}"
                 __berth_private_interfaces
                 printf '%s\n%s\n' "$given" "${__berth_iface_names[*]} / ${__berth_iface_addrs[*]}""#;
             let output = with_library(
                 script,
-                &[("BERTH_HOST_ADDRESSES", &listing), ("IPV6_ONLY", ipv6)],
+                &[("LISTING", &listing), ("IPV6_ONLY", ipv6)],
             );
             let text = support::text(&output.stdout);
             let lines: Vec<&str> = text.lines().collect();

@@ -433,6 +433,9 @@ function berth_kurl_globals() {
     fi
 
     __berth_proxy_globals
+    # The addresses Berth listed as the session started served this discovery; a later one
+    # lists the host afresh.
+    unset BERTH_HOST_ADDRESSES
     return 0
 }
 

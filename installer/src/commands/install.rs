@@ -209,13 +209,16 @@ pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
 
 pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let install = &args.install;
-    let (source, mut settings, _received) = install.settings(Mode::Join)?;
+    let (source, mut settings, received) = install.settings(Mode::Join)?;
     for word in &args.words {
         settings.params.push(argument(word)?);
     }
     check_expiry(&mut settings.params)?;
     let (layout, params) = (settings.layout.clone(), settings.params.clone());
     let code = install.execute(&source, settings)?;
+    // Gone as the run ends, not after the registration: another run may take the lock and
+    // receive a bundle meanwhile.
+    drop(received);
     if code == ExitCode::SUCCESS && !install.run.dry_run {
         let registered =
             berth_fleet::node::register_after_join(&berth::fleet::paths(&layout), &params)
@@ -461,6 +464,11 @@ impl ReceivedBundle {
     /// command ends.
     fn hand_over(&mut self) {
         self.lock = None;
+    }
+
+    /// Leaves the bundle in place: another run holds the node lock, and may be using it.
+    pub(crate) fn keep(mut self) {
+        self.layout = None;
     }
 }
 

@@ -101,10 +101,16 @@ fn from_spec(args: &PreflightArgs) -> anyhow::Result<Report> {
         mode,
         true,
     )?;
-    let lock = NodeLock::acquire(
+    let lock = match NodeLock::acquire(
         &settings.layout.lock_file(),
         &format!("berth preflight --spec {}", source.spec_path.display()),
-    )?;
+    ) {
+        Ok(lock) => lock,
+        Err(error) => {
+            received.keep();
+            return Err(error.into());
+        }
+    };
     let result = engine::plan(&source, &settings)
         .map_err(anyhow::Error::from)
         .and_then(|plan| {

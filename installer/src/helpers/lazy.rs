@@ -72,13 +72,14 @@ pub fn write_functions(
     functions: &[Function],
 ) -> std::io::Result<String> {
     fs_err::create_dir_all(into)?;
-    // A stub is one command, which bash parses in half the time of the three it stands for;
+    // A stub is one command, which bash parses in half the time of the three it stands for.
     // __berth_stub unsets it first: a load that defined nothing fails as not found, never
-    // loops.
+    // loops. A copy of a stub under another name (an add-on keeping the library's function,
+    // `eval "orig_$(declare -f foo)"`, before defining its own foo) becomes the library's
+    // function itself, and foo stays the add-on's.
     let mut stubs = format!(
         "# Stubs of the helper library's functions: each loads its function when first called.\n\
-         __berth_load() {{ . {}/\"$1.sh\"; }}\n\
-         __berth_stub() {{ unset -f \"$1\"; __berth_load \"$1\" && \"$@\"; }}\n",
+         __berth_load() {{ . {}/\"$1.sh\"; }}\n{STUB_LOADER}",
         quote_line(&folder.display().to_string())
     );
     for function in functions {
@@ -88,6 +89,29 @@ pub fn write_functions(
     }
     Ok(stubs)
 }
+
+/// What a stub calls: loads the function in its place, then calls it.
+const STUB_LOADER: &str = r#"__berth_stub() {
+    if [ "${FUNCNAME[1]}" = "$1" ]; then
+        unset -f "$1"
+        __berth_load "$1" && "$@"
+        return
+    fi
+    __berth_copy "${FUNCNAME[1]}" "$1" && "${FUNCNAME[1]}" "${@:2}"
+}
+__berth_copy() {
+    local current library
+    current=$(declare -f "$2")
+    unset -f "$2"
+    if ! __berth_load "$2"; then
+        eval "$current"
+        return 1
+    fi
+    library=$(declare -f "$2")
+    eval "$1${library#"$2"}"
+    eval "$current"
+}
+"#;
 
 /// The folder of the functions of the library whose text has `digest`.
 pub fn folder(helpers: &Path, digest: u64) -> PathBuf {
@@ -107,7 +131,7 @@ pub const fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
 
 /// The form of the stubs [`write_functions`] writes: a change to it writes the functions'
 /// folder anew.
-pub const STUBS_FORMAT: &str = "stubs 2: __berth_stub NAME";
+pub const STUBS_FORMAT: &str = "stubs 3: __berth_stub NAME, copies kept";
 
 /// FNV-1a's starting value.
 pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;

@@ -102,9 +102,22 @@ pub const GLOBALS_FUNCTION: &str = "berth_kurl_globals";
 /// Writes the library into the node's helpers folder, leaving files that already hold the same
 /// text, and links `bin/kurl` and kURL's other programs to this program.
 pub fn install(layout: &Layout) -> std::io::Result<()> {
+    link_programs(layout)?;
+    write_library(layout)
+}
+
+/// Links `bin/kurl` and kURL's other programs to this program: what a run's hooks call, so
+/// only once the run goes ahead.
+pub fn link_programs(layout: &Layout) -> std::io::Result<()> {
     for program in std::iter::once("kurl").chain(crate::kurl_programs::PROGRAMS) {
         link_to_berth(&layout.programs_dir().join(program))?;
     }
+    Ok(())
+}
+
+/// Writes the library into the node's helpers folder, leaving files that already hold the same
+/// text.
+pub fn write_library(layout: &Layout) -> std::io::Result<()> {
     let dir = layout.helpers_dir();
     fs_err::create_dir_all(&dir)?;
     // Paths quoted as one word: a root may hold `$(…)`, backticks or quotes.
@@ -278,7 +291,7 @@ mod tests {
                 [ "$name" = stubs ] && continue
                 unset -f "$name"; __berth_load "$name"
             done
-            unset -f __berth_load __berth_stub; declare -f"#,
+            unset -f __berth_load __berth_stub __berth_copy; declare -f"#,
             &definitions_file(&layout),
         );
         assert_eq!(eager, loaded);
@@ -314,6 +327,18 @@ mod tests {
             &definitions_file(&layout),
         );
         assert_eq!(printed, "the add-on's\n");
+
+        // An add-on that wraps a library function, keeping it under another name first: the
+        // wrapper stays, and the kept copy is the library's function, on every call.
+        let printed = bash(
+            r#". "$1"
+            eval "orig_$(declare -f kubernetes_version_minor)"
+            kubernetes_version_minor() { echo "wrapped"; orig_kubernetes_version_minor "$@"; }
+            kubernetes_version_minor v1.29.3
+            kubernetes_version_minor 1.30.0"#,
+            &definitions_file(&layout),
+        );
+        assert_eq!(printed, "wrapped\n29\nwrapped\n30\n");
     }
 
     #[test]

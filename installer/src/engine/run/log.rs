@@ -24,6 +24,8 @@ struct RunLogState {
     pending: Vec<u8>,
     /// Whether this run made the log folder, which [`RunLog::discard`] then removes.
     made_folder: bool,
+    /// Discarded: what the session still prints (a killed bash's last lines) goes nowhere.
+    discarded: bool,
 }
 
 impl RunLog {
@@ -34,6 +36,7 @@ impl RunLog {
             file: None,
             pending: Vec::new(),
             made_folder: false,
+            discarded: false,
         })))
     }
 
@@ -45,6 +48,7 @@ impl RunLog {
     pub(super) fn open(&self) -> std::io::Result<()> {
         let mut state = self.0.lock().expect("log lock");
         if state.file.is_none()
+            && !state.discarded
             && let Some(path) = state.path.clone()
         {
             let folder = path.parent().expect("a log has a folder").to_path_buf();
@@ -65,6 +69,7 @@ impl RunLog {
     /// Removes what the log wrote, and its folder if this run made it.
     pub(super) fn discard(&self) {
         let mut state = self.0.lock().expect("log lock");
+        state.discarded = true;
         state.pending.clear();
         if state.file.take().is_some()
             && let Some(path) = state.path.clone()
@@ -83,8 +88,10 @@ impl Write for RunLog {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         self.open()?;
         let mut state = self.0.lock().expect("log lock");
+        let discarded = state.discarded;
         match state.file.as_mut() {
             Some(file) => file.write(bytes),
+            None if discarded => Ok(bytes.len()),
             None => {
                 let room = PENDING_BYTES.saturating_sub(state.pending.len());
                 state

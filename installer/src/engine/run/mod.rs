@@ -281,6 +281,7 @@ impl<'a> Run<'a> {
         let layout = self.settings.layout.clone();
         self.fetch_all(reporter)?;
         check_interrupt()?;
+        crate::helpers::link_programs(&layout).map_err(io_error(&layout.programs_dir()))?;
         crate::helpers::fresh_kubeadm_patches(&layout)
             .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;
 

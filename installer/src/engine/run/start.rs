@@ -15,8 +15,8 @@ use crate::session::{HookError, Session};
 
 type Started = Result<Session, (&'static str, HookError)>;
 
-/// A hook session on its way up. Dropped unused (the plan failed or refused), it ends bash and
-/// removes its folder.
+/// A hook session on its way up. Dropped unused (the plan failed or refused, or the session
+/// could not start), it ends bash and removes its folder and the folders it made.
 pub struct SessionStart {
     /// The session's folder: where hooks start, as kURL's start in its install folder.
     work: PathBuf,
@@ -24,14 +24,18 @@ pub struct SessionStart {
     /// The folders `begin` made, removed when the session goes unused: a run that stops
     /// before its plan leaves the node as it found it.
     made: Vec<PathBuf>,
+    /// Told once the library is written, for bash to source it.
+    library: Option<Sender<()>>,
     /// The run's variables, for the session to take once its library is in.
     variables: Option<Sender<Vec<(String, String)>>>,
     starting: Option<JoinHandle<Started>>,
+    /// Not yet handed over by [`SessionStart::join`].
+    unused: bool,
 }
 
 impl SessionStart {
-    /// Ends the sessions of runs that died, starts bash, and installs the helper library for
-    /// it to source. Only while holding the node lock: the sessions of other runs are ended.
+    /// Ends the sessions of runs that died, starts bash, and writes the helper library for it
+    /// to source. Only while holding the node lock: the sessions of other runs are ended.
     pub fn begin(settings: &RunSettings, _lock: &NodeLock) -> Result<SessionStart, EngineError> {
         let layout = &settings.layout;
         crate::session::end_orphans(&layout.work_dir());
@@ -51,9 +55,21 @@ impl SessionStart {
                 .map(std::path::Path::to_path_buf)
         })
         .collect();
-        let work = layout
-            .work_dir()
-            .join(format!("session-{}", std::process::id()));
+        let (variables, variables_given) = mpsc::channel::<Vec<(String, String)>>();
+        let (library, library_written) = mpsc::channel::<()>();
+        // Made first: from here on, whatever fails drops it, and its drop undoes the rest.
+        let mut start = SessionStart {
+            work: layout
+                .work_dir()
+                .join(format!("session-{}", std::process::id())),
+            log: RunLog::unnamed(),
+            made,
+            library: Some(library),
+            variables: Some(variables),
+            starting: None,
+            unused: true,
+        };
+        let work = start.work.clone();
         fs_err::create_dir_all(&work).map_err(io_error(&work))?;
         // The registry's hook runs `./bin/htpasswd`.
         let programs = work.join("bin");
@@ -61,47 +77,33 @@ impl SessionStart {
             fs_err::os::unix::fs::symlink(layout.programs_dir(), &programs)
                 .map_err(io_error(&programs))?;
         }
-        let log = RunLog::unnamed();
         let environment = HookEnvironment::for_node(layout).into_vec();
         let definitions = crate::helpers::definitions_file(layout);
         let timeout = settings.hook_timeout;
-        let (variables, receiver) = mpsc::channel::<Vec<(String, String)>>();
-        let (library, library_written) = mpsc::channel::<()>();
-        let starting = {
-            let (work, log) = (work.clone(), log.clone());
-            std::thread::spawn(move || {
-                let mut session = Session::start(&work, &environment, Box::new(log))
-                    .map_err(|source| ("bash", source))?;
-                // bash starts while the library is written.
-                library_written
-                    .recv()
-                    .map_err(|_| ("the helper library", HookError::Gone))?;
-                session
-                    .source(&definitions, timeout)
-                    .map_err(|source| ("the helper library", source))?;
-                // None come when the run ends before it has any.
-                let variables = receiver.recv().map_err(|_| ("bash", HookError::Gone))?;
-                session
-                    .export_then(&variables, crate::helpers::GLOBALS_FUNCTION, timeout)
-                    .map_err(|source| ("the helper library", source))?;
-                Ok(session)
-            })
-        };
-        // Made before the library is written: should that fail, dropping it ends bash.
-        let start = SessionStart {
-            work,
-            log,
-            made,
-            variables: Some(variables),
-            starting: Some(starting),
-        };
-        let written = crate::helpers::install(layout);
-        if written.is_ok() {
+        let log = start.log.clone();
+        start.starting = Some(std::thread::spawn(move || {
+            let mut session = Session::start(&work, &environment, Box::new(log))
+                .map_err(|source| ("bash", source))?;
+            // bash starts while the library is written.
+            library_written
+                .recv()
+                .map_err(|_| ("the helper library", HookError::Gone))?;
+            session
+                .source(&definitions, timeout)
+                .map_err(|source| ("the helper library", source))?;
+            // None come when the run ends before it has any.
+            let variables = variables_given
+                .recv()
+                .map_err(|_| ("bash", HookError::Gone))?;
+            session
+                .export_then(&variables, crate::helpers::GLOBALS_FUNCTION, timeout)
+                .map_err(|source| ("the helper library", source))?;
+            Ok(session)
+        }));
+        crate::helpers::write_library(layout).map_err(io_error(&layout.helpers_dir()))?;
+        if let Some(library) = start.library.take() {
             let _ = library.send(());
         }
-        // Gone before `start` is, on any path: its drop waits for the thread waiting on it.
-        drop(library);
-        written.map_err(io_error(&layout.helpers_dir()))?;
         Ok(start)
     }
 
@@ -123,23 +125,32 @@ impl SessionStart {
     /// Waits for bash, the library and kURL's globals (after [`Self::set_variables`]); from
     /// here the caller owns the folder and the log.
     pub(super) fn join(mut self) -> Started {
+        self.unused = false;
+        self.library.take();
         self.variables.take();
-        let starting = self.starting.take().expect("joined once");
-        starting.join().unwrap_or(Err(("bash", HookError::Gone)))
+        match self.starting.take() {
+            Some(starting) => starting.join().unwrap_or(Err(("bash", HookError::Gone))),
+            None => Err(("bash", HookError::Gone)),
+        }
     }
 }
 
 impl Drop for SessionStart {
     fn drop(&mut self) {
+        if !self.unused {
+            return;
+        }
+        // The senders go first: the thread may be waiting on either.
+        self.library.take();
         self.variables.take();
         if let Some(starting) = self.starting.take() {
             // The session, once up, ends as it is dropped.
             drop(starting.join());
-            self.log.discard();
-            let _ = fs_err::remove_dir_all(&self.work);
-            for folder in &self.made {
-                let _ = fs_err::remove_dir_all(folder);
-            }
+        }
+        self.log.discard();
+        let _ = fs_err::remove_dir_all(&self.work);
+        for folder in &self.made {
+            let _ = fs_err::remove_dir_all(folder);
         }
     }
 }
