@@ -216,13 +216,7 @@ fn a_failed_run_and_a_reset_leave_no_folders_behind() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     // The hook session it began as it took the lock is gone too.
-    let root = node.root.path().to_string_lossy().into_owned();
-    let running: Vec<String> = fs_err::read_dir("/proc")
-        .unwrap()
-        .filter_map(|entry| fs_err::read(entry.ok()?.path().join("cmdline")).ok())
-        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
-        .filter(|cmdline| cmdline.contains(&root))
-        .collect();
+    let running = running_under(node.root.path());
     assert!(running.is_empty(), "{running:?}");
 
     let (_dist, node, _) = installed();
@@ -271,13 +265,18 @@ fn a_library_that_cannot_be_written_fails_the_run_and_ends_its_session() {
     let mut said = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
     assert!(said.contains("scripts/common"), "{said}");
-    let root = node.root.path().to_string_lossy().into_owned();
-    let running: Vec<String> = fs_err::read_dir("/proc")
+    let running = running_under(node.root.path());
+    assert!(running.is_empty(), "{running:?}");
+    assert!(!install_dir.join("work").exists());
+}
+
+/// The command lines of the processes running that name `root` (a session's bash does).
+fn running_under(root: &std::path::Path) -> Vec<String> {
+    let root = root.to_string_lossy().into_owned();
+    fs_err::read_dir("/proc")
         .unwrap()
         .filter_map(|entry| fs_err::read(entry.ok()?.path().join("cmdline")).ok())
         .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
         .filter(|cmdline| cmdline.contains(&root))
-        .collect();
-    assert!(running.is_empty(), "{running:?}");
-    assert!(!install_dir.join("work").exists());
+        .collect()
 }
