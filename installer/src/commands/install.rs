@@ -142,8 +142,13 @@ impl InstallArgs {
     }
 
     /// Plans, and carries the plan out unless only the plan was asked for.
-    fn execute(&self, source: &SpecSource, settings: RunSettings) -> anyhow::Result<ExitCode> {
-        execute(&self.spec, &self.run, source, settings, false)
+    fn execute(
+        &self,
+        source: &SpecSource,
+        settings: RunSettings,
+        received: &mut ReceivedBundle,
+    ) -> anyhow::Result<ExitCode> {
+        execute(&self.spec, &self.run, source, settings, false, received)
     }
 }
 
@@ -177,19 +182,26 @@ pub fn require_spec_and_dist(command: clap::Command) -> clap::Command {
 }
 
 pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let (source, settings, _received) = settings(
+    let (source, settings, mut received) = settings(
         &args.spec,
         args.decisions,
         &RunArgs::default(),
         Mode::Install,
         true,
     )?;
-    execute(&args.spec, &RunArgs::default(), &source, settings, true)
+    execute(
+        &args.spec,
+        &RunArgs::default(),
+        &source,
+        settings,
+        true,
+        &mut received,
+    )
 }
 
 pub fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
-    let (source, settings, _received) = args.settings(Mode::Install)?;
-    args.execute(&source, settings)
+    let (source, settings, mut received) = args.settings(Mode::Install)?;
+    args.execute(&source, settings, &mut received)
 }
 
 /// `berth upgrade`, what upgrade.sh runs: as kURL's upgrade, an install on the node that
@@ -200,25 +212,22 @@ pub fn upgrade(args: JoinArgs) -> anyhow::Result<ExitCode> {
     if joined {
         return join(args);
     }
-    let (source, mut settings, _received) = args.install.settings(Mode::Install)?;
+    let (source, mut settings, mut received) = args.install.settings(Mode::Install)?;
     for word in &args.words {
         settings.params.push(argument(word)?);
     }
-    args.install.execute(&source, settings)
+    args.install.execute(&source, settings, &mut received)
 }
 
 pub fn join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let install = &args.install;
-    let (source, mut settings, received) = install.settings(Mode::Join)?;
+    let (source, mut settings, mut received) = install.settings(Mode::Join)?;
     for word in &args.words {
         settings.params.push(argument(word)?);
     }
     check_expiry(&mut settings.params)?;
     let (layout, params) = (settings.layout.clone(), settings.params.clone());
-    let code = install.execute(&source, settings)?;
-    // Gone as the run ends, not after the registration: another run may take the lock and
-    // receive a bundle meanwhile.
-    drop(received);
+    let code = install.execute(&source, settings, &mut received)?;
     if code == ExitCode::SUCCESS && !install.run.dry_run {
         let registered =
             berth_fleet::node::register_after_join(&berth::fleet::paths(&layout), &params)
@@ -239,6 +248,7 @@ fn execute(
     source: &SpecSource,
     settings: RunSettings,
     plan_only: bool,
+    received: &mut ReceivedBundle,
 ) -> anyhow::Result<ExitCode> {
     if plan_only || run.dry_run {
         let plan = engine::plan(source, &settings)?;
@@ -255,6 +265,9 @@ fn execute(
         &settings.layout.lock_file(),
         &format!("berth {command} --spec {}", source.spec_path.display()),
     )?;
+    // Dropped before the lock, however the run ends: the received bundle goes while no other
+    // run can be receiving one.
+    let _received = received.take();
     // The hook session starts while the plan is made: bash and its helper library take
     // longer than the plan. A plan that fails or refuses ends it.
     let session = engine::SessionStart::begin(&settings, &lock)?;
@@ -452,8 +465,8 @@ fn received_bundle_dir(layout: &Layout) -> PathBuf {
 }
 
 /// A bundle received as a stream, removed when this is dropped: when its settings fail
-/// (before the lock it was received under is let go) or when the command ends, however it
-/// ends. A run again reads the bundle whole.
+/// (before the lock it was received under is let go), as the run ends (under the run's lock,
+/// see `take`), or when a plan ends, however it ends. A run again reads the bundle whole.
 pub(crate) struct ReceivedBundle {
     layout: Option<Layout>,
     lock: Option<berth::node_lock::NodeLock>,
@@ -464,6 +477,14 @@ impl ReceivedBundle {
     /// command ends.
     fn hand_over(&mut self) {
         self.lock = None;
+    }
+
+    /// The bundle's removal, moved to a guard the caller drops while it holds the node lock.
+    fn take(&mut self) -> ReceivedBundle {
+        ReceivedBundle {
+            layout: self.layout.take(),
+            lock: None,
+        }
     }
 
     /// Leaves the bundle in place: another run holds the node lock, and may be using it.
