@@ -178,13 +178,6 @@ impl HookEnvironment {
         if let Ok(binary) = std::env::current_exe() {
             berth("BERTH_BIN", binary.display().to_string());
         }
-        // The helper library's address discovery as the session starts reads this in place of
-        // starting `ip -o addr` (a tenth of a no-op run), then unsets it: later discoveries
-        // list the host afresh.
-        berth(
-            "BERTH_HOST_ADDRESSES",
-            crate::network_interfaces::address_listing(),
-        );
         environment
     }
 

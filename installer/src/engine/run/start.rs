@@ -21,8 +21,9 @@ pub struct SessionStart {
     /// The session's folder: where hooks start, as kURL's start in its install folder.
     work: PathBuf,
     log: RunLog,
-    /// The folders `begin` made, removed when the session goes unused: a run that stops
-    /// before its plan leaves the node as it found it.
+    /// The session's and the library's folders that were not there when it began (the
+    /// programs' among them, which the run links once it goes ahead), removed when the
+    /// session goes unused: a run that stops before its hooks leaves the node as it found it.
     made: Vec<PathBuf>,
     /// Told once the library is written, for bash to source it.
     library: Option<Sender<()>>,
@@ -77,7 +78,14 @@ impl SessionStart {
             fs_err::os::unix::fs::symlink(layout.programs_dir(), &programs)
                 .map_err(io_error(&programs))?;
         }
-        let environment = HookEnvironment::for_node(layout).into_vec();
+        let mut environment = HookEnvironment::for_node(layout).into_vec();
+        // The library's address discovery as the session starts reads this in place of
+        // starting `ip -o addr`, then unsets it: later discoveries list the host afresh. Given
+        // to bash as it starts, not with the run's variables, so it is listed once.
+        environment.push((
+            "BERTH_HOST_ADDRESSES".to_string(),
+            crate::network_interfaces::address_listing(),
+        ));
         let definitions = crate::helpers::definitions_file(layout);
         let timeout = settings.hook_timeout;
         let log = start.log.clone();
