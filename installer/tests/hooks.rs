@@ -670,3 +670,29 @@ function a_outro() { printf 'outro %s %s\n' "$A_GREETING" "${BERTH_HOST_ADDRESSE
         )
     );
 }
+
+/// A version the dist does not have is refused and the add-on says Failed; the spec put back
+/// at the version in place runs, and the add-on no longer says Failed.
+#[test]
+fn a_refused_version_given_up_leaves_the_addon_succeeded() {
+    let mut dist = TestDist::new();
+    dist.addon("a", "1.0.0", "function a() { :; }\n");
+    let good = dist.spec("good.yaml", &[("a", "version: 1.0.0")]);
+    let unknown = dist.spec("unknown.yaml", &[("a", "version: 9.9.9")]);
+    let node = Node::new();
+    succeeded(&node.install(&good, &dist.url(), &[]));
+    let refused = failed(&node.install(&unknown, &dist.url(), &[]));
+    assert!(refused.contains("a has no version `9.9.9`"), "{refused}");
+    assert_eq!(node.status()["a"]["progressing"]["reason"], "Failed");
+    succeeded(&node.install(&good, &dist.url(), &[]));
+    let status = node.status();
+    assert_eq!(
+        status["a"]["progressing"]["reason"], "Succeeded",
+        "{status:?}"
+    );
+    assert_eq!(status["a"]["desired"], "1.0.0");
+    let message = status["a"]["progressing"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("9.9.9 was given up"), "{message}");
+}

@@ -200,7 +200,7 @@ impl<'a> Run<'a> {
                     ),
                 );
             } else if planned.decision == Decision::AlreadyApplied {
-                given_up_attempt(&mut state);
+                given_up_attempt(&mut state, planned.record.desired.as_deref());
             }
             if state != planned.record && !preflight_only {
                 store.save(&state)?;
@@ -613,21 +613,33 @@ fn report_duration(reporter: &dyn Reporter, hook: &str, elapsed: Duration) {
     }
 }
 
-/// An add-on that stays as it is while its last attempt, at another version, failed: that
-/// attempt was given up (a rollback or a spec put back), so the add-on no longer says Failed.
-fn given_up_attempt(state: &mut AddonState) {
-    let (Some(current), Some(attempt)) = (&state.current, &state.attempt) else {
+/// An add-on that stays as it is while its last attempt at another version failed, or while
+/// another version was asked for and refused (`asked_before`, the version its record wanted):
+/// that was given up (a rollback or a spec put back), so the add-on no longer says Failed.
+fn given_up_attempt(state: &mut AddonState, asked_before: Option<&str>) {
+    let Some(current) = &state.current else {
         return;
     };
     let failed = state
         .progressing
         .as_ref()
         .is_some_and(|condition| condition.reason == Reason::Failed);
-    if failed && attempt.target.version != current.target.version {
-        let message = format!(
-            "{} in place; the failed attempt at {} was given up",
-            current.target.version, attempt.target.version
-        );
+    if !failed {
+        return;
+    }
+    let in_place = &current.target.version;
+    let given_up = match &state.attempt {
+        Some(attempt) if attempt.target.version != *in_place => Some(format!(
+            "the failed attempt at {} was given up",
+            attempt.target.version
+        )),
+        // A version asked for and refused before any attempt (one the dist does not have).
+        _ => asked_before
+            .filter(|asked| asked != in_place)
+            .map(|asked| format!("the refused request for {asked} was given up")),
+    };
+    if let Some(given_up) = given_up {
+        let message = format!("{in_place} in place; {given_up}");
         state.set_progressing(false, Reason::Succeeded, message);
     }
 }
