@@ -45,12 +45,18 @@ export CONTAINERD_ADDRESS="$work/containerd/containerd.sock"
 for _ in $(seq 100); do ctr version >/dev/null 2>&1 && break; sleep 0.1; done
 
 used() { df --output=used -B1 "$work/disk" | tail -n 1; }
-# Runs "$@" on a fresh tmpfs at $work/disk and prints the peak bytes it used beyond the start.
+# Runs "$@" on a fresh tmpfs at $work/disk and prints the peak bytes it used beyond the start,
+# then what it installed; it returns once its images are removed and the tmpfs unmounted. Called
+# in a command substitution, which waits for all of it: read from a process substitution
+# (`read … < <(peak_of …)`), the clean-up ran on while the next measurement started, unmounting
+# that one's fresh tmpfs under it.
 peak_of() {
     mkdir -p "$work/disk"
     mount -t tmpfs -o size=4g tmpfs "$work/disk"
     local before peak sample sampler
     before=$(used)
+    # This run's own peak, never the last run's, should no sample exceed its start.
+    echo "$before" >"$work/peak"
     (
         peak=0
         while true; do
@@ -81,9 +87,11 @@ stream_install() {
 }
 
 echo "kURL's way: extract, then install..." >&2
-read -r kurl_peak kurl_installed < <(peak_of extract_and_install)
+measured=$(peak_of extract_and_install)
+read -r kurl_peak kurl_installed <<<"$measured"
 echo "Berth: the bundle as a stream..." >&2
-read -r berth_peak berth_installed < <(peak_of stream_install)
+measured=$(peak_of stream_install)
+read -r berth_peak berth_installed <<<"$measured"
 
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 mib() { python3 -c "print(f'{$1 / 1048576:.1f}')"; }

@@ -422,26 +422,12 @@ fn berth_build() -> anyhow::Result<PathBuf> {
 }
 
 fn merge(shards: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
-    let mut results = Vec::new();
-    for shard in shards {
-        for result in report::read_results(shard)? {
-            let from = shard.join(&result.folder);
-            let to = out.join(&result.folder);
-            if from != to {
-                let _ = fs_err::remove_dir_all(&to);
-                fs_err::create_dir_all(&to)?;
-                for entry in fs_err::read_dir(&from)? {
-                    let entry = entry?;
-                    if entry.file_type()?.is_file() {
-                        fs_err::copy(entry.path(), to.join(entry.file_name()))?;
-                    }
-                }
-            }
-            results.push(result);
-        }
+    // Links are never followed and a cell is never overwritten by another: see `report::merge`.
+    let merged = report::merge(shards, out)?;
+    for skipped in &merged.skipped {
+        eprintln!("berth-testgrid: warning: {skipped}");
     }
-    results.sort_by(|a, b| (&a.test, &a.os_id).cmp(&(&b.test, &b.os_id)));
-    report::write(out, &results)?;
+    let results = merged.results;
     let failed = results.iter().filter(|result| !result.passed).count();
     println!(
         "{} of {} cells passed; report: {}",

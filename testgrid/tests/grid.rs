@@ -235,7 +235,10 @@ fn a_grid_runs_on_a_vm_and_its_report_opens_in_chromium() {
     // One cell failed, so the run does.
     assert_eq!(output.status.code(), Some(1), "{printed}");
     assert!(printed.contains("1 of 2 cells passed"), "{printed}");
-    let passing = report.join("cells/demo-on-one-node-upgraded/debian-12");
+    let passing = report.join(berth_testgrid::grid::result::cell_folder(
+        "demo on one node, upgraded",
+        "debian-12",
+    ));
     let result = fs_err::read_to_string(passing.join("result.json")).unwrap();
     assert!(result.contains("\"passed\": true"), "{result}\n{printed}");
     for step in [

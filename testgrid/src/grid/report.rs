@@ -216,41 +216,245 @@ pub fn write(out: &Path, results: &[CellResult]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Every cell result below `dir` (`cells/*/*/result.json`).
+/// A `result.json` is a few KiB: a larger one was not written by a cell.
+const MAX_RESULT_BYTES: u64 = 16 << 20;
+/// The most files a cell may name: a few for each of its at most 16 nodes.
+const MAX_CELL_FILES: usize = 256;
+/// The most bytes `merge` copies of one file of a cell, and of all of them: a cell's logs,
+/// consoles and collected state take a few MiB.
+const MAX_FILE_BYTES: u64 = 256 << 20;
+const MAX_CELL_BYTES: u64 = 1 << 30;
+
+/// Opens `path`, a file of the folder `root` (canonical), to read: refused, saying why, when
+/// it is a symbolic link, not a regular file, or the kernel finds it outside `root` (a link
+/// among its folders); returns it with its size.
+fn open_within(root: &Path, path: &Path) -> Result<(fs_err::File, u64), String> {
+    use fs_err::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::io::AsRawFd as _;
+    let metadata = fs_err::symlink_metadata(path).map_err(|error| error.to_string())?;
+    if metadata.is_symlink() {
+        return Err("a symbolic link, which is never followed".to_string());
+    }
+    if !metadata.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    // Not following a link put there since, nor waiting on a FIFO.
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|error| error.to_string())?;
+    let metadata = file.metadata().map_err(|error| error.to_string())?;
+    if !metadata.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    let resolved = fs_err::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .or_else(|_| fs_err::canonicalize(path))
+        .map_err(|error| error.to_string())?;
+    if !resolved.starts_with(root) {
+        return Err(format!(
+            "it resolves to {}, outside {}",
+            resolved.display(),
+            root.display()
+        ));
+    }
+    Ok((file, metadata.len()))
+}
+
+/// Checks that `folder` (relative) is a folder of `dir`'s own: each of its parts a folder, none
+/// a symbolic link, and it resolves below `root` (`dir`, canonical). Returns it, canonical.
+fn folder_within(dir: &Path, root: &Path, folder: &str) -> anyhow::Result<std::path::PathBuf> {
+    let mut path = dir.to_path_buf();
+    for part in folder.split('/') {
+        path.push(part);
+        let metadata = fs_err::symlink_metadata(&path)?;
+        if metadata.is_symlink() || !metadata.is_dir() {
+            anyhow::bail!(
+                "{} is {}; a report's cells are folders of its own and links are never followed",
+                path.display(),
+                if metadata.is_symlink() {
+                    "a symbolic link"
+                } else {
+                    "not a folder"
+                }
+            );
+        }
+    }
+    let resolved = fs_err::canonicalize(&path)?;
+    if !resolved.starts_with(root) {
+        anyhow::bail!(
+            "{} resolves to {}, outside {}",
+            path.display(),
+            resolved.display(),
+            root.display()
+        );
+    }
+    Ok(resolved)
+}
+
+/// Every cell result below `dir` (`cells/*/*/result.json`), each in the folder its test and
+/// OS make. Symbolic links are never followed, and a shard's `result.json` that is one is
+/// refused, as is one in another cell's folder.
 pub fn read_results(dir: &Path) -> anyhow::Result<Vec<CellResult>> {
     let mut results = Vec::new();
     let cells = dir.join("cells");
-    if !cells.is_dir() {
-        anyhow::bail!(
+    match fs_err::symlink_metadata(&cells) {
+        Ok(metadata) if metadata.is_symlink() => anyhow::bail!(
+            "{} is a symbolic link: a report's cells are a folder of its own",
+            cells.display()
+        ),
+        Ok(metadata) if metadata.is_dir() => {}
+        _ => anyhow::bail!(
             "{} has no cells: is it a berth-testgrid report?",
             dir.display()
-        );
+        ),
     }
-    for entry in walkdir::WalkDir::new(&cells).min_depth(3).max_depth(3) {
+    let root = fs_err::canonicalize(dir)?;
+    for entry in walkdir::WalkDir::new(&cells)
+        .follow_links(false)
+        .follow_root_links(false)
+        .min_depth(3)
+        .max_depth(3)
+    {
         let entry = entry?;
-        if entry.file_name() == "result.json" {
-            let bytes = fs_err::read(entry.path())?;
-            let result: CellResult = serde_json::from_slice(&bytes)
-                .map_err(|error| anyhow::anyhow!("{}: {error}", entry.path().display()))?;
-            // A result names its own folder and files, which `merge` copies: only the folder
-            // its test and OS make, and plain file names in it.
-            if !super::specs::is_plain_id(&result.os_id)
-                || result.folder != super::result::cell_folder(&result.test, &result.os_id)
-                || !result
-                    .files
-                    .iter()
-                    .all(|file| super::specs::is_plain_id(file))
-            {
-                anyhow::bail!(
-                    "{}: its folder or files are not those of a cell",
-                    entry.path().display()
-                );
-            }
-            results.push(result);
+        if entry.file_name() != "result.json" {
+            continue;
         }
+        let path = entry.path();
+        let (file, size) =
+            open_within(&root, path).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+        if size > MAX_RESULT_BYTES {
+            anyhow::bail!(
+                "{} is {size} bytes; a cell's result has at most {MAX_RESULT_BYTES}",
+                path.display()
+            );
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_RESULT_BYTES), &mut bytes)?;
+        let result: CellResult = serde_json::from_slice(&bytes)
+            .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
+        // A result names its own folder and files, which `merge` copies: only the folder
+        // its test and OS make, the one it is in, and plain file names in it.
+        let found = path.strip_prefix(dir).ok().and_then(Path::parent);
+        if !super::specs::is_plain_id(&result.os_id)
+            || result.folder != super::result::cell_folder(&result.test, &result.os_id)
+            || found != Some(Path::new(&result.folder))
+            || result.files.len() > MAX_CELL_FILES
+            || !result
+                .files
+                .iter()
+                .all(|file| super::specs::is_plain_id(file))
+        {
+            anyhow::bail!(
+                "{}: its folder or files are not those of a cell",
+                path.display()
+            );
+        }
+        results.push(result);
     }
     results.sort_by(|a, b| (&a.test, &a.os_id).cmp(&(&b.test, &b.os_id)));
     Ok(results)
+}
+
+/// A joined report: its cells, and the files of theirs left out, each with why.
+#[derive(Debug)]
+pub struct Merged {
+    pub results: Vec<CellResult>,
+    pub skipped: Vec<String>,
+}
+
+/// Joins the reports of `shards` into `out`: each cell's result, and the files it names copied
+/// from its folder in its shard. Links are never followed: a cell whose folder is one, or
+/// resolves outside its shard, is refused (`read_results`); a file that is a link, not a
+/// regular file, outside its shard or too large is left out of the report, said in `skipped`.
+/// A cell found in two shards, or two tests of one folder, are refused: neither overwrites the
+/// other. Writes the joined `junit.xml` and pages.
+pub fn merge(shards: &[std::path::PathBuf], out: &Path) -> anyhow::Result<Merged> {
+    let mut cells: BTreeMap<String, (&Path, CellResult)> = BTreeMap::new();
+    for shard in shards {
+        for result in read_results(shard)? {
+            if let Some((other, earlier)) = cells.get(&result.folder) {
+                if earlier.test == result.test && earlier.os_id == result.os_id {
+                    anyhow::bail!(
+                        "`{}` on {} is in both {} and {}: a cell is merged from one shard",
+                        result.test,
+                        result.os_id,
+                        other.display(),
+                        shard.display()
+                    );
+                }
+                anyhow::bail!(
+                    "tests `{}` ({}) and `{}` ({}) would share the folder {}: rename one",
+                    earlier.test,
+                    other.display(),
+                    result.test,
+                    shard.display(),
+                    result.folder
+                );
+            }
+            cells.insert(result.folder.clone(), (shard.as_path(), result));
+        }
+    }
+    let mut results = Vec::new();
+    let mut skipped = Vec::new();
+    for (shard, mut result) in cells.into_values() {
+        let root = fs_err::canonicalize(shard)?;
+        let from = folder_within(shard, &root, &result.folder)?;
+        let to = out.join(&result.folder);
+        // Merged into a shard of its own: its cells stay as they are.
+        if fs_err::canonicalize(&to).is_ok_and(|to| to == from) {
+            results.push(result);
+            continue;
+        }
+        let _ = fs_err::remove_dir_all(&to);
+        fs_err::create_dir_all(&to)?;
+        let mut copied: Vec<String> = Vec::new();
+        let mut total = 0;
+        for name in &result.files {
+            // Written here, from the result.
+            if copied.contains(name) || name == "result.json" || name == "index.html" {
+                continue;
+            }
+            let source = from.join(name);
+            let opened = open_within(&root, &source).and_then(|(file, size)| {
+                if size > MAX_FILE_BYTES {
+                    Err(format!(
+                        "{size} bytes; a cell's file may have at most {MAX_FILE_BYTES}"
+                    ))
+                } else if total + size > MAX_CELL_BYTES {
+                    Err(format!(
+                        "the cell's files would pass {MAX_CELL_BYTES} bytes"
+                    ))
+                } else {
+                    Ok((file, size))
+                }
+            });
+            match opened {
+                Ok((file, size)) => {
+                    let mut target = fs_err::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(to.join(name))?;
+                    // What it held when opened, should it grow since.
+                    total += std::io::copy(&mut std::io::Read::take(file, size), &mut target)?;
+                    copied.push(name.clone());
+                }
+                Err(why) => skipped.push(format!(
+                    "{}: {why}; left out of the report",
+                    shard.join(&result.folder).join(name).display()
+                )),
+            }
+        }
+        result.files = copied;
+        fs_err::write(
+            to.join("result.json"),
+            serde_json::to_vec_pretty(&result).expect("a result serialises"),
+        )?;
+        results.push(result);
+    }
+    results.sort_by(|a, b| (&a.test, &a.os_id).cmp(&(&b.test, &b.os_id)));
+    write(out, &results)?;
+    Ok(Merged { results, skipped })
 }
 
 #[cfg(test)]
@@ -328,5 +532,175 @@ mod tests {
                 && xml.contains("<failure message=\"install on primary-1: exit 1\">"),
             "{xml}"
         );
+    }
+
+    /// A shard's report as `run` leaves it: pages, each cell's `result.json`, and a log
+    /// saying whose it is for each file the cell names.
+    fn shard(dir: &Path, results: &[CellResult]) {
+        write(dir, results).unwrap();
+        for result in results {
+            let folder = dir.join(&result.folder);
+            fs_err::write(
+                folder.join("result.json"),
+                serde_json::to_vec(result).unwrap(),
+            )
+            .unwrap();
+            for file in &result.files {
+                fs_err::write(
+                    folder.join(file),
+                    format!("{} on {}", result.test, result.os_id),
+                )
+                .unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn merge_never_follows_a_link_out_of_a_shard() {
+        let work = tempfile::tempdir().unwrap();
+        let secret = work.path().join("secret");
+        fs_err::write(&secret, "not for the report").unwrap();
+        let (one, out) = (work.path().join("one"), work.path().join("out"));
+        let mut linked = cell("linked", "debian-12", false);
+        linked.files.push("secret.log".to_string());
+        shard(&one, &[cell("plain", "debian-12", true), linked.clone()]);
+        // A file the cell names is a link to a file outside the shard.
+        let folder = one.join(&linked.folder);
+        fs_err::remove_file(folder.join("secret.log")).unwrap();
+        fs_err::os::unix::fs::symlink(&secret, folder.join("secret.log")).unwrap();
+        let merged = merge(std::slice::from_ref(&one), &out).unwrap();
+        assert_eq!(merged.results.len(), 2);
+        let copied = out.join(&linked.folder);
+        assert!(!copied.join("secret.log").exists(), "a link was followed");
+        assert_eq!(
+            fs_err::read_to_string(copied.join("primary-1.log")).unwrap(),
+            "linked on debian-12"
+        );
+        assert!(
+            merged.skipped.len() == 1 && merged.skipped[0].contains("symbolic link"),
+            "{:?}",
+            merged.skipped
+        );
+        // The merged result and page name only what was copied.
+        let result: CellResult =
+            serde_json::from_slice(&fs_err::read(copied.join("result.json")).unwrap()).unwrap();
+        assert_eq!(result.files, ["primary-1.log"]);
+        assert!(!cell_html(&result).contains("secret"));
+
+        // A cell's folder that is a link to a folder outside the shard, holding a result of
+        // its own, is refused: nothing of it is copied.
+        let (two, out) = (work.path().join("two"), work.path().join("out-two"));
+        let outside = work.path().join("outside");
+        let elsewhere = cell("elsewhere", "debian-12", true);
+        shard(&outside, std::slice::from_ref(&elsewhere));
+        shard(&two, &[cell("plain", "debian-12", true)]);
+        fs_err::os::unix::fs::symlink(
+            outside.join(&elsewhere.folder).parent().unwrap(),
+            two.join(&elsewhere.folder).parent().unwrap(),
+        )
+        .unwrap();
+        // The walk does not enter the link: the cell is not there at all.
+        let merged = merge(std::slice::from_ref(&two), &out).unwrap();
+        assert_eq!(merged.results.len(), 1);
+        assert!(!out.join(&elsewhere.folder).exists());
+        // Its result placed in a folder of the shard's own, which names the linked folder as
+        // its cell's: refused, nothing copied.
+        let decoy = two.join("cells/decoy/debian-12");
+        fs_err::create_dir_all(&decoy).unwrap();
+        fs_err::copy(
+            outside.join(&elsewhere.folder).join("result.json"),
+            decoy.join("result.json"),
+        )
+        .unwrap();
+        let out = work.path().join("out-decoy");
+        let error = merge(std::slice::from_ref(&two), &out).unwrap_err();
+        assert!(error.to_string().contains("not those of a cell"), "{error}");
+        assert!(!out.join(&elsewhere.folder).join("primary-1.log").exists());
+        // A result.json that is a link, and one placed in another cell's folder, are refused.
+        let three = work.path().join("three");
+        shard(&three, &[cell("plain", "debian-12", true)]);
+        let result = three
+            .join(cell("plain", "debian-12", true).folder)
+            .join("result.json");
+        fs_err::remove_file(&result).unwrap();
+        fs_err::os::unix::fs::symlink(outside.join(&elsewhere.folder).join("result.json"), &result)
+            .unwrap();
+        let error = read_results(&three).unwrap_err().to_string();
+        assert!(error.contains("symbolic link"), "{error}");
+        fs_err::remove_file(&result).unwrap();
+        fs_err::copy(outside.join(&elsewhere.folder).join("result.json"), &result).unwrap();
+        let error = read_results(&three).unwrap_err().to_string();
+        assert!(error.contains("not those of a cell"), "{error}");
+        // The whole cells folder as a link.
+        let four = work.path().join("four");
+        fs_err::create_dir_all(&four).unwrap();
+        fs_err::os::unix::fs::symlink(outside.join("cells"), four.join("cells")).unwrap();
+        let error = read_results(&four).unwrap_err().to_string();
+        assert!(error.contains("symbolic link"), "{error}");
+    }
+
+    #[test]
+    fn merge_keeps_tests_of_one_slug_apart_and_refuses_a_cell_twice() {
+        let work = tempfile::tempdir().unwrap();
+        let (one, two, out) = (
+            work.path().join("one"),
+            work.path().join("two"),
+            work.path().join("out"),
+        );
+        // Names that make one slug, in two shards: each keeps its own logs.
+        let long = "x".repeat(60);
+        let spaced = cell("a b", "debian-12", true);
+        let dashed = cell("a-b", "debian-12", false);
+        let first = cell(&format!("{long} first"), "debian-12", true);
+        let second = cell(&format!("{long} second"), "debian-12", true);
+        shard(&one, &[spaced.clone(), first.clone()]);
+        shard(&two, &[dashed.clone(), second.clone()]);
+        let merged = merge(&[one.clone(), two.clone()], &out).unwrap();
+        assert_eq!(merged.results.len(), 4);
+        assert!(merged.skipped.is_empty(), "{:?}", merged.skipped);
+        for result in [&spaced, &dashed, &first, &second] {
+            let log = fs_err::read_to_string(out.join(&result.folder).join("primary-1.log"));
+            assert_eq!(log.unwrap(), format!("{} on debian-12", result.test));
+        }
+        // The grid links each to its own folder.
+        let html = fs_err::read_to_string(out.join("index.html")).unwrap();
+        for result in [&spaced, &dashed, &first, &second] {
+            assert!(
+                html.contains(&format!("href=\"{}/index.html\"", href(&result.folder))),
+                "{html}"
+            );
+        }
+        // One cell in two shards is refused, not overwritten.
+        let three = work.path().join("three");
+        shard(&three, &[cell("a b", "debian-12", false)]);
+        let error = merge(&[one, three], &work.path().join("out-two"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("in both"), "{error}");
+    }
+
+    #[test]
+    fn merge_leaves_out_files_too_large_or_not_regular() {
+        let work = tempfile::tempdir().unwrap();
+        let (one, out) = (work.path().join("one"), work.path().join("out"));
+        let mut odd = cell("odd", "debian-12", true);
+        odd.files.push("folder.log".to_string());
+        odd.files.push("large.log".to_string());
+        shard(&one, std::slice::from_ref(&odd));
+        let folder = one.join(&odd.folder);
+        fs_err::remove_file(folder.join("folder.log")).unwrap();
+        fs_err::create_dir(folder.join("folder.log")).unwrap();
+        let large = fs_err::File::create(folder.join("large.log")).unwrap();
+        large.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let merged = merge(std::slice::from_ref(&one), &out).unwrap();
+        assert_eq!(merged.results[0].files, ["primary-1.log"]);
+        assert_eq!(merged.skipped.len(), 2, "{:?}", merged.skipped);
+        assert!(merged.skipped[0].contains("not a regular file"));
+        assert!(merged.skipped[1].contains("at most"));
+        assert!(!out.join(&odd.folder).join("large.log").exists());
+        // Merged again, from the merged report: as it was.
+        let again = merge(std::slice::from_ref(&out), &work.path().join("again")).unwrap();
+        assert_eq!(again.results[0].files, ["primary-1.log"]);
+        assert!(again.skipped.is_empty());
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::specs::cell_slug;
+use super::specs::cell_folder_name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,7 +42,8 @@ pub struct CellResult {
     pub files: Vec<String>,
 }
 
-/// A cell's folder in a report: `cells/<test>/<os>`.
+/// A cell's folder in a report: `cells/<test>/<os>`, the test's part one of its own for each
+/// name (`specs::cell_folder_name`).
 pub fn cell_folder(test: &str, os: &str) -> String {
-    format!("cells/{}/{}", cell_slug(test), os)
+    format!("cells/{}/{}", cell_folder_name(test), os)
 }

@@ -251,6 +251,28 @@ pub fn cell_slug(name: &str) -> String {
     slug
 }
 
+/// A test's folder in a report (`cells/<this>/<os>`), one of its own for each name: its slug
+/// alone when the name is its slug (`online`, `k8s-ctrd-latest`), else its slug (at most 55
+/// characters) then `_` and 8 hex digits of the SHA-256 of the whole name
+/// (`basic-containerd_fa65a27c`). No slug has a `_`, so a name that is its own slug never
+/// shares its folder with another, as `a-b` and `a b` or two names alike in their first 60
+/// characters would share their slug; two other names share one only when their hashes agree,
+/// which `merge` refuses. It depends on the name alone, so every shard and run agree on it.
+pub fn cell_folder_name(name: &str) -> String {
+    use sha2::Digest as _;
+    let slug = cell_slug(name);
+    if slug == name {
+        return slug;
+    }
+    let readable: String = slug.chars().take(55).collect();
+    let digest = sha2::Sha256::digest(name.as_bytes());
+    format!(
+        "{}_{}",
+        readable.trim_end_matches('-'),
+        hex::encode(&digest[..4])
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,5 +330,40 @@ mod tests {
         );
         assert_eq!(cell_slug("../.."), "test");
         assert!(is_plain_id(&cell_slug(&"x".repeat(500))));
+    }
+
+    #[test]
+    fn names_of_one_slug_get_folders_of_their_own() {
+        // A name that is its own slug keeps it: reports and links stay as they were.
+        assert_eq!(cell_folder_name("online"), "online");
+        assert_eq!(cell_folder_name("k8s-ctrd-1-32"), "k8s-ctrd-1-32");
+        // Names that read alike differ in their folders, each still readable and plain.
+        let long = "x".repeat(60);
+        let names = [
+            "a b".to_string(),
+            "a-b".to_string(),
+            "A B".to_string(),
+            "a_b".to_string(),
+            format!("{long} one"),
+            format!("{long} two"),
+            long.clone(),
+            format!("{long}y"),
+            "../..".to_string(),
+            "test".to_string(),
+        ];
+        let folders: std::collections::BTreeSet<String> =
+            names.iter().map(|name| cell_folder_name(name)).collect();
+        assert_eq!(folders.len(), names.len(), "{folders:?}");
+        for name in &names {
+            let folder = cell_folder_name(name);
+            assert!(is_plain_id(&folder), "{folder}");
+            assert!(folder.starts_with(&cell_slug(name)[..cell_slug(name).len().min(50)]));
+        }
+        assert!(cell_folder_name("a b").starts_with("a-b_"));
+        // Stable: the same name gives the same folder in every shard and run.
+        assert_eq!(
+            cell_folder_name("basic containerd"),
+            "basic-containerd_fa65a27c"
+        );
     }
 }
