@@ -15,10 +15,97 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl binutils qemu-system-x86 qemu-utils openssh-client chromium zstd)
+# The one command that shows each package's tool runs, as the tests call it; checked after the
+# install (an installed package is not enough: apt may have removed or replaced it since).
+declare -A tool_check=(
+    [python3]="python3 --version" [openssl]="openssl version"
+    [docker-registry]="docker-registry --version" [containerd]="containerd --version"
+    [runc]="runc --version" [buildah]="buildah --version" [skopeo]="skopeo --version"
+    [busybox-static]="busybox true" [apache2-utils]="htpasswd -nb user password"
+    [docker.io]="dockerd --version" [dpkg-dev]="dpkg-scanpackages --version"
+    [gpgv]="gpgv --version" [debian-archive-keyring]="test -s /usr/share/keyrings/debian-archive-keyring.gpg"
+    [debootstrap]="debootstrap --version" [rpm]="rpmbuild --version"
+    [createrepo-c]="createrepo_c --version" [dnf]="dnf --version"
+    [shellcheck]="shellcheck --version" [iproute2]="ip -V" [curl]="curl --version"
+    [binutils]="objdump --version" [qemu-system-x86]="qemu-system-x86_64 --version"
+    [qemu-utils]="qemu-img --version" [openssh-client]="ssh -V"
+    [chromium]="chromium --version" [zstd]="zstd --version"
+)
+is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for package in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    is_installed "$package" || missing+=("$package")
 done
+
+# sourced_version PACKAGE: when the installed version of PACKAGE comes from no configured apt
+# source (`apt-cache policy` lists only /var/lib/dpkg/status for it: installed from a source
+# since removed, as bookworm-backports), prints the version the configured sources would give
+# (the highest priority, then the newest); else nothing.
+sourced_version() {
+    LC_ALL=C apt-cache policy "$1" | awk '
+        { match($0, /^ */); indent = RLENGTH }
+        $1 == "***" { installed = 1; seen = 1; next }      # " *** VERSION PRIORITY": installed
+        indent == 5 { installed = 0; version = $1; next }   # another version
+        indent == 8 && $2 != "/var/lib/dpkg/status" {       # "PRIORITY SOURCE" of the version above
+            if (installed) sourced = 1
+            else if ($1 + 0 > best) { best = $1 + 0; candidate = version }
+        }
+        END { if (seen && !sourced && candidate != "") print candidate }'
+}
+# removed_tools PLAN: the packages of the list that a simulated install (apt-get -s) removes.
+removed_tools() {
+    local package
+    awk '$1 == "Remv" { sub(/:.*/, "", $2); print $2 }' <<<"$1" | while read -r package; do
+        if [[ " ${packages[*]} " == *" $package "* ]]; then echo "$package"; fi
+    done
+}
+# plan_install: sets `request` and `apt_options` for one apt-get install of what is missing.
+# Apt is asked for every tool at once: the missing ones, and the installed ones the install
+# would otherwise remove, which asked for are kept or refused with apt's reason. An installed
+# tool apt cannot keep whose version comes from no configured source is asked for at the
+# sources' version, downgraded: qemu-utils 10 from bookworm-backports breaks the
+# qemu-system-x86 7.2 of bookworm, and apt removed it while installing qemu-system-x86.
+# Decided on simulations (apt-get install -s), which change nothing.
+plan_install() {
+    local plan removed package version changed i
+    request=("${missing[@]}")
+    apt_options=()
+    while true; do
+        if plan=$(LC_ALL=C apt-get install -s -q --no-install-recommends \
+            "${apt_options[@]}" "${request[@]}" 2>&1); then
+            removed=$(removed_tools "$plan")
+            [ -n "$removed" ] || return 0
+            changed=0
+            while read -r package; do
+                [[ " ${request[*]%%=*} " == *" $package "* ]] && continue
+                echo "keeping: $package (installing ${missing[*]} would remove it)" >&2
+                request+=("$package")
+                changed=1
+            done <<<"$removed"
+            ((changed)) && continue
+        else
+            changed=0
+            for i in "${!request[@]}"; do
+                package=${request[i]}
+                if [[ $package == *=* ]] || ! is_installed "$package"; then
+                    continue
+                fi
+                version=$(sourced_version "$package")
+                [ -n "$version" ] || continue
+                echo "downgrading: $package to $version, the configured sources' version" \
+                    "(apt cannot keep the one installed, which none of them has)" >&2
+                request[i]="$package=$version"
+                apt_options=(--allow-downgrades)
+                changed=1
+            done
+            ((changed)) && continue
+        fi
+        echo "apt cannot install ${missing[*]} and keep every tool the tests use:" >&2
+        echo "$plan" >&2
+        exit 1
+    done
+}
+
 # kURL's collectd add-on runs on test machines that install Debian's collectd from a folder of
 # downloaded packages (they reach no mirror): it is downloaded here, not installed, into a folder
 # of our own, since apt's own cache is emptied after every install on some images.
@@ -30,8 +117,26 @@ if ((${#missing[@]})) || [ ! -e "${cached[0]}" ]; then
     $sudo apt-get update -q
 fi
 if ((${#missing[@]})); then
+    plan_install
     echo "installing: ${missing[*]}" >&2
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+        "${apt_options[@]}" "${request[@]}"
+fi
+broken=()
+for package in "${packages[@]}"; do
+    read -ra check <<<"${tool_check[$package]:?no check for $package}"
+    if ! command -v "${check[0]}" >/dev/null; then
+        echo "the tests need $package, but its \`${check[0]}\` is not on the PATH" >&2
+        broken+=("$package")
+    elif ! output=$("${check[@]}" 2>&1 </dev/null); then
+        echo "the tests need $package, but \`${check[*]}\` fails: ${output:-no output}" >&2
+        broken+=("$package")
+    fi
+done
+if ((${#broken[@]})); then
+    echo "not working: ${broken[*]}; reinstall (apt-get install --reinstall ${broken[*]})" \
+        "or see what apt says of them (apt-cache policy ${broken[*]})" >&2
+    exit 1
 fi
 if [ ! -e "${cached[0]}" ]; then
     echo "downloading: collectd (into .test-packages/debian)" >&2
@@ -108,7 +213,8 @@ mkdir -p "$kubernetes_objects/debian"
                 f7b52c32b3522bf8c6ccc7c9645d01c87cbee31ab22de2a92de56fac3e4dd772 \
                 "./$api_testdata/apps.v1.*.json"; } &&
         { [ -e "$kubernetes_objects/debian/$crd_testdata/apiextensions.k8s.io.v1.CustomResourceDefinition.json" ] ||
-            { read -r pool_file pool_sum < <(unstable_pool_file golang-k8s-apiextensions-apiserver-dev) &&
+            { pool=$(unstable_pool_file golang-k8s-apiextensions-apiserver-dev) &&
+                read -r pool_file pool_sum <<<"$pool" && [ -n "${pool_sum:-}" ] &&
                 debian_test_data "$pool_file" "$pool_sum" "./$crd_testdata/apiextensions.k8s.io.v1.*.json"; }; }
 } || echo "WARNING: could not download the Kubernetes objects into $kubernetes_objects;" \
     "the Kubernetes health tests will fail saying which file is missing" >&2
