@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${SECONDS_PER_TARGET:-60}
-all_targets=(manifest installer_spec package_index archive apt_packages apt_release rpm_repomd rpm_primary versions kustomization fleet_messages rollout health host_preflight)
+all_targets=(manifest installer_spec package_index archive archive_members apt_packages apt_release rpm_repomd rpm_primary versions kustomization fleet_messages rollout health host_preflight)
 read -r -a targets <<<"${TARGETS:-${all_targets[*]}}"
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
@@ -48,6 +48,13 @@ seed fleet_messages "$work/register.json" "$work/progress.json"
 seed kustomization addons/*/*/kustomize/kustomization.yaml addons/*/*/kustomize/*/kustomization.yaml
 tar czf "$work/hello.tar.gz" -C addons hello
 seed archive "$work/hello.tar.gz"
+# The members target takes a tar uncompressed (it cuts it into gzip members itself), behind a
+# first byte that says how: 0x03 four members, 0x07 four and raw bytes after them.
+tar cf "$work/hello.tar" -C addons hello
+for shape in 00 03 07; do
+    { printf '%b' "\\x$shape"; cat "$work/hello.tar"; } >"$work/hello-$shape.tar"
+    seed archive_members "$work/hello-$shape.tar"
+done
 printf '{"schemaVersion":1,"name":"demo","version":"1.0.0","arch":"amd64","inputsDigest":"sha256:%064d","files":[],"images":[]}\n' 0 >"$work/package.json"
 seed package_index "$work/package.json"
 printf 'Package: containerd\nVersion: 1.6.20~ds1-1+b1\nArchitecture: amd64\nDepends: libc6 (>= 2.34), runc (>= 1.0.0~rc94~) | runc-any\nProvides: containerd-any\nFilename: pool/main/c/containerd/containerd_1.6.20~ds1-1+b1_amd64.deb\nSize: 100\nSHA256: %064d\n\n' 0 >"$work/Packages"

@@ -219,7 +219,7 @@ pub fn decompress<'a, R: Read + 'a>(mut reader: R) -> io::Result<Box<dyn Read + 
     let head = &head[..filled];
     let whole = io::Cursor::new(head.to_vec()).chain(reader);
     match Compression::sniff(head) {
-        Some(Compression::Gzip) => Ok(Box::new(flate2::read::GzDecoder::new(whole))),
+        Some(Compression::Gzip) => Ok(Box::new(flate2::read::MultiGzDecoder::new(whole))),
         Some(Compression::Zstd) => {
             let mut decoder = zstd::stream::read::Decoder::new(whole)?;
             decoder.window_log_max(ZSTD_WINDOW_LOG_MAX)?;

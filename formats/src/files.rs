@@ -25,6 +25,18 @@ pub fn read_to_string_at_most(path: &Path, max: u64) -> std::io::Result<String> 
     String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))
 }
 
+/// Room kept free on a node's disk when Berth writes something large there: a package
+/// downloaded or unpacked, a node's support bundle received.
+pub const DISK_RESERVE: u64 = 64 << 20;
+
+/// Bytes free for an unprivileged writer on the filesystem holding `path` (all of them when
+/// it cannot be told).
+pub fn free_space(path: &Path) -> u64 {
+    nix::sys::statvfs::statvfs(path).map_or(u64::MAX, |stats| {
+        stats.blocks_available() * stats.fragment_size()
+    })
+}
+
 /// Creates `dir` if needed and makes it 0700: what is in it is root's alone.
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;

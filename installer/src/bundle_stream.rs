@@ -64,10 +64,9 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
     // add-ons', linked or renamed away from here.)
     fs_err::create_dir_all(folder).map_err(write_error(folder))?;
     clear(folder).map_err(write_error(folder))?;
-    let mut archive = tar::Archive::new(
-        berth_formats::compression::decompress(std::io::BufReader::with_capacity(1 << 20, reader))
-            .map_err(StreamError::Archive)?,
-    );
+    let mut archive =
+        berth_formats::archive::open(std::io::BufReader::with_capacity(1 << 20, reader))
+            .map_err(StreamError::Archive)?;
     let mut lock: Option<Lock> = None;
     let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     // Each package's files still to come (by its folder, then by path in the package), once
@@ -89,6 +88,9 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             path: path.clone(),
             why: why.to_string(),
         };
+        if let Some(why) = berth_formats::archive::unsafe_entry(&mut entry) {
+            return Err(refused(why));
+        }
         match entry.header().entry_type() {
             tar::EntryType::Directory => continue,
             tar::EntryType::Regular => {}
@@ -228,6 +230,7 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
         }
         copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
     }
+    berth_formats::archive::finish(archive).map_err(StreamError::Archive)?;
     let lock = match lock {
         Some(lock) => lock,
         None => checked_lock(&small, folder, trust)?,

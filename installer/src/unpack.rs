@@ -293,19 +293,33 @@ fn walk_bundled(
                 fs_err::copy(&from, to).map_err(io_at(to))?;
             }
         }
-        if let Some(to) = &to
-            && file.executable
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            fs_err::set_permissions(to, std::fs::Permissions::from_mode(0o755))
-                .map_err(io_at(to))?;
+        if let Some(to) = &to {
+            place_as_indexed(to, file.executable).map_err(io_at(to))?;
         }
     }
     Ok(index)
 }
 
-/// Room kept free on the node's disk when a package is downloaded or unpacked.
-pub const DISK_RESERVE: u64 = 64 << 20;
+/// Gives a placed file the mode its index says (0755 or 0644) and, when the node runs as root,
+/// root as its owner: a file moved out of a bundle someone extracted keeps that user and the
+/// mode `tar` gave it, and is not the index's until both are set.
+fn place_as_indexed(path: &Path, executable: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if nix::unistd::geteuid().is_root() {
+        nix::unistd::chown(
+            path,
+            Some(nix::unistd::Uid::from_raw(0)),
+            Some(nix::unistd::Gid::from_raw(0)),
+        )
+        .map_err(std::io::Error::from)?;
+    }
+    let mode = if executable { 0o755 } else { 0o644 };
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Room kept free on the node's disk when a package is downloaded or unpacked, and the room
+/// there is (shared with the fleet, which receives nodes' bundles).
+pub use berth_formats::files::{DISK_RESERVE, free_space};
 
 /// Checks the package's digest, and only then unpacks it: a package the lock does not pin is
 /// never expanded (a small archive can expand a thousandfold). The bytes unpacked are hashed
@@ -356,12 +370,4 @@ fn extract_checked(
             package: package.to_path_buf(),
             source,
         })
-}
-
-/// Bytes free for an unprivileged writer on the filesystem holding `path` (all of them when
-/// it cannot be told).
-pub fn free_space(path: &Path) -> u64 {
-    nix::sys::statvfs::statvfs(path).map_or(u64::MAX, |stats| {
-        stats.blocks_available() * stats.fragment_size()
-    })
 }

@@ -5,9 +5,10 @@
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use crate::compression::decompress;
+use std::collections::HashSet;
 
 use super::clean_archive_path;
+use super::read::{finish, open, unsafe_entry};
 use super::write::mode;
 
 /// Why an archive could not be read or unpacked.
@@ -60,8 +61,9 @@ pub fn extract_within(
     destination: &Path,
     limits: ExtractLimits,
 ) -> Result<Vec<String>, ExtractError> {
-    let mut archive = tar::Archive::new(decompress(reader).map_err(ExtractError::Read)?);
+    let mut archive = open(reader).map_err(ExtractError::Read)?;
     let mut written = Vec::new();
+    let mut seen = HashSet::new();
     let mut budget = limits.max_bytes;
     for entry in archive.entries().map_err(ExtractError::Read)? {
         let mut entry = entry.map_err(ExtractError::Read)?;
@@ -75,20 +77,28 @@ pub fn extract_within(
             limit: limits.max_bytes,
         })?;
         let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let unsafe_entry = |reason| ExtractError::Unsafe {
+        let refused = |reason| ExtractError::Unsafe {
             entry: raw.clone(),
             reason,
         };
+        if let Some(reason) = unsafe_entry(&mut entry) {
+            return Err(refused(reason));
+        }
         let Some(relative) = clean_archive_path(&raw).filter(|_| !raw.starts_with('/')) else {
-            return Err(unsafe_entry("absolute path, `..`, or an empty name"));
+            return Err(refused("absolute path, `..`, or an empty name"));
         };
+        // `tar` keeps the last of two entries of one path, a reader of the archive may take
+        // the first: an archive that has two is not one archive.
+        if !seen.insert(relative.clone()) {
+            return Err(refused("the archive holds this path twice"));
+        }
         let target = destination.join(&relative);
         let write_error = |source| ExtractError::Write {
             path: target.clone(),
             source,
         };
         prepare_parents(destination, &relative).map_err(|error| match error {
-            Prepare::ThroughLink => unsafe_entry("its path passes through a link"),
+            Prepare::ThroughLink => refused("its path passes through a link"),
             Prepare::Io(source) => ExtractError::Write {
                 path: target.clone(),
                 source,
@@ -98,7 +108,7 @@ pub fn extract_within(
         match entry_type {
             tar::EntryType::Directory => {
                 if fs_err::symlink_metadata(&target).is_ok_and(|m| !m.is_dir()) {
-                    return Err(unsafe_entry("a folder would replace a file or link"));
+                    return Err(refused("a folder would replace a file or link"));
                 }
                 fs_err::create_dir_all(&target).map_err(write_error)?;
             }
@@ -113,10 +123,10 @@ pub fn extract_within(
                 let link = entry
                     .link_name()
                     .map_err(ExtractError::Read)?
-                    .ok_or_else(|| unsafe_entry("a link without a target"))?;
+                    .ok_or_else(|| refused("a link without a target"))?;
                 let depth = Path::new(&relative).components().count() - 1;
                 if !link_stays_inside(&link, depth) {
-                    return Err(unsafe_entry(
+                    return Err(refused(
                         "a link that points outside the destination, or climbs (`..`) after it descends",
                     ));
                 }
@@ -128,25 +138,23 @@ pub fn extract_within(
                     .link_name()
                     .map_err(ExtractError::Read)?
                     .and_then(|link| clean_archive_path(&link.to_string_lossy()))
-                    .ok_or_else(|| {
-                        unsafe_entry("a hard link that points outside the destination")
-                    })?;
+                    .ok_or_else(|| refused("a hard link that points outside the destination"))?;
                 let source = destination.join(&link);
                 if passes_through_link(destination, &link)
                     || !fs_err::symlink_metadata(&source).is_ok_and(|m| m.is_file())
                 {
-                    return Err(unsafe_entry(
+                    return Err(refused(
                         "a hard link to a file not yet unpacked, or reached through a link",
                     ));
                 }
                 remove_existing_file(&target).map_err(write_error)?;
                 fs_err::hard_link(&source, &target).map_err(write_error)?;
             }
-            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => continue,
-            _ => return Err(unsafe_entry("a device, fifo or other special file")),
+            _ => return Err(refused("a device, fifo or other special file")),
         }
         written.push(relative);
     }
+    finish(archive).map_err(ExtractError::Read)?;
     Ok(written)
 }
 
@@ -165,9 +173,15 @@ pub fn read_entry_within(
     wanted: impl Fn(&str) -> bool,
     max_bytes: u64,
 ) -> Result<Option<(String, Vec<u8>)>, ExtractError> {
-    let mut archive = tar::Archive::new(decompress(reader).map_err(ExtractError::Read)?);
+    let mut archive = open(reader).map_err(ExtractError::Read)?;
     for entry in archive.entries().map_err(ExtractError::Read)? {
         let mut entry = entry.map_err(ExtractError::Read)?;
+        if let Some(reason) = unsafe_entry(&mut entry) {
+            return Err(ExtractError::Unsafe {
+                entry: String::from_utf8_lossy(&entry.path_bytes()).into_owned(),
+                reason,
+            });
+        }
         if entry.header().entry_type() != tar::EntryType::Regular {
             continue;
         }

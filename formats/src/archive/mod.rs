@@ -6,7 +6,9 @@
 //! in its mode whose output does not depend on the number of threads. The same
 //! inputs therefore give the same bytes on any machine.
 //!
-//! Reading: an entry with an absolute path or `..`, a link that points outside the destination,
+//! Reading: every gzip member or zstd frame is read, and nothing but zeros may follow the tar's
+//! end, so what is read is what `tar` extracts; an entry not owned by root, or with a setuid,
+//! setgid, sticky or group- or world-writable mode, is refused. An entry with an absolute path or `..`, a link that points outside the destination,
 //! a path through a link, or a device node is refused before anything is written for it.
 //!
 //! A symbolic link's target is judged by what it resolves to, not by its text alone: a target
@@ -18,11 +20,13 @@
 //! link's source must be a file reached through real folders alone.
 
 mod extract;
+mod read;
 mod write;
 
 pub use extract::{
     ExtractError, ExtractLimits, extract, extract_within, read_entry, read_entry_within,
 };
+pub use read::{Counted, TarReader, finish, open, unsafe_entry};
 pub use write::{
     Compressor, ReproducibleArchive, Source, TarWriter, WriteError, source_date_epoch,
 };

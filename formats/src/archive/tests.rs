@@ -231,7 +231,7 @@ fn crafted(entries: &[Crafted]) -> Vec<u8> {
         Compression::fast(),
     ));
     for entry in entries {
-        let mut header = tar::Header::new_old();
+        let mut header = tar::Header::new_gnu();
         let (name, kind, link, data): (&str, tar::EntryType, &str, &[u8]) = match entry {
             Crafted::File(name, data) => (name, tar::EntryType::Regular, "", data),
             Crafted::Symlink(name, target) => (name, tar::EntryType::Symlink, target, b""),
@@ -242,6 +242,8 @@ fn crafted(entries: &[Crafted]) -> Vec<u8> {
         old.linkname[..link.len()].copy_from_slice(link.as_bytes());
         header.set_entry_type(kind);
         header.set_mode(0o644);
+        header.set_uid(0);
+        header.set_gid(0);
         header.set_size(data.len() as u64);
         header.set_cksum();
         builder.append(&header, data).unwrap();
@@ -411,4 +413,193 @@ fn an_entry_past_the_bound_is_refused_by_name_before_it_is_read() {
             .unwrap()
             .is_some()
     );
+}
+
+/// One entry of a tar written by hand: its header as given, its data padded to a block.
+fn raw_entry(path: &str, data: &[u8], edit: impl FnOnce(&mut tar::Header)) -> Vec<u8> {
+    let mut header = tar::Header::new_gnu();
+    header.set_path(path).unwrap();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_mode(0o644);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_size(data.len() as u64);
+    edit(&mut header);
+    header.set_cksum();
+    let mut bytes = header.as_bytes().to_vec();
+    bytes.extend_from_slice(data);
+    bytes.resize(bytes.len().next_multiple_of(512), 0);
+    bytes
+}
+
+fn gzip_member(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// The paths GNU tar lists in a compressed archive, or its complaint.
+fn tar_lists(archive: &[u8]) -> Result<Vec<String>, String> {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    fs_err::write(file.path(), archive).unwrap();
+    let output = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(file.path())
+        .output()
+        .expect("GNU tar runs");
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+#[test]
+fn every_gzip_member_is_read_as_tar_reads_it() {
+    // A first member whose tar has no end blocks, then a second member with another file:
+    // `tar xzf` extracts both, so Berth must see both.
+    let mut first = raw_entry("install.sh", b"echo vendor\n", |_| {});
+    first.extend(raw_entry("lock.json", b"{}\n", |_| {}));
+    let mut second = raw_entry("appended.sh", b"echo appended\n", |_| {});
+    second.extend([0u8; 1024]);
+    let mut archive = gzip_member(&first);
+    archive.extend(gzip_member(&second));
+    assert_eq!(
+        tar_lists(&archive).unwrap(),
+        ["install.sh", "lock.json", "appended.sh"]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let written = extract(archive.as_slice(), dir.path()).unwrap();
+    assert_eq!(written, ["install.sh", "lock.json", "appended.sh"]);
+    let found = read_entry(archive.as_slice(), |path| path == "appended.sh").unwrap();
+    assert_eq!(found.unwrap().1, b"echo appended\n");
+}
+
+#[test]
+fn a_path_given_twice_across_members_is_refused() {
+    // `tar` keeps the second `install.sh`; a reader keeping the first would check another.
+    let first = raw_entry("install.sh", b"echo vendor\n", |_| {});
+    let mut second = raw_entry("install.sh", b"echo attacker\n", |_| {});
+    second.extend([0u8; 1024]);
+    let mut archive = gzip_member(&first);
+    archive.extend(gzip_member(&second));
+    let dir = tempfile::tempdir().unwrap();
+    let error = extract(archive.as_slice(), dir.path()).unwrap_err();
+    assert!(error.to_string().contains("twice"), "{error}");
+}
+
+#[test]
+fn data_after_the_end_of_the_tar_is_refused_naming_its_offset() {
+    let mut tar = raw_entry("install.sh", b"echo vendor\n", |_| {});
+    tar.extend([0u8; 1024]);
+    let end = tar.len();
+    // Padding to a record is what `tar` writes: accepted.
+    let mut padded = tar.clone();
+    padded.resize(10240, 0);
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        extract(gzip_member(&padded).as_slice(), dir.path()).unwrap(),
+        ["install.sh"]
+    );
+    // Another tar after the end blocks, in the same member or in a second one.
+    let appended = raw_entry("other.sh", b"echo other\n", |_| {});
+    let mut same_member = tar.clone();
+    same_member.extend(&appended);
+    let mut second_member = gzip_member(&tar);
+    second_member.extend(gzip_member(&appended));
+    for archive in [gzip_member(&same_member), second_member] {
+        let dir = tempfile::tempdir().unwrap();
+        let error = extract(archive.as_slice(), dir.path()).unwrap_err();
+        let said = crate::report::chain(&error);
+        // The tar reader stops at the first of the two end blocks.
+        let offset = end - 1024 + 512;
+        assert!(
+            said.contains(&format!("at byte {offset} "))
+                || said.contains(&format!("at byte {end} ")),
+            "{said}"
+        );
+    }
+    // Garbage after the gzip member is not another member: refused too.
+    let mut garbage = gzip_member(&tar);
+    garbage.extend(b"not gzip");
+    let dir = tempfile::tempdir().unwrap();
+    assert!(extract(garbage.as_slice(), dir.path()).is_err());
+}
+
+#[test]
+fn modes_and_owners_berth_never_writes_are_refused_on_every_read() {
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("setuid", raw_entry("berth", b"x", |h| h.set_mode(0o4755))),
+        ("setgid", raw_entry("berth", b"x", |h| h.set_mode(0o2755))),
+        ("sticky", raw_entry("berth", b"x", |h| h.set_mode(0o1755))),
+        (
+            "world-writable",
+            raw_entry("install.sh", b"x", |h| h.set_mode(0o757)),
+        ),
+        (
+            "group-writable",
+            raw_entry("install.sh", b"x", |h| h.set_mode(0o775)),
+        ),
+        (
+            "foreign uid",
+            raw_entry("install.sh", b"x", |h| h.set_uid(1000)),
+        ),
+        (
+            "foreign gid",
+            raw_entry("install.sh", b"x", |h| h.set_gid(1000)),
+        ),
+        (
+            "foreign user name",
+            raw_entry("install.sh", b"x", |h| h.set_username("nobody").unwrap()),
+        ),
+        ("pax uid", {
+            let mut bytes = raw_entry("././@PaxHeader", b"14 uid=100000\n", |h| {
+                h.set_entry_type(tar::EntryType::XHeader)
+            });
+            bytes.extend(raw_entry("install.sh", b"x", |_| {}));
+            bytes
+        }),
+        ("global pax header", {
+            let mut bytes = raw_entry("pax_global_header", b"12 uid=1000\n", |h| {
+                h.set_entry_type(tar::EntryType::XGlobalHeader)
+            });
+            bytes.extend(raw_entry("install.sh", b"x", |_| {}));
+            bytes
+        }),
+    ];
+    for (what, mut tar) in cases {
+        tar.extend([0u8; 1024]);
+        let archive = gzip_member(&tar);
+        let dir = tempfile::tempdir().unwrap();
+        let error = extract(archive.as_slice(), dir.path()).unwrap_err();
+        assert!(
+            matches!(error, ExtractError::Unsafe { .. }),
+            "{what}: {error}"
+        );
+        assert!(
+            !dir.path().join("install.sh").exists() && !dir.path().join("berth").exists(),
+            "{what}: written before it was refused"
+        );
+        assert!(
+            read_entry(archive.as_slice(), |_| true).is_err(),
+            "{what}: read"
+        );
+    }
+    // What Berth writes passes: root's files at 0644 and 0755, a link at 0777.
+    let mut fine = raw_entry("install.sh", b"x", |h| h.set_mode(0o755));
+    fine.extend(raw_entry("root-named", b"x", |h| {
+        h.set_username("root").unwrap();
+        h.set_groupname("root").unwrap();
+    }));
+    fine.extend(raw_entry("link", b"", |h| {
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_link_name("install.sh").unwrap();
+        h.set_mode(0o777);
+    }));
+    fine.extend([0u8; 1024]);
+    let dir = tempfile::tempdir().unwrap();
+    extract(gzip_member(&fine).as_slice(), dir.path()).unwrap();
 }
