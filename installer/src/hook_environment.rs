@@ -47,7 +47,7 @@ const SHELL_VARIABLES: [&str; 18] = [
 /// interpreters' start-up options and library paths, the C library's converters and
 /// tunables, the programs tools start, proxies and certificate stores. Never from an
 /// argument or a field, so no first node, spec or join command can steer them.
-const PROGRAM_VARIABLES: [&str; 43] = [
+const PROGRAM_VARIABLES: [&str; 61] = [
     "PERL5OPT",
     "PERL5LIB",
     "PERLLIB",
@@ -91,11 +91,43 @@ const PROGRAM_VARIABLES: [&str; 43] = [
     "CURL_CA_BUNDLE",
     "REQUESTS_CA_BUNDLE",
     "DOCKER_HOST",
+    "WGETRC",
+    "PHPRC",
+    "PHP_INI_SCAN_DIR",
+    "AWKPATH",
+    "AWKLIBPATH",
+    "INPUTRC",
+    "HOSTALIASES",
+    "RESOLV_HOST_CONF",
+    "LOCALDOMAIN",
+    "RES_OPTIONS",
+    "TZDIR",
+    "TERMINFO",
+    "TERMINFO_DIRS",
+    "LESSKEY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "NETRC",
+    "SUDO_EDITOR",
 ];
 
 /// Prefixes of variables programs obey in the same way: git's (`GIT_SSH_COMMAND`…), the
-/// dynamic loader's, the C library's allocator's, Java's.
-const PROGRAM_PREFIXES: [&str; 4] = ["GIT_", "MALLOC_", "_JAVA_", "CURL_"];
+/// C library's allocator's, Java's, curl's, the XDG folders programs read their configuration
+/// from (`XDG_CONFIG_HOME`: git's, among others), pip's and npm's package sources, systemd's,
+/// GnuPG's.
+const PROGRAM_PREFIXES: [&str; 11] = [
+    "GIT_",
+    "MALLOC_",
+    "_JAVA_",
+    "CURL_",
+    "XDG_",
+    "PIP_",
+    "NPM_CONFIG_",
+    "YARN_",
+    "SYSTEMD_",
+    "GNUPG",
+    "GPG_",
+];
 
 /// Globals the helper library sets from the host and then obeys (kURL's: `K8S_DISTRO` names
 /// the functions hooks call, `BIN_*` the programs they run; logging's colours, set before the
@@ -131,6 +163,10 @@ pub enum EnvironmentError {
     },
     #[error("{origin} would set ${variable}, which the shell or Berth obeys")]
     Reserved { variable: String, origin: String },
+    #[error(
+        "{origin} names no add-on of this run ({addons}); an argument that is not one of kURL's flags sets an add-on's variable, `<add-on>-<field>=…`"
+    )]
+    NotAnAddons { origin: String, addons: String },
 }
 
 /// One variable: its value, where it came from, and whether another source may replace it.
@@ -145,6 +181,8 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct HookEnvironment {
     variables: BTreeMap<String, Entry>,
+    /// `<ADDON>_` for each add-on of the run: what an argument's variable must start with.
+    addon_prefixes: Vec<(String, String)>,
 }
 
 impl HookEnvironment {
@@ -223,6 +261,8 @@ impl HookEnvironment {
         version: &str,
         config: &Map<String, Value>,
     ) -> Result<(), EnvironmentError> {
+        self.addon_prefixes
+            .push((format!("{}_", upper_snake(name)), name.to_string()));
         self.set(
             format!("{}_VERSION", upper_snake(name)),
             version.to_string(),
@@ -247,7 +287,10 @@ impl HookEnvironment {
     }
 
     /// A `key=value` script argument that is not one of kURL's flags: `demo-port` becomes
-    /// `DEMO_PORT`.
+    /// `DEMO_PORT`. Such an argument is an add-on's (its key starts with the name of an add-on
+    /// of the run, given to [`HookEnvironment::addon`] first) or replaces one of kURL's
+    /// variables: what hooks receive from the command line is allowed by name, not only kept
+    /// from what is known to steer programs.
     pub fn param(&mut self, key: &str, value: &str) -> Result<(), EnvironmentError> {
         let origin = format!("the argument `{key}=…`");
         let plain = !key.is_empty()
@@ -261,6 +304,24 @@ impl HookEnvironment {
                 name: key.to_string(),
             });
         }
+        reserved(&variable, &origin)?;
+        // Allowed: an add-on's variable, or one of kURL's the argument replaces (see
+        // [`HookEnvironment::kurl`]); one another source set is a collision, said below.
+        let addons = self.addon_prefixes.iter().any(|(prefix, _)| {
+            variable.starts_with(prefix.as_str()) && variable.len() > prefix.len()
+        });
+        if !addons && !self.variables.contains_key(&variable) {
+            let mut addons: Vec<&str> = self
+                .addon_prefixes
+                .iter()
+                .map(|(_, name)| name.as_str())
+                .collect();
+            addons.sort_unstable();
+            return Err(EnvironmentError::NotAnAddons {
+                origin,
+                addons: addons.join(", "),
+            });
+        }
         self.set(variable, value.to_string(), origin)
     }
 
@@ -270,19 +331,7 @@ impl HookEnvironment {
         value: String,
         origin: String,
     ) -> Result<(), EnvironmentError> {
-        if SHELL_VARIABLES.contains(&variable.as_str())
-            || LIBRARY_VARIABLES.contains(&variable.as_str())
-            || PROGRAM_VARIABLES.contains(&variable.as_str())
-            || PROGRAM_PREFIXES
-                .iter()
-                .any(|prefix| variable.starts_with(prefix))
-            || variable.starts_with("LD_")
-            || variable.starts_with("BASH_")
-            || variable.starts_with("BIN_")
-            || variable.starts_with("BERTH_") && origin != "Berth"
-        {
-            return Err(EnvironmentError::Reserved { variable, origin });
-        }
+        reserved(&variable, &origin)?;
         if let Some(first) = self.variables.get(&variable)
             && !first.default
         {
@@ -310,6 +359,28 @@ impl HookEnvironment {
             .map(|(name, entry)| (name, entry.value))
             .collect()
     }
+}
+
+/// Refuses a variable the shell, the loader, the helper library or the programs hooks run obey
+/// (only Berth itself sets `BERTH_*`).
+fn reserved(variable: &str, origin: &str) -> Result<(), EnvironmentError> {
+    if SHELL_VARIABLES.contains(&variable)
+        || LIBRARY_VARIABLES.contains(&variable)
+        || PROGRAM_VARIABLES.contains(&variable)
+        || PROGRAM_PREFIXES
+            .iter()
+            .any(|prefix| variable.starts_with(prefix))
+        || variable.starts_with("LD_")
+        || variable.starts_with("BASH_")
+        || variable.starts_with("BIN_")
+        || variable.starts_with("BERTH_") && origin != "Berth"
+    {
+        return Err(EnvironmentError::Reserved {
+            variable: variable.to_string(),
+            origin: origin.to_string(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -340,6 +411,13 @@ mod tests {
             "https-proxy",
             "ssl-cert-file",
             "malloc-check-",
+            "xdg-config-home",
+            "wgetrc",
+            "phprc",
+            "php-ini-scan-dir",
+            "pip-index-url",
+            "npm-config-registry",
+            "awkpath",
         ] {
             let error = node().param(key, "x").unwrap_err();
             assert!(
@@ -359,12 +437,40 @@ mod tests {
                 "{key}"
             );
         }
+        // An argument replaces one of kURL's variables.
         let mut environment = node();
+        environment
+            .kurl(vec![KurlVariable {
+                variable: "PUBLIC_ADDRESS".into(),
+                value: String::new(),
+                origin: "spec.kurl.publicAddress".into(),
+            }])
+            .unwrap();
         environment.param("public-address", "10.0.0.1").unwrap();
         assert!(
             environment
                 .into_vec()
                 .contains(&("PUBLIC_ADDRESS".into(), "10.0.0.1".into()))
+        );
+    }
+
+    #[test]
+    fn an_argument_sets_only_an_addons_variable_or_one_of_kurls() {
+        let mut environment = node();
+        environment.addon("demo", "1.0.0", &Map::new()).unwrap();
+        environment.param("demo-port", "8081").unwrap();
+        for key in ["unknown-thing", "demo", "wget-rc", "lesspipe"] {
+            let error = environment.param(key, "x").unwrap_err();
+            assert!(
+                matches!(error, EnvironmentError::NotAnAddons { .. }),
+                "{key}: {error}"
+            );
+            assert!(error.to_string().contains("(demo)"), "{error}");
+        }
+        assert!(
+            environment
+                .into_vec()
+                .contains(&("DEMO_PORT".into(), "8081".into()))
         );
     }
 
