@@ -62,11 +62,6 @@ fn decode(at: &str, envelope: &Value) -> Result<(Vec<u8>, Value), EnvelopeError>
     Ok((payload, statement))
 }
 
-/// The statement of an envelope, its signatures not checked: for a reader trusting no key.
-pub fn unchecked_statement(at: &str, envelope: &Value) -> Result<Value, EnvelopeError> {
-    decode(at, envelope).map(|(_, statement)| statement)
-}
-
 /// The statement of an envelope (read from `at`) one of `keys` signed.
 pub fn open(at: &str, envelope: &Value, keys: &[PublicKey]) -> Result<Value, EnvelopeError> {
     let (payload, statement) = decode(at, envelope)?;

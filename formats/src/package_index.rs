@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::compression::Compression;
-use crate::digest::{DigestParseError, Sha256Digest};
+use crate::digest::Sha256Digest;
 
 /// File name of the index, at the root of the add-on folder in the package.
 pub const PACKAGE_INDEX_FILE: &str = "package.json";
@@ -191,10 +191,38 @@ pub fn checksum_file_text(digest: &Sha256Digest, file_name: &str) -> String {
     format!("{}  {file_name}\n", digest.hex())
 }
 
-/// Reads the digest back from a `.sha256` file's text.
-pub fn parse_checksum_file(text: &str) -> Result<Sha256Digest, DigestParseError> {
-    let hex = text.split_whitespace().next().unwrap_or_default();
-    Sha256Digest::from_hex(hex)
+/// Why a `.sha256` file's text gives no digest for the file it was read for.
+#[derive(Debug, thiserror::Error)]
+pub enum ChecksumFileError {
+    #[error("it is not one `sha256sum` line: `<hex>  <file name>`")]
+    Malformed,
+    #[error("it gives the digest of `{named}`, not of `{expected}`")]
+    OtherFile { named: String, expected: String },
+}
+
+/// Reads the digest back from the text of `<file_name>.sha256`. The line names the file, and
+/// the name (the add-on and its version) is what the signature over the text binds along with
+/// the digest: one package's `.sha256` (and its signature) copied over another's is refused.
+pub fn parse_checksum_file(text: &str, file_name: &str) -> Result<Sha256Digest, ChecksumFileError> {
+    let line = text.strip_suffix('\n').unwrap_or(text);
+    let (hex, named) = line
+        .split_once("  ")
+        .or_else(|| line.split_once(" *"))
+        .ok_or(ChecksumFileError::Malformed)?;
+    if line.contains('\n') {
+        return Err(ChecksumFileError::Malformed);
+    }
+    let digest = Sha256Digest::from_hex(hex).map_err(|_| ChecksumFileError::Malformed)?;
+    // Named as `sha256sum` names it, run in the file's own folder (`bin/berth-linux-amd64`'s
+    // says `berth-linux-amd64`).
+    let expected = file_name.rsplit('/').next().unwrap_or(file_name);
+    if named != expected {
+        return Err(ChecksumFileError::OtherFile {
+            named: named.to_string(),
+            expected: expected.to_string(),
+        });
+    }
+    Ok(digest)
 }
 
 #[cfg(test)]
@@ -206,7 +234,46 @@ mod tests {
         let digest = Sha256Digest::of(b"package");
         let text = checksum_file_text(&digest, "demo-1.0.0.tar.gz");
         assert_eq!(text, format!("{}  demo-1.0.0.tar.gz\n", digest.hex()));
-        assert_eq!(parse_checksum_file(&text).unwrap(), digest);
+        assert_eq!(
+            parse_checksum_file(&text, "demo-1.0.0.tar.gz").unwrap(),
+            digest
+        );
+    }
+
+    #[test]
+    fn a_checksum_file_gives_a_digest_only_for_the_file_it_names() {
+        let digest = Sha256Digest::of(b"package");
+        let text = checksum_file_text(&digest, "demo-1.0.0.tar.gz");
+        let error = parse_checksum_file(&text, "demo-2.0.0.tar.gz").unwrap_err();
+        // A file in a folder of the dist is named as sha256sum names it there.
+        let binary = checksum_file_text(&digest, "berth-linux-amd64");
+        assert_eq!(
+            parse_checksum_file(&binary, "bin/berth-linux-amd64").unwrap(),
+            digest
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("`demo-1.0.0.tar.gz`, not of `demo-2.0.0.tar.gz`"),
+            "{error}"
+        );
+        for malformed in [
+            digest.hex().to_string(),
+            format!(
+                "{}  demo-1.0.0.tar.gz\n{}  demo-1.0.0.tar.gz\n",
+                digest.hex(),
+                digest.hex()
+            ),
+            "zz  demo-1.0.0.tar.gz\n".to_string(),
+        ] {
+            assert!(
+                matches!(
+                    parse_checksum_file(&malformed, "demo-1.0.0.tar.gz"),
+                    Err(ChecksumFileError::Malformed)
+                ),
+                "{malformed}"
+            );
+        }
     }
 
     #[test]

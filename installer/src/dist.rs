@@ -35,8 +35,8 @@ pub enum FetchError {
     TooLarge { location: String, limit: u64 },
     #[error("the download of {location} was interrupted")]
     Interrupted { location: String },
-    #[error("{location} is not a sha256sum line")]
-    BadChecksum { location: String },
+    #[error("{location} is refused: {reason}")]
+    BadChecksum { location: String, reason: String },
     #[error("`{text}` is not a dist: give a folder or an http(s):// URL")]
     BadDist { text: String },
 }
@@ -155,6 +155,26 @@ impl Dist {
         }
     }
 
+    /// Where the dist's signatures come from, for the keys kept for it: a URL's scheme, host
+    /// and port (`https://dist.example.com:443`), or `file://` and a folder's absolute path.
+    pub fn origin(&self) -> String {
+        match self {
+            Dist::Local(dir) => format!(
+                "file://{}",
+                fs_err::canonicalize(dir)
+                    .or_else(|_| std::path::absolute(dir))
+                    .unwrap_or_else(|_| dir.clone())
+                    .display()
+            ),
+            Dist::Http(base, _) => format!(
+                "{}://{}:{}",
+                base.scheme(),
+                base.host_str().unwrap_or_default().to_ascii_lowercase(),
+                base.port_or_known_default().unwrap_or_default()
+            ),
+        }
+    }
+
     pub fn location(&self, file: &str) -> String {
         match self {
             Dist::Local(dir) => dir.join(file).display().to_string(),
@@ -166,13 +186,32 @@ impl Dist {
     pub fn read(&self, file: &str) -> Result<Vec<u8>, FetchError> {
         let location = self.location(file);
         match self {
-            Dist::Local(dir) => fs_err::read(dir.join(file)).map_err(|source| {
-                if source.kind() == std::io::ErrorKind::NotFound {
-                    FetchError::Missing { location }
-                } else {
-                    FetchError::Io { location, source }
+            Dist::Local(dir) => {
+                // Bounded as a download is: a folder dist may be a mount anyone could fill.
+                use std::io::Read as _;
+                let mut bytes = Vec::new();
+                fs_err::File::open(dir.join(file))
+                    .and_then(|opened| opened.take(SMALL_FILE_LIMIT + 1).read_to_end(&mut bytes))
+                    .map_err(|source| {
+                        if source.kind() == std::io::ErrorKind::NotFound {
+                            FetchError::Missing {
+                                location: location.clone(),
+                            }
+                        } else {
+                            FetchError::Io {
+                                location: location.clone(),
+                                source,
+                            }
+                        }
+                    })?;
+                if bytes.len() as u64 > SMALL_FILE_LIMIT {
+                    return Err(FetchError::TooLarge {
+                        location,
+                        limit: SMALL_FILE_LIMIT,
+                    });
                 }
-            }),
+                Ok(bytes)
+            }
             Dist::Http(_, client) => with_retries(&location, || {
                 let response = client
                     .get(&location)
@@ -389,5 +428,22 @@ mod tests {
             .is_ok()
         );
         assert_eq!(got, 50);
+    }
+
+    #[test]
+    fn a_folder_dists_small_files_are_read_no_further_than_a_downloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let dist = Dist::Local(dir.path().to_path_buf());
+        // Sparse: the bound is what is read, not what is on disk.
+        let huge = fs_err::File::create(dir.path().join("versions.json")).unwrap();
+        huge.set_len(SMALL_FILE_LIMIT + 1).unwrap();
+        let error = dist.read("versions.json").unwrap_err();
+        assert!(matches!(error, FetchError::TooLarge { .. }), "{error}");
+        fs_err::write(dir.path().join("versions.json.sig"), b"signature").unwrap();
+        assert_eq!(dist.read("versions.json.sig").unwrap(), b"signature");
+        assert!(matches!(
+            dist.read("absent").unwrap_err(),
+            FetchError::Missing { .. }
+        ));
     }
 }

@@ -77,6 +77,9 @@ enum Command {
     SupportBundle(commands::support_bundle::SupportBundleArgs),
     /// Check a whole dist or airgap bundle offline: signatures, digests, every package's files.
     Verify(commands::verify::VerifyArgs),
+    /// The signing keys this node keeps, for every dist or one dist's origin; remove one.
+    #[command(subcommand)]
+    Trust(commands::trust::TrustCommand),
     /// Verify a package against its `.sha256` file and unpack it, refusing unsafe paths.
     Unpack(commands::unpack::UnpackArgs),
     /// Edit a kustomization.yaml (the insert_* helpers call this).
@@ -136,6 +139,7 @@ fn main() -> ExitCode {
         Command::SupportBundle(args) => commands::support_bundle::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Verify(args) => commands::verify::run(args),
+        Command::Trust(command) => commands::trust::run(command),
         Command::Kustomization(command) => commands::kustomization::run(command),
         Command::Kurl(command) => commands::kurl::run(command),
         Command::KubeadmConfig(args) => commands::kubeadm_config::run(args),

@@ -602,8 +602,20 @@ fn a_fleet_upgrade_installs_only_the_package_its_rollout_pinned() {
     // before any node is asked to move.
     let vendor = berth_formats::signature::SigningKey::generate().unwrap();
     let intruder = berth_formats::signature::SigningKey::generate().unwrap();
-    berth_build::publish::sign::sign_dist(&vendor, dist.dist.path()).unwrap();
-    let kept = first.root.path().join("etc/berth/trusted-keys");
+    berth_build::publish::sign::sign_dist(
+        &vendor,
+        dist.dist.path(),
+        berth_build::publish::sign::DEFAULT_VALIDITY,
+    )
+    .unwrap();
+    // Kept for the dist's origin, as an install given the key (or a served script) keeps it:
+    // the rollout reads the keys kept for the dist the node installed from.
+    let origin = berth::dist::Dist::parse(&dist.url()).unwrap().origin();
+    let kept = first
+        .root
+        .path()
+        .join("etc/berth/trusted-keys")
+        .join(berth::trust::origin_folder(&origin));
     fs_err::create_dir_all(&kept).unwrap();
     fs_err::write(kept.join("vendor.pub"), vendor.public().to_pem()).unwrap();
     let signed = rollout_file_at(files.path(), "signed", "  addon: hello\n  version: 2.0.0\n");

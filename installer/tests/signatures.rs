@@ -7,7 +7,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use berth_build::publish::sign::sign_dist;
+use berth_build::publish::sign::{DEFAULT_VALIDITY, sign_dist};
 use berth_formats::signature::SigningKey;
 use support::*;
 use support::{require, run};
@@ -60,7 +60,7 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
         let sealed = berth_formats::dsse::seal(&statement, &vendor).unwrap();
         fs_err::write(beside(".intoto.json"), sealed.to_string()).unwrap();
     }
-    let signed = sign_dist(&vendor, dist.dist.path()).unwrap();
+    let signed = sign_dist(&vendor, dist.dist.path(), DEFAULT_VALIDITY).unwrap();
     assert_eq!(
         signed.len(),
         5,
@@ -137,6 +137,29 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
             "beta-1.0.0.tar.gz.intoto.json is not signed by a trusted key",
         ),
     ];
+    // A `.sha256` names its package: another package's, copied with its signature and its
+    // package over this one's, is refused though every byte is signed.
+    let copy = work.path().join("swapped-package");
+    copy_dist(dist.dist.path(), &copy);
+    for suffix in ["", ".sha256", ".sha256.sig"] {
+        fs_err::copy(
+            copy.join(format!("alpha-1.0.0.tar.gz{suffix}")),
+            copy.join(format!("beta-1.0.0.tar.gz{suffix}")),
+        )
+        .unwrap();
+    }
+    let checked = failed(&verify(&copy));
+    assert!(
+        checked.contains("it gives the digest of `alpha-1.0.0.tar.gz`, not of `beta-1.0.0.tar.gz`"),
+        "{checked}"
+    );
+    // Signatures there and no key given to check them: the check fails, never passes on
+    // digests alone.
+    let checked = failed(&Node::new().berth(&["verify", dist.dist.path().to_str().unwrap()]));
+    assert!(
+        checked.contains("versions.json.sig is there, and no trusted key checks it"),
+        "{checked}"
+    );
     for (what, tamper, expected) in beside_cases {
         let copy = work.path().join(what.replace(' ', "-"));
         copy_dist(dist.dist.path(), &copy);
@@ -152,13 +175,59 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
     let node = Node::new();
     let output = node.install(&spec, &dist.url(), &trust);
     let said = succeeded(&output);
-    assert!(!said.contains("digests alone"), "{said}");
+    assert!(
+        !said.contains("NOTHING IS CHECKED AGAINST A SIGNING KEY"),
+        "{said}"
+    );
     assert!(
         node.root
             .path()
             .join("var/lib/berth/addons/alpha/1.0.0")
             .is_dir()
     );
+
+    // A release replayed: the dist signed again (a newer release) installs on the node, which
+    // keeps the newer counter; the older release's signed versions.json, served again, is then
+    // refused naming both releases, by an install and by `verify` on that node. An expired
+    // release is refused too.
+    let older = work.path().join("older-release");
+    copy_dist(dist.dist.path(), &older);
+    let newer = work.path().join("newer-release");
+    copy_dist(dist.dist.path(), &newer);
+    sign_dist(&vendor, &newer, DEFAULT_VALIDITY).unwrap();
+    let counter = |dist: &Path| {
+        berth_formats::versions::VersionsFile::parse(
+            "v",
+            &fs_err::read(dist.join("versions.json")).unwrap(),
+        )
+        .unwrap()
+        .release
+        .unwrap()
+        .counter
+    };
+    let (old_counter, new_counter) = (counter(&older), counter(&newer));
+    assert!(new_counter > old_counter);
+    let url = |dist: &Path| dist.to_str().unwrap().to_string();
+    succeeded(&node.install(&spec, &url(&newer), &trust));
+    let said = failed(&node.install(&spec, &url(&older), &trust));
+    assert!(
+        said.contains(&format!(
+            "is release {old_counter}, older than release {new_counter}"
+        )) && said.contains(&vendor.public().fingerprint()),
+        "{said}"
+    );
+    let checked = failed(&node.berth(&[
+        "verify",
+        older.to_str().unwrap(),
+        "--trust-key",
+        trusted.to_str().unwrap(),
+    ]));
+    assert!(checked.contains("older than release"), "{checked}");
+    let expired = work.path().join("expired-release");
+    copy_dist(dist.dist.path(), &expired);
+    sign_dist(&vendor, &expired, std::time::Duration::ZERO).unwrap();
+    let said = failed(&Node::new().install(&spec, &url(&expired), &trust));
+    assert!(said.contains("versions.json expired at"), "{said}");
 
     // `berth unpack` checks the same signature: taken as signed, refused re-signed.
     let unpack = |dist: &Path| {
@@ -268,10 +337,18 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
         assert!(nothing_unpacked(&node), "{what}: something was unpacked");
     }
 
-    // A node that trusts no key says once that it checks digests alone, and installs.
+    // A node that trusts no key says once, plainly, that nothing is checked against a key,
+    // and of each package that no key checked its digest; and installs.
     let node = Node::new();
     let said = succeeded(&node.install(&spec, &dist.url(), &[]));
-    assert_eq!(said.matches("digests alone").count(), 1, "{said}");
+    assert_eq!(
+        said.matches("NOTHING IS CHECKED AGAINST A SIGNING KEY")
+            .count(),
+        1,
+        "{said}"
+    );
+    assert_eq!(said.matches("(no key checked it)").count(), 2, "{said}");
+    assert!(!said.contains("verified"), "{said}");
 
     // A lock, as the served scripts carry it: signed, it installs (and its signature is kept
     // with it, so a later plan of the installer the node ran last checks it again); unsigned
@@ -289,7 +366,11 @@ fn a_signed_dist_installs_and_every_tampering_is_refused_before_anything_is_unpa
             berth_formats::lock::LockedAddon {
                 name: name.to_string(),
                 version: "1.0.0".into(),
-                sha256: berth_formats::package_index::parse_checksum_file(&checksum).unwrap(),
+                sha256: berth_formats::package_index::parse_checksum_file(
+                    &checksum,
+                    &format!("{name}-1.0.0.tar.gz"),
+                )
+                .unwrap(),
                 compression: Default::default(),
                 index_sha256: None,
             }
@@ -388,7 +469,7 @@ fn write_bundle(
 /// Signs the dist with `key` (the release is the vendor's), bundles `spec` signed with it, and
 /// extracts the bundle into `into` (the archive stays beside it).
 fn signed_bundle(dist: &TestDist, spec: &Path, key: &SigningKey, into: &Path) {
-    sign_dist(key, dist.dist.path()).unwrap();
+    sign_dist(key, dist.dist.path(), DEFAULT_VALIDITY).unwrap();
     let archive = into.with_extension("tar.gz");
     write_bundle(dist, spec, key, &archive).unwrap();
     fs_err::create_dir_all(into).unwrap();
@@ -550,12 +631,109 @@ fn a_signed_airgap_bundle_installs_and_every_tampering_is_refused_before_anythin
         "{refused}"
     );
 
+    // What `tar xzf` extracts is what is checked. The signed archive's tar, its end blocks cut
+    // off, then a second gzip member holding another install.sh: `tar` extracts that one last
+    // (it would run as root); the check reads every member and finds install.sh twice.
+    let second_member = work.path().join("second");
+    fs_err::create_dir(&second_member).unwrap();
+    fs_err::write(second_member.join("install.sh"), "echo appended\n").unwrap();
+    let appended = work.path().join("appended.tar.gz");
+    {
+        use std::io::{Read as _, Write as _};
+        let mut tar = Vec::new();
+        flate2::read::GzDecoder::new(fs_err::File::open(bundle.with_extension("tar.gz")).unwrap())
+            .read_to_end(&mut tar)
+            .unwrap();
+        while tar.len() >= 512 && tar[tar.len() - 512..].iter().all(|byte| *byte == 0) {
+            tar.truncate(tar.len() - 512);
+        }
+        let mut first = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        first.write_all(&tar).unwrap();
+        let mut bytes = first.finish().unwrap();
+        let second = std::process::Command::new("tar")
+            .arg("-czf")
+            .arg("-")
+            .arg("-C")
+            .arg(&second_member)
+            .arg("install.sh")
+            .output()
+            .unwrap();
+        bytes.extend(second.stdout);
+        fs_err::write(&appended, bytes).unwrap();
+    }
+    let listed = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(&appended)
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&listed.stdout)
+            .lines()
+            .filter(|line| *line == "install.sh")
+            .count(),
+        2,
+        "tar extracts the appended install.sh"
+    );
+    let refused = failed(&trusting_node(&vendor).berth(&["verify", appended.to_str().unwrap()]));
+    assert!(
+        refused.contains("`install.sh` is in the bundle twice"),
+        "{refused}"
+    );
+    // Modes Berth never writes, in the archive or in the folder: a setuid berth, a
+    // world-writable install.sh. `tar` run as root would keep them.
+    for (file, mode, expected) in [
+        ("berth", "u+s", "setuid"),
+        ("install.sh", "o+w", "others write it"),
+    ] {
+        let copy = work.path().join(format!("mode-{file}"));
+        copy_tree(&bundle, &copy);
+        run(std::process::Command::new("chmod")
+            .arg(mode)
+            .arg(copy.join(file)));
+        let checked = failed(&trusting_node(&vendor).berth(&["verify", copy.to_str().unwrap()]));
+        assert!(checked.contains(expected), "{file} {mode}: {checked}");
+        let archive = copy.with_extension("tar.gz");
+        run(std::process::Command::new("tar")
+            .arg("-czf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&copy)
+            .arg("."));
+        let checked = failed(&trusting_node(&vendor).berth(&["verify", archive.to_str().unwrap()]));
+        assert!(
+            checked.contains(expected),
+            "{file} {mode}, archived: {checked}"
+        );
+    }
+    // A program's mode is bound by what is signed: a script made not executable, or a data
+    // file made executable, fails the check.
+    let copy = work.path().join("mode-lock");
+    copy_tree(&bundle, &copy);
+    run(std::process::Command::new("chmod")
+        .arg("a+x")
+        .arg(copy.join("lock.json")));
+    let checked = failed(&trusting_node(&vendor).berth(&["verify", copy.to_str().unwrap()]));
+    assert!(
+        checked
+            .contains("lock.json is executable, and the bundle's layout says it is not a program"),
+        "{checked}"
+    );
+    // Signatures no trusted key covers fail the check: nothing is known to be the vendor's.
+    let checked = failed(&Node::new().berth(&["verify", bundle.to_str().unwrap()]));
+    assert!(
+        checked.contains("lock.json.sig is there, and no trusted key checks it"),
+        "{checked}"
+    );
+
     // Untouched, on a node that keeps the vendor's key: it installs.
     let node = trusting_node(&vendor);
     let output = install_offline(&bundle, &node);
     let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{said}");
-    assert!(!said.contains("digests alone"), "{said}");
+    assert!(
+        !said.contains("NOTHING IS CHECKED AGAINST A SIGNING KEY"),
+        "{said}"
+    );
 
     // Read as a stream, the same: the untouched bundle installs, and one whose lock another key
     // re-signed is refused before any package file is written.

@@ -186,7 +186,11 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(key) = &signing_key {
-        let signed = berth_build::publish::sign::sign_dist(key, &settings.out_dir)?;
+        let signed = berth_build::publish::sign::sign_dist(
+            key,
+            &settings.out_dir,
+            berth_build::publish::sign::DEFAULT_VALIDITY,
+        )?;
         eprintln!(
             "signed {} files with {}",
             signed.len(),

@@ -22,6 +22,11 @@ pub struct SignArgs {
     /// The private key (PEM) [default: the PEM text of $BERTH_SIGNING_KEY].
     #[arg(long, value_name = "FILE")]
     key: Option<PathBuf>,
+    /// How long the signed release stays current: nodes refuse it after that (`30d`, `1y`).
+    /// Each signing stamps versions.json as a newer release than the one before; sign again
+    /// to renew.
+    #[arg(long, value_name = "DURATION", default_value = "365d")]
+    expires_in: humantime::Duration,
 }
 
 pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
@@ -56,7 +61,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<ExitCode> {
             sign::KEY_VARIABLE
         )
     })?;
-    let files = sign::sign_dist(&key, &args.dist)?;
+    let files = sign::sign_dist(&key, &args.dist, args.expires_in.into())?;
     for file in &files {
         show!("signed {}", file.display());
     }

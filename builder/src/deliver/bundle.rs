@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_formats::Sha256Digest;
-use berth_formats::archive::{Compressor, TarWriter, WriteError};
+use berth_formats::archive::{self, Compressor, TarWriter, WriteError};
 use berth_formats::bundle;
-use berth_formats::compression::{Compression, Encoder, Setting, all_cores, decompress};
+use berth_formats::compression::{Compression, Encoder, Setting, all_cores};
 use berth_formats::digest::HashingReader;
 use berth_formats::lock::{LOCK_FILE, Lock, LockedAddon};
 use berth_formats::package_index::{
@@ -167,6 +167,8 @@ pub async fn prepare(
     // The versions the lock pins, in its (install) order, with what each declares: the
     // bundle is a dist of its own.
     let versions = VersionsFile {
+        // The release the bundle was made from: a node that has seen it refuses an older one.
+        release: offered.release.clone(),
         addons: lock
             .addons
             .iter()
@@ -286,7 +288,7 @@ where
 {
     // The store's own signatures first: the key signs nothing a store writer made.
     if let Some(key) = &plan.signing_key {
-        crate::publish::sign::check_store(&release, &plan.lock, key)
+        crate::publish::sign::check_store(&release, &plan.lock, key, None)
             .await
             .map_err(|error| {
                 BundleError::Write(std::io::Error::other(format!(
@@ -384,9 +386,18 @@ fn write_blocking<W: Write + Send + 'static>(
         };
         let mut index_seen = None;
         {
-            let mut archive = tar::Archive::new(decompress(&mut hashing).map_err(read_error)?);
+            let mut archive = archive::open(&mut hashing).map_err(read_error)?;
             for entry in archive.entries().map_err(read_error)? {
                 let mut entry = entry.map_err(read_error)?;
+                if let Some(why) = archive::unsafe_entry(&mut entry) {
+                    return Err(read_error(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "`{}` is refused: {why}",
+                            String::from_utf8_lossy(&entry.path_bytes())
+                        ),
+                    )));
+                }
                 if entry.header().entry_type() != tar::EntryType::Regular {
                     continue;
                 }
@@ -427,6 +438,7 @@ fn write_blocking<W: Write + Send + 'static>(
                     )?;
                 }
             }
+            archive::finish(archive).map_err(read_error)?;
         }
         // Whatever follows the archive (tar padding, the compressed stream's end) counts
         // toward the digest too.

@@ -22,7 +22,8 @@ pub(super) fn unchanged(
     inputs_digest: &Sha256Digest,
 ) -> Option<PackageOutcome> {
     let checksum = fs_err::read_to_string(package_index::checksum_path(path)).ok()?;
-    let sha256 = package_index::parse_checksum_file(&checksum).ok()?;
+    let file_name = path.file_name()?.to_string_lossy();
+    let sha256 = package_index::parse_checksum_file(&checksum, &file_name).ok()?;
     let size = fs_err::metadata(path).ok()?.len();
     let index = package_index::read_from_archive(
         fs_err::File::open(path).ok()?,

@@ -22,8 +22,8 @@ pub enum ReleaseError {
     Missing { location: String, what: String },
     #[error(transparent)]
     Versions(#[from] VersionsError),
-    #[error("{location} is not a sha256sum line")]
-    BadChecksum { location: String },
+    #[error("{location} is refused: {reason}")]
+    BadChecksum { location: String, reason: String },
     #[error(
         "the release has no berth binary (bin/berth-linux-<arch>)\nhint: publish one with `berth-build upload --berth FILE`, or give --berth FILE"
     )]
@@ -100,9 +100,10 @@ impl Release {
     async fn checksum(&self, file: &str, what: &str) -> Result<Sha256Digest, ReleaseError> {
         let checksum_file = checksum_file(file);
         let text = self.read(&checksum_file, what).await?;
-        parse_checksum_file(&String::from_utf8_lossy(&text)).map_err(|_| {
+        parse_checksum_file(&String::from_utf8_lossy(&text), file).map_err(|error| {
             ReleaseError::BadChecksum {
                 location: self.store.describe(&self.key(&checksum_file)),
+                reason: error.to_string(),
             }
         })
     }

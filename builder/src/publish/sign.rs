@@ -47,6 +47,20 @@ pub fn signed_files(dist: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Stamps `versions.json` as the release after the one it says it is.
+fn stamp_release(path: &Path, valid_for: std::time::Duration) -> anyhow::Result<()> {
+    let origin = path.display().to_string();
+    let bytes = fs_err::read(path)?;
+    let mut versions = berth_formats::versions::VersionsFile::parse(&origin, &bytes)?;
+    versions.release = Some(berth_formats::versions::ReleaseStamp::next(
+        versions.release.as_ref(),
+        std::time::SystemTime::now(),
+        valid_for,
+    ));
+    berth_formats::files::write_atomically(path, &versions.to_bytes())
+        .with_context(|| format!("failed to write {origin}"))
+}
+
 /// Signs one file: writes `<file>.sig`.
 pub fn sign_file(key: &SigningKey, file: &Path) -> anyhow::Result<PathBuf> {
     let bytes = fs_err::read(file)?;
@@ -57,8 +71,18 @@ pub fn sign_file(key: &SigningKey, file: &Path) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Signs every file of `dist` a signature covers; the files signed.
-pub fn sign_dist(key: &SigningKey, dist: &Path) -> anyhow::Result<Vec<PathBuf>> {
+/// How long a signed release stays current unless told otherwise: a year, so a bundle carried
+/// by hand still installs months after it was made; sign again to renew.
+pub const DEFAULT_VALIDITY: std::time::Duration = std::time::Duration::from_secs(365 * 86_400);
+
+/// Signs every file of `dist` a signature covers; the files signed. `versions.json` is first
+/// stamped as the next release, current for `valid_for` (see
+/// [`berth_formats::versions::ReleaseStamp`]).
+pub fn sign_dist(
+    key: &SigningKey,
+    dist: &Path,
+    valid_for: std::time::Duration,
+) -> anyhow::Result<Vec<PathBuf>> {
     let files = signed_files(dist)?;
     if !files.iter().any(|file| file.ends_with(VERSIONS_FILE)) {
         anyhow::bail!(
@@ -66,20 +90,18 @@ pub fn sign_dist(key: &SigningKey, dist: &Path) -> anyhow::Result<Vec<PathBuf>> 
             dist.display()
         );
     }
+    stamp_release(&dist.join(VERSIONS_FILE), valid_for)?;
     for file in &files {
         // A package's `.sha256` is signed only when it is the package's: a stale or planted
         // one is refused, never signed.
         if let Some(package) = file.to_str().and_then(|text| text.strip_suffix(".sha256")) {
             let text = fs_err::read_to_string(file)?;
-            let said = berth_formats::package_index::parse_checksum_file(&text)
-                .map_err(|_| anyhow::anyhow!("{} is not a sha256sum line", file.display()))?;
             let name = Path::new(package)
                 .file_name()
                 .unwrap_or_default()
                 .to_string_lossy();
-            if !text.trim_end().ends_with(&format!("  {name}")) {
-                anyhow::bail!("{} names another file than {name}", file.display());
-            }
+            let said = berth_formats::package_index::parse_checksum_file(&text, &name)
+                .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))?;
             let actual = berth_formats::Sha256Digest::of_file(Path::new(package))
                 .with_context(|| format!("{} has no package beside it", file.display()))?;
             if actual != said {
@@ -98,10 +120,13 @@ pub fn sign_dist(key: &SigningKey, dist: &Path) -> anyhow::Result<Vec<PathBuf>> 
 /// lock, a served script's lock), the store's own signatures are checked with the key's public
 /// half: `versions.json` and each locked package's `.sha256`, whose digest must be the lock's.
 /// Whoever can write the store cannot have their bytes signed.
+/// Its `versions.json` must be a current release ([`berth_formats::versions::ReleaseStamp`]),
+/// and no older than the highest `seen` (which it raises).
 pub async fn check_store(
     release: &crate::publish::release::Release,
     lock: &berth_formats::lock::Lock,
     key: &SigningKey,
+    seen: Option<&std::sync::atomic::AtomicU64>,
 ) -> anyhow::Result<()> {
     let keys = [key.public()];
     let public = &keys;
@@ -125,7 +150,22 @@ pub async fn check_store(
         )?;
         anyhow::Ok(bytes)
     };
-    signed(VERSIONS_FILE.to_string()).await?;
+    let versions = signed(VERSIONS_FILE.to_string()).await?;
+    let versions = berth_formats::versions::VersionsFile::parse(VERSIONS_FILE, &versions)?;
+    let counter = berth_formats::versions::ReleaseStamp::check(
+        versions.release.as_ref(),
+        &format!("the store's {VERSIONS_FILE}"),
+        None,
+        std::time::SystemTime::now(),
+    )?;
+    if let Some(seen) = seen {
+        let highest = seen.fetch_max(counter, std::sync::atomic::Ordering::SeqCst);
+        if counter < highest {
+            anyhow::bail!(
+                "the store's {VERSIONS_FILE} is release {counter}, older than release {highest} this server signed for before: the store may have been put back to an older release"
+            );
+        }
+    }
     for addon in &lock.addons {
         let file = berth_formats::package_index::package_file_name(
             &addon.name,
@@ -133,11 +173,11 @@ pub async fn check_store(
             addon.compression,
         );
         let bytes = signed(berth_formats::release::checksum_file(&file)).await?;
-        let said =
-            berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(&bytes))
-                .map_err(|_| {
-                    anyhow::anyhow!("the store's {file}.sha256 is not a sha256sum line")
-                })?;
+        let said = berth_formats::package_index::parse_checksum_file(
+            &String::from_utf8_lossy(&bytes),
+            &file,
+        )
+        .map_err(|error| anyhow::anyhow!("the store's {file}.sha256: {error}"))?;
         if said != addon.sha256 {
             anyhow::bail!(
                 "the store's signed {file}.sha256 says {said}, the lock {}",

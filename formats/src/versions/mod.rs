@@ -22,8 +22,100 @@ pub const VERSIONS_FILE: &str = "versions.json";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct VersionsFile {
+    /// Which release of the dist this is, when it is signed: see [`ReleaseStamp`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<ReleaseStamp>,
     /// Add-ons in install order.
     pub addons: Vec<AddonVersions>,
+}
+
+/// The freshness of a signed `versions.json`, as TUF's timestamp and snapshot roles give it: a
+/// counter that grows with every signing, and a time after which the release is not current.
+/// Both are under the signature, so a mirror serving an older release's signed files is told
+/// apart (a node keeps the highest counter it has seen of each key), and one serving a release
+/// long replaced is told by its expiry. A dist signed before these existed has neither: it
+/// counts as release 0 and never expires, until signed again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleaseStamp {
+    pub counter: u64,
+    /// RFC 3339, UTC (`2027-11-27T12:00:00Z`).
+    pub expires: String,
+}
+
+/// Why a signed release is not current.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FreshnessError {
+    #[error(
+        "{location} is release {counter}, older than release {highest} that this node has seen signed by {key}: a mirror may be serving an older release\nhint: point the node at a current copy of the dist"
+    )]
+    Older {
+        location: String,
+        counter: u64,
+        highest: u64,
+        key: String,
+    },
+    #[error(
+        "{location} expired at {expires}: the release is no longer current (a mirror may be serving one long replaced)\nhint: the vendor signs the dist again (`berth-build sign`) to renew it"
+    )]
+    Expired { location: String, expires: String },
+    #[error("{location}'s release stamp is not valid: {problem}")]
+    Invalid { location: String, problem: String },
+}
+
+impl ReleaseStamp {
+    /// The stamp of a signing at `now`: a counter above `previous` and at least `now` in
+    /// seconds (so it grows across machines and lost files alike), expiring `valid_for` later.
+    pub fn next(
+        previous: Option<&ReleaseStamp>,
+        now: std::time::SystemTime,
+        valid_for: std::time::Duration,
+    ) -> Self {
+        let seconds = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let counter = previous
+            .map_or(0, |stamp| stamp.counter.saturating_add(1))
+            .max(seconds);
+        let expires = humantime::format_rfc3339_seconds(now + valid_for).to_string();
+        Self { counter, expires }
+    }
+
+    /// The counter of a release (0 without a stamp), checked against the highest seen and,
+    /// when it has one, its expiry at `now`.
+    pub fn check(
+        stamp: Option<&ReleaseStamp>,
+        location: &str,
+        highest: Option<(u64, &str)>,
+        now: std::time::SystemTime,
+    ) -> Result<u64, FreshnessError> {
+        let counter = stamp.map_or(0, |stamp| stamp.counter);
+        if let Some((highest, key)) = highest
+            && counter < highest
+        {
+            return Err(FreshnessError::Older {
+                location: location.to_string(),
+                counter,
+                highest,
+                key: key.to_string(),
+            });
+        }
+        if let Some(stamp) = stamp {
+            let expires = humantime::parse_rfc3339(&stamp.expires).map_err(|error| {
+                FreshnessError::Invalid {
+                    location: location.to_string(),
+                    problem: format!("expires `{}`: {error}", stamp.expires),
+                }
+            })?;
+            if expires < now {
+                return Err(FreshnessError::Expired {
+                    location: location.to_string(),
+                    expires: stamp.expires.clone(),
+                });
+            }
+        }
+        Ok(counter)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -456,7 +548,10 @@ impl VersionsFile {
                 }
             })
             .collect();
-        VersionsFile { addons }
+        VersionsFile {
+            release: None,
+            addons,
+        }
     }
 
     /// Pretty JSON with a final newline.
@@ -753,5 +848,51 @@ mod tests {
             error.to_string().starts_with("dist/versions.json: line 3:"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_release_stamp_grows_expires_and_refuses_an_older_release() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let year = Duration::from_secs(365 * 86_400);
+        let first = ReleaseStamp::next(None, now, year);
+        assert_eq!(first.counter, 1_800_000_000);
+        assert_eq!(first.expires, "2028-01-15T08:00:00Z");
+        // Signed again in the same second, or with a clock gone back: still above.
+        let second = ReleaseStamp::next(Some(&first), now - Duration::from_secs(60), year);
+        assert_eq!(second.counter, first.counter + 1);
+        // Current, and at least the highest seen.
+        assert_eq!(
+            ReleaseStamp::check(Some(&second), "v", Some((first.counter, "k")), now),
+            Ok(second.counter)
+        );
+        // An older release names both counters and the key.
+        let error = ReleaseStamp::check(Some(&first), "v", Some((second.counter, "sha256:k")), now)
+            .unwrap_err();
+        let said = error.to_string();
+        assert!(
+            said.contains(&format!(
+                "release {}, older than release {}",
+                first.counter, second.counter
+            )) && said.contains("sha256:k"),
+            "{said}"
+        );
+        // A release signed before stamps existed is release 0: fine until a stamped one is seen.
+        assert_eq!(ReleaseStamp::check(None, "v", None, now), Ok(0));
+        assert!(matches!(
+            ReleaseStamp::check(None, "v", Some((first.counter, "k")), now),
+            Err(FreshnessError::Older { counter: 0, .. })
+        ));
+        // Expired.
+        assert!(matches!(
+            ReleaseStamp::check(Some(&first), "v", None, now + year + Duration::from_secs(1)),
+            Err(FreshnessError::Expired { .. })
+        ));
+        // What is signed carries it, and a file without one reads as before.
+        let mut file = VersionsFile::parse("v", br#"{"addons": []}"#).unwrap();
+        assert_eq!(file.release, None);
+        file.release = Some(first.clone());
+        let again = VersionsFile::parse("v", &file.to_bytes()).unwrap();
+        assert_eq!(again.release, Some(first));
     }
 }

@@ -347,7 +347,9 @@ pub(crate) fn settings(
         overrides.push((addon.to_string(), field.to_string(), parse_scalar(value)));
     }
     let layout = Layout::new(&args.root.root);
-    let trust = berth::trust::Trust::load(&layout, &args.trust_keys)?;
+    // A bundle's lock is checked with the keys given, or those the operator keeps for every
+    // dist: a bundle has no origin of its own.
+    let bundle_trust = berth::trust::Trust::load(&layout, &args.trust_keys, None)?;
     // A bundle read as a stream: its packages land in a folder of the node's own, checked as
     // they come, and the run takes the spec, lock and dist from there.
     let mut args = args.clone();
@@ -372,10 +374,10 @@ pub(crate) fn settings(
                     "--bundle - reads the bundle on standard input, so --params-from-stdin cannot"
                 );
             }
-            berth::bundle_stream::receive(std::io::stdin().lock(), &folder, &trust)?;
+            berth::bundle_stream::receive(std::io::stdin().lock(), &folder, &bundle_trust)?;
         } else {
             let file = fs_err::File::open(bundle)?;
-            berth::bundle_stream::receive(file, &folder, &trust)?;
+            berth::bundle_stream::receive(file, &folder, &bundle_trust)?;
         }
         args.dist = Some(folder.display().to_string());
         args.spec = args
@@ -411,6 +413,17 @@ pub(crate) fn settings(
         ),
     };
     let dist = Dist::parse(&dist)?;
+    let trust = if args.bundle.is_some() {
+        bundle_trust
+    } else {
+        // A key given at install is kept for the dist's origin (not by a plan, which changes
+        // nothing), so a later run for that dist — an upgrade by hand, a fleet rollout —
+        // checks with it too; and a run given no key takes the keys kept for that origin.
+        if !plan_only && !args.trust_keys.is_empty() {
+            berth::trust::Trust::keep_for(&layout, &args.trust_keys, &dist)?;
+        }
+        berth::trust::Trust::load(&layout, &args.trust_keys, Some(&dist))?
+    };
     let source = SpecSource {
         spec_path,
         lock: lock_path

@@ -14,6 +14,7 @@ pub mod rollback;
 pub mod rollout;
 pub mod status;
 pub mod support_bundle;
+pub mod trust;
 pub mod unpack;
 pub mod verify;
 

@@ -40,7 +40,12 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     let plan = engine::rollback_plan(&layout, &args.addon, args.to.as_deref())?;
     let addon = &plan.addons[0];
     say!("berth: {} {}: {}", addon.name, addon.version, addon.reason);
-    let trust = berth::trust::Trust::load(&layout, &[])?;
+    // The keys kept for the dist the node's last installer came from: the cache holds its
+    // packages, with their signed `.sha256`.
+    let origin = berth::last_installer::LastInstaller::load(&layout)?
+        .map(|last| Dist::parse(&last.dist))
+        .transpose()?;
+    let trust = berth::trust::Trust::load(&layout, &[], origin.as_ref())?;
     let settings = RunSettings {
         dist: Dist::Local(layout.package_cache()),
         params: Vec::new(),

@@ -88,8 +88,8 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
             require_serving(&fleet, "apply the rollout")?;
             let text = read_bounded(&file)?;
             let rollout = Rollout::parse(&file.display().to_string(), &text)?;
-            let trust = berth::trust::Trust::load(&layout, &[])?;
-            let (versions, dist) = offered_versions(&layout, &trust)?;
+            let (versions, dist) = offered_versions(&layout)?;
+            let trust = berth::trust::Trust::load(&layout, &[], Some(&dist))?;
             rollouts::check_offered(&rollout, &versions, &dist.argument())?;
             let packages = pinned_packages(&trust, &rollout, &versions, &dist)?;
             let nodes = first_node::nodes(&fleet, &Node::new(&layout))?;
@@ -211,12 +211,13 @@ fn require_serving(fleet: &berth_fleet::FleetPaths, what: &str) -> anyhow::Resul
 /// keys kept in /etc/berth/trusted-keys/, `versions.json` is checked against its signature.
 fn offered_versions(
     layout: &Layout,
-    trust: &berth::trust::Trust,
 ) -> anyhow::Result<(berth_formats::versions::VersionsFile, berth::dist::Dist)> {
     let last = berth::last_installer::LastInstaller::load(layout)?.context(
         "this node has run no installer, so there is no dist to check the rollout against; install it first",
     )?;
     let dist = berth::dist::Dist::parse(&last.dist)?;
+    // The keys kept for that dist: those an install was given, or a served script carried.
+    let trust = berth::trust::Trust::load(layout, &[], Some(&dist))?;
     let location = dist.location(berth_formats::versions::VERSIONS_FILE);
     let bytes = dist
         .read(berth_formats::versions::VERSIONS_FILE)

@@ -24,14 +24,20 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<ExitCode> {
     let trust = berth::trust::Trust::load(
         &berth::layout::Layout::new(&args.root.root),
         &args.trust_keys,
+        None,
     )?;
     say!("berth: {}", trust.describe());
     let checksum_path = checksum_path(&args.package);
     let text = berth_formats::files::read_to_string_at_most(&checksum_path, 64 << 10)
         .with_context(|| format!("failed to read {}", checksum_path.display()))?;
     trust.check_file(&checksum_path, text.as_bytes())?;
-    let expected = parse_checksum_file(&text)
-        .with_context(|| format!("{} is not a sha256sum line", checksum_path.display()))?;
+    let file_name = args
+        .package
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy();
+    let expected = parse_checksum_file(&text, &file_name)
+        .with_context(|| format!("{} is refused", checksum_path.display()))?;
     let index = read_from_archive(fs_err::File::open(&args.package)?, None)
         .with_context(|| format!("{}", args.package.display()))?
         .index;

@@ -371,7 +371,7 @@ fn cached_digest(layout: &Layout, file: &str) -> Option<berth_formats::Sha256Dig
     let cache = layout.package_cache();
     let text =
         fs_err::read_to_string(cache.join(berth_formats::release::checksum_file(file))).ok()?;
-    let digest = berth_formats::package_index::parse_checksum_file(&text).ok()?;
+    let digest = berth_formats::package_index::parse_checksum_file(&text, file).ok()?;
     cache.join(file).exists().then_some(digest)
 }
 

@@ -411,6 +411,7 @@ impl TestDist {
             }
         }
         let order = berth_formats::versions::VersionsFile {
+            release: None,
             addons: self
                 .names
                 .iter()

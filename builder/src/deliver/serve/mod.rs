@@ -50,6 +50,9 @@ pub struct Server {
     /// The vendor's key: it signs each bundle's versions.json and lock, and each served
     /// script's lock, which scripts carry with its public key.
     pub signing_key: Option<Arc<berth_formats::signature::SigningKey>>,
+    /// The highest release counter of the store's versions.json this server has signed for:
+    /// a store put back to an older release is refused.
+    pub highest_release: std::sync::atomic::AtomicU64,
 }
 
 /// Bundles a server streams at once unless told otherwise.
@@ -72,6 +75,7 @@ impl Server {
             parsing: Semaphore::new(cores),
             bundles: Arc::new(Semaphore::new(bundles)),
             signing_key: None,
+            highest_release: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -294,7 +298,13 @@ async fn render(server: &Shared, id: &str, script: &str) -> Response {
     };
     // The key signs the lock only when the store's own signatures (its key's) cover it.
     if let Some(key) = &server.signing_key
-        && let Err(error) = crate::publish::sign::check_store(&server.release, &lock, key).await
+        && let Err(error) = crate::publish::sign::check_store(
+            &server.release,
+            &lock,
+            key,
+            Some(&server.highest_release),
+        )
+        .await
     {
         tracing::warn!(
             "script {id}: {}",

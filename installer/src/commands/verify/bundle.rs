@@ -13,6 +13,7 @@ use std::path::{Component, Path};
 use anyhow::Context as _;
 use berth::trust::Trust;
 use berth_formats::Sha256Digest;
+use berth_formats::archive;
 use berth_formats::bundle::{self, FILES_LIST};
 use berth_formats::digest::HashingReader;
 use berth_formats::lock::{LOCK_FILE, Lock};
@@ -33,8 +34,58 @@ const MAX_FILES: usize = 1_000_000;
 #[derive(Default)]
 pub(super) struct Contents {
     digests: BTreeMap<String, Sha256Digest>,
+    /// Whether each regular file is executable, as the archive or the folder has it.
+    modes: BTreeMap<String, bool>,
     kept: BTreeMap<String, Vec<u8>>,
     kept_bytes: u64,
+}
+
+/// Who may own an extracted bundle's files: root, and the user who extracted it and runs this
+/// check (directly or through sudo).
+struct FolderOwners {
+    users: Vec<u32>,
+}
+
+impl FolderOwners {
+    fn of_this_run() -> Self {
+        let mut users = vec![0, nix::unistd::getuid().as_raw()];
+        users.extend(
+            std::env::var("SUDO_UID")
+                .ok()
+                .and_then(|uid| uid.parse::<u32>().ok()),
+        );
+        Self { users }
+    }
+
+    /// Refuses a file or folder another user owns, or whose mode is setuid, setgid or sticky,
+    /// or lets group or others write it: such a file could be changed, or run with another's
+    /// rights, after it was checked.
+    fn check(&self, path: &Path, metadata: &std::fs::Metadata) -> anyhow::Result<()> {
+        use std::os::unix::fs::MetadataExt as _;
+        let mode = metadata.mode();
+        let why = if !self.users.contains(&metadata.uid()) {
+            Some(format!("is owned by user {}", metadata.uid()))
+        } else if mode & 0o7000 != 0 {
+            Some(format!(
+                "has a setuid, setgid or sticky mode ({:o})",
+                mode & 0o7777
+            ))
+        } else if mode & 0o022 != 0 {
+            Some(format!(
+                "lets group or others write it (mode {:o})",
+                mode & 0o7777
+            ))
+        } else {
+            None
+        };
+        match why {
+            Some(why) => anyhow::bail!(
+                "{} {why}; extract bundles with `tar --no-same-owner --no-same-permissions`",
+                path.display()
+            ),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Whether the check needs a file's bytes, not only its digest.
@@ -88,15 +139,22 @@ impl Contents {
     /// A bundle's archive, read once as it streams by.
     pub fn read_archive(path: &Path) -> anyhow::Result<Self> {
         let file = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(path)?);
-        let mut archive = tar::Archive::new(berth_formats::compression::decompress(file)?);
+        let mut archive = archive::open(file)?;
         let mut contents = Self::default();
         for entry in archive.entries()? {
-            let entry = entry?;
+            let mut entry = entry?;
             let name = entry.path()?.to_string_lossy().into_owned();
             let name = name
                 .trim_start_matches("./")
                 .trim_end_matches('/')
                 .to_string();
+            if let Some(reason) = archive::unsafe_entry(&mut entry) {
+                anyhow::bail!("`{name}` is refused: {reason}");
+            }
+            if entry.header().entry_type() == tar::EntryType::Regular {
+                let executable = entry.header().mode()? & 0o111 != 0;
+                contents.modes.insert(name.clone(), executable);
+            }
             match entry.header().entry_type() {
                 tar::EntryType::Directory => {}
                 tar::EntryType::Regular => contents.add(&name, entry)?,
@@ -105,25 +163,35 @@ impl Contents {
                 ),
             }
         }
+        archive::finish(archive)?;
         Ok(contents)
     }
 
     /// The folder a bundle was extracted to.
     pub fn read_folder(folder: &Path) -> anyhow::Result<Self> {
         let mut contents = Self::default();
+        let owners = FolderOwners::of_this_run();
+        owners.check(folder, &fs_err::metadata(folder)?)?;
         let mut pending = vec![folder.to_path_buf()];
         while let Some(directory) = pending.pop() {
             for entry in fs_err::read_dir(&directory)? {
                 let path = entry?.path();
-                let kind = fs_err::symlink_metadata(&path)?.file_type();
+                let metadata = fs_err::symlink_metadata(&path)?;
+                let kind = metadata.file_type();
                 let relative = path
                     .strip_prefix(folder)
                     .unwrap_or(&path)
                     .to_string_lossy()
                     .into_owned();
+                if kind.is_dir() || kind.is_file() {
+                    owners.check(&path, &metadata)?;
+                }
                 if kind.is_dir() {
                     pending.push(path);
                 } else if kind.is_file() {
+                    use std::os::unix::fs::PermissionsExt as _;
+                    let executable = metadata.permissions().mode() & 0o111 != 0;
+                    contents.modes.insert(relative.clone(), executable);
                     contents.add(&relative, fs_err::File::open(&path)?)?;
                 } else {
                     anyhow::bail!(
@@ -145,6 +213,9 @@ impl Contents {
             .bytes(path)
             .with_context(|| format!("the bundle has no {path}"))?;
         let signature = format!("{path}{SIGNATURE_SUFFIX}");
+        if trust.is_empty() && self.bytes(&signature).is_some() {
+            return Err(super::unchecked_signature(&signature));
+        }
         trust.check_signature(path, bytes, &signature, self.bytes(&signature))?;
         Ok(bytes)
     }
@@ -220,9 +291,9 @@ fn check_package(
     let index = PackageIndex::from_bytes(bytes)
         .map_err(|error| anyhow::anyhow!("{index_path}: {error}"))?;
     for file in &index.files {
-        let at = match bundle::shared_blob(&file.path) {
-            Some(hex) => bundle::blob_path(hex),
-            None => format!("{target}/{}", file.path),
+        let (at, executable) = match bundle::shared_blob(&file.path) {
+            Some(hex) => (bundle::blob_path(hex), false),
+            None => (format!("{target}/{}", file.path), file.executable),
         };
         match contents.digests.get(&at) {
             None => anyhow::bail!("{at} is missing; {index_path} lists it"),
@@ -230,10 +301,31 @@ fn check_package(
                 "{at} has sha256 {digest}, {index_path} says {}",
                 file.sha256
             ),
-            Some(_) => {}
+            Some(_) => check_mode(contents, &at, executable, &index_path)?,
         }
     }
     Ok(index.files.len())
+}
+
+/// Checks that a file is executable exactly when `source` (an index, or the layout) says so.
+fn check_mode(
+    contents: &Contents,
+    path: &str,
+    executable: bool,
+    source: &str,
+) -> anyhow::Result<()> {
+    match contents.modes.get(path) {
+        Some(actual) if *actual != executable => anyhow::bail!(
+            "{path} is {}executable, and {source} says it is {}",
+            if *actual { "" } else { "not " },
+            if executable {
+                "a program"
+            } else {
+                "not a program"
+            }
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Checks every file of the bundle against the signed list of them, and that none is unlisted.
@@ -258,6 +350,12 @@ fn check_list(contents: &Contents, trust: &Trust) -> anyhow::Result<String> {
             None => anyhow::bail!("{path} is missing; {FILES_LIST} lists it"),
             Some(actual) if actual != digest => {
                 anyhow::bail!("{path} has sha256 {actual}, {FILES_LIST} says {digest}")
+            }
+            // A package's files have the modes its index gives (checked with the package);
+            // of the bundle's own files, the scripts and the binary alone are programs.
+            Some(_) if !path.contains('/') => {
+                let executable = path.ends_with(".sh") || path == bundle::BINARY;
+                check_mode(contents, path, executable, "the bundle's layout")?;
             }
             Some(_) => {}
         }

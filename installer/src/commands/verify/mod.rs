@@ -16,6 +16,7 @@ use berth::trust::Trust;
 use berth_formats::Sha256Digest;
 use berth_formats::lock::LOCK_FILE;
 use berth_formats::release::{BOM_SUFFIX, PROVENANCE_SUFFIX};
+use berth_formats::signature::SIGNATURE_SUFFIX;
 use berth_formats::versions::VERSIONS_FILE;
 
 use crate::RootArgs;
@@ -58,7 +59,7 @@ impl Checks {
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
-    let trust = Trust::load(&layout, &args.trust_keys)?;
+    let trust = Trust::load(&layout, &args.trust_keys, None)?.read_only();
     say!("berth: {}", trust.describe());
     let mut checks = Checks {
         failed: 0,
@@ -94,6 +95,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
 fn check_dist(folder: &Path, trust: &Trust, checks: &mut Checks) -> anyhow::Result<()> {
     let dist = Dist::Local(folder.to_path_buf());
     let signed = |file: &str, bytes: &[u8]| -> anyhow::Result<String> {
+        let signature = format!("{file}{SIGNATURE_SUFFIX}");
+        if trust.is_empty() && folder.join(&signature).exists() {
+            return Err(unchecked_signature(&signature));
+        }
         trust.check_dist_file(&dist, file, bytes)?;
         Ok(if trust.is_empty() {
             "read (no key to check its signature with)".to_string()
@@ -115,13 +120,20 @@ fn check_dist(folder: &Path, trust: &Trust, checks: &mut Checks) -> anyhow::Resu
             .to_string();
         let bytes = fs_err::read(&checksum);
         let digest = bytes.as_ref().ok().and_then(|bytes| {
-            berth_formats::package_index::parse_checksum_file(&String::from_utf8_lossy(bytes)).ok()
+            berth_formats::package_index::parse_checksum_file(
+                &String::from_utf8_lossy(bytes),
+                &package,
+            )
+            .ok()
         });
         let result = (|| {
             let bytes = bytes.map_err(anyhow::Error::from)?;
             let how = signed(&name, &bytes)?;
-            let expected =
-                digest.ok_or_else(|| anyhow::anyhow!("{name} is not a sha256sum line"))?;
+            let expected = berth_formats::package_index::parse_checksum_file(
+                &String::from_utf8_lossy(&bytes),
+                &package,
+            )
+            .with_context(|| format!("{name} is refused"))?;
             let actual = Sha256Digest::of_file(&folder.join(&package))?;
             if actual != expected {
                 anyhow::bail!("{package} has sha256 {actual}, its .sha256 says {expected}");
@@ -175,7 +187,8 @@ fn check_provenance(path: &Path, package: &Sha256Digest, trust: &Trust) -> anyho
     let envelope: serde_json::Value =
         serde_json::from_str(&text).context("it is not a DSSE envelope")?;
     let statement = if trust.is_empty() {
-        berth_formats::dsse::unchecked_statement(&at, &envelope)?
+        // An envelope is nothing but its signatures over the statement.
+        return Err(unchecked_signature(&at));
     } else {
         berth_formats::dsse::open(&at, &envelope, &trust.keys)?
     };
@@ -185,11 +198,15 @@ fn check_provenance(path: &Path, package: &Sha256Digest, trust: &Trust) -> anyho
     if subject != package.hex() {
         anyhow::bail!("its subject has sha256 {subject:?}, not this package's ({package})");
     }
-    Ok(if trust.is_empty() {
-        "its subject is this package (no key to check its signature with)".into()
-    } else {
-        "signed by a trusted key, and its subject is this package".into()
-    })
+    Ok("signed by a trusted key, and its subject is this package".into())
+}
+
+/// A signature is there and no key is given to check it with: what it vouches for is not
+/// known to be the vendor's, so the check fails rather than pass on digests alone.
+pub(super) fn unchecked_signature(signature: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{signature} is there, and no trusted key checks it: nothing is known to be the signer's\nhint: give the vendor's public key with --trust-key FILE, or keep it in /etc/berth/trusted-keys/"
+    )
 }
 
 fn checksum_files(folder: &Path) -> anyhow::Result<Vec<PathBuf>> {

@@ -263,9 +263,14 @@ impl<'a> Run<'a> {
             let package_index = result?;
             let member = &mut self.members[wanted[position]];
             reporter.step(&format!(
-                "{} {}: fetched and verified ({:.1}s)",
+                "{} {}: fetched, {} ({:.1}s)",
                 member.planned.name,
                 member.planned.version,
+                if self.settings.trust.is_empty() {
+                    "its digest matching the dist's own (no key checked it)"
+                } else {
+                    "its digest signed by a trusted key"
+                },
                 took.as_secs_f64()
             ));
             member.index = Some(package_index);
@@ -508,6 +513,11 @@ impl<'a> Run<'a> {
             environment.flag(variable.name, &variable.value, variable.flag)?;
         }
         for (key, value) in &flags.others {
+            // Berth's own (a node registering with the first node, under a name), read by
+            // Berth, not by hooks.
+            if berth_formats::fleet::FLEET_PARAMS.contains(&key.as_str()) || key == "node-name" {
+                continue;
+            }
             environment.param(key, value)?;
         }
         Ok(environment.into_vec())
