@@ -2,12 +2,13 @@
 //! installed node and `berth status` can say what the node runs: its spec and lock, copied
 //! under the node's state, and the dist they were installed from.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::dist::Dist;
-use crate::files::write_atomically;
+use crate::files::{self, write_atomically};
 use crate::layout::Layout;
 
 /// `installer.json`.
@@ -77,12 +78,18 @@ impl LastInstaller {
                 source,
             }
         };
+        // The spec may hold secrets (an add-on's password, one a rollout set): the folder and
+        // its files are root's alone, and those an earlier run left wider are narrowed.
+        files::private_dir(&folder).map_err(write_error(&folder))?;
         let keep = |from: &Path, name: &str| -> Result<PathBuf, LastInstallerError> {
             let to = folder.join(name);
             let same = std::path::absolute(from).ok() == std::path::absolute(&to).ok();
-            if !same {
+            if same {
+                fs_err::set_permissions(&to, std::fs::Permissions::from_mode(0o600))
+                    .map_err(write_error(&to))?;
+            } else {
                 let bytes = fs_err::read(from).map_err(write_error(from))?;
-                write_atomically(&to, &bytes).map_err(write_error(&to))?;
+                files::write_atomically_with_mode(&to, &bytes, 0o600).map_err(write_error(&to))?;
             }
             Ok(to)
         };
@@ -127,5 +134,50 @@ impl LastInstaller {
                 path,
                 message: error.to_string(),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        fs_err::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// A spec may hold secrets: the installer's folder and the files kept in it are root's
+    /// alone, whether copied there or written in place (as the served scripts write them),
+    /// and those an earlier run left wider are narrowed.
+    #[test]
+    fn the_kept_spec_and_its_folder_are_root_s_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path().join("root"));
+        let dist = Dist::Local(dir.path().join("dist"));
+        let spec = dir.path().join("installer.yaml");
+        fs_err::write(&spec, "spec: {demo: {password: hunter2}}\n").unwrap();
+        fs_err::set_permissions(&spec, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let lock = dir.path().join("installer.lock");
+        fs_err::write(&lock, "lock\n").unwrap();
+        let record =
+            LastInstaller::record(&layout, "a1", &spec, Some(&lock), &dist, false, false).unwrap();
+        let folder = layout.installer_dir("a1");
+        assert_eq!(mode(&folder), 0o700);
+        assert_eq!(mode(&record.spec), 0o600);
+        assert_eq!(mode(record.lock.as_deref().unwrap()), 0o600);
+        // Rewritten over a file an earlier run left 0644, in a 0755 folder.
+        fs_err::set_permissions(&record.spec, std::fs::Permissions::from_mode(0o644)).unwrap();
+        fs_err::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fs_err::write(&spec, "spec: {demo: {password: changed}}\n").unwrap();
+        LastInstaller::record(&layout, "a1", &spec, None, &dist, false, false).unwrap();
+        assert_eq!(mode(&folder), 0o700);
+        assert_eq!(mode(&record.spec), 0o600);
+        // Written in place by the script, as the umask left it.
+        let in_place = layout.installer_dir("b2").join("installer.yaml");
+        fs_err::create_dir_all(in_place.parent().unwrap()).unwrap();
+        fs_err::write(&in_place, "spec: {}\n").unwrap();
+        fs_err::set_permissions(&in_place, std::fs::Permissions::from_mode(0o644)).unwrap();
+        LastInstaller::record(&layout, "b2", &in_place, None, &dist, false, false).unwrap();
+        assert_eq!(mode(&in_place), 0o600);
+        assert_eq!(mode(in_place.parent().unwrap()), 0o700);
     }
 }

@@ -128,16 +128,20 @@ impl Rollouts {
         self.dir.join(format!("{name}.json"))
     }
 
+    /// Writes a record root's alone (0600, in a 0700 folder): a rollout's configuration may
+    /// set an add-on's secret fields. A record written before with a wider mode gets 0600.
     fn save(&self, record: &RolloutRecord) -> anyhow::Result<()> {
         let path = self.path(&record.rollout.metadata.name);
         let mut bytes = serde_json::to_vec_pretty(record).expect("records serialize");
         bytes.push(b'\n');
-        berth_formats::files::write_atomically(&path, &bytes)
+        berth_formats::files::write_atomically_with_mode(&path, &bytes, 0o600)
             .with_context(|| format!("failed to write {}", path.display()))
     }
 
-    /// An exclusive `flock`, waited for: the holders are short.
+    /// An exclusive `flock`, waited for: the holders are short. The folder is made (or made
+    /// again) root's alone first.
     fn lock(&self) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
+        berth_formats::files::private_dir(&self.dir)?;
         crate::lock_file(&self.dir.join(".lock"), true)
     }
 }

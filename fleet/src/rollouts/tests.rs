@@ -494,3 +494,38 @@ fn a_damaged_record_is_left_out_and_named_and_the_others_go_on() {
     let mut records = records;
     assert!(tick(&mut records[0], &nodes, at(1)));
 }
+
+/// A rollout's configuration may set an add-on's secret fields: its record is root's alone,
+/// and a record written before with a wider mode (and its folder) gets narrowed when written.
+#[test]
+fn records_are_root_s_alone_and_older_ones_are_narrowed_when_written() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let paths = crate::FleetPaths {
+        dir: dir.path().to_path_buf(),
+        log_dir: dir.path().to_path_buf(),
+    };
+    let store = Rollouts::new(&paths);
+    let nodes = vec![node("node-1", Role::Secondary, &[], None)];
+    let secret = rollout("  config: {dbPassword: hunter2}\n");
+    store
+        .update(|records| {
+            records.push(plan(secret, &[], &nodes, "u1".into(), at(0)).unwrap());
+            Ok(())
+        })
+        .unwrap();
+    let folder = dir.path().join("rollouts");
+    let file = folder.join("demo-2.json");
+    let mode =
+        |path: &std::path::Path| fs_err::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(mode(&folder), 0o700);
+    // As an earlier Berth left them.
+    fs_err::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    fs_err::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    store
+        .update(|records| control(&mut records[0], Control::Paused, at(1)))
+        .unwrap();
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(mode(&folder), 0o700);
+}

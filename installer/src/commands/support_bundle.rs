@@ -132,17 +132,25 @@ fn fleet_bundle(
     );
     let result = (|| {
         let own = support_bundle::collect(layout, &args.options(), progress)?;
-        let gathered =
-            bundles::wait(
-                &paths,
-                &asked,
-                started + args.wait,
-                &|name, gathered| match gathered {
-                    Gathered::Collected(_) => say!("berth: {name}: bundle received"),
-                    Gathered::Failed(message) => say!("berth: {name}: no bundle: {message}"),
-                    Gathered::Missing => {}
-                },
-            );
+        let gathered = bundles::wait(
+            &paths,
+            &asked,
+            started + args.wait,
+            // What a node sent reaches the terminal escaped.
+            &|name, gathered| match gathered {
+                Gathered::Collected(_) => {
+                    say!(
+                        "berth: {}",
+                        support_bundle::fleet::said(name, "bundle received")
+                    )
+                }
+                Gathered::Failed(message) => say!(
+                    "berth: {}",
+                    support_bundle::fleet::said(name, &format!("no bundle: {message}"))
+                ),
+                Gathered::Missing => {}
+            },
+        );
         support_bundle::fleet::write(
             &own,
             &asked.own_name,
@@ -158,7 +166,13 @@ fn fleet_bundle(
     for line in &lines {
         if line.bundle != "collected" {
             complete = false;
-            say!("berth: {}: {}: {}", line.name, line.bundle, line.message);
+            say!(
+                "berth: {}",
+                support_bundle::fleet::said(
+                    &line.name,
+                    &format!("{}: {}", line.bundle, line.message)
+                )
+            );
         }
     }
     show!("{}", output.display());

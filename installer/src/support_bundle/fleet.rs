@@ -2,7 +2,9 @@
 //! bundle, and each other node's as it sent it (`nodes/<name>/…`) — beside `nodes.json`
 //! (which node sent its bundle, which failed to, which did not answer in time) and one
 //! `analysis.json` holding every node's results, each titled with its node. A node's archive
-//! is read as the untrusted input it is: regular files alone, at safe paths, within bounds.
+//! is read as the untrusted input it is: regular files alone, at safe paths, within bounds;
+//! analysis entries of its that are not troubleshoot's are left out, and said to be; what it
+//! sent reaches the admin's terminal escaped ([`said`]).
 
 use std::io::Read as _;
 use std::path::Path;
@@ -159,22 +161,49 @@ impl Folders {
     }
 }
 
-/// A node's analysis entries, each titled with the node.
+/// A line for the admin's terminal of what `node` sent or what became of it: on one line, the
+/// control characters and terminal escapes a node may put in its name or its messages (or in
+/// the names of its archive's files) escaped.
+pub fn said(node: &str, text: &str) -> String {
+    use berth_fleet::log::escape;
+    format!("{}: {}", escape(node), escape(text))
+}
+
+/// A node's analysis entries, each titled with the node. An entry that is not troubleshoot's
+/// (an object whose `insight.primary` is text) is left out, and one entry, titled with the
+/// node, says how many were.
 fn titled(node: &str, entries: Vec<Value>) -> Vec<Value> {
-    entries
-        .into_iter()
-        .filter(Value::is_object)
-        .map(|mut entry| {
-            if let Some(primary) = entry
-                .pointer("/insight/primary")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-            {
-                entry["insight"]["primary"] = Value::String(format!("{node}: {primary}"));
-            }
-            entry
-        })
-        .collect()
+    let mut kept = Vec::new();
+    let mut malformed = 0usize;
+    for mut entry in entries {
+        let Some(primary) = entry
+            .pointer("/insight/primary")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            malformed += 1;
+            continue;
+        };
+        entry["insight"]["primary"] = Value::String(format!("{node}: {primary}"));
+        kept.push(entry);
+    }
+    if malformed > 0 {
+        kept.extend(berth_preflight::bundle::analysis(&berth_preflight::Report {
+            results: vec![berth_preflight::CheckResult {
+                title: format!("{node}: analysis"),
+                outcome: berth_preflight::Outcome::Warn,
+                message: format!(
+                    "{malformed} of the entries of its analysis.json are not troubleshoot's (an object whose insight.primary is text) and were left out; its own analysis.json is in its folder"
+                ),
+                uri: String::new(),
+                origin: "berth fleet".into(),
+                kind: "berth".into(),
+                ignored: false,
+            }],
+            milliseconds: 0,
+        }));
+    }
+    kept
 }
 
 /// Copies a node's archive under `under`, its own top folder left out, each file read whole
@@ -189,7 +218,8 @@ fn copy_node_archive(
     max_bytes: u64,
 ) -> anyhow::Result<Vec<Value>> {
     let file = fs_err::File::open(path)?;
-    let mut reader = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    // Every gzip member, as `tar` reads the archive the admin is handed.
+    let mut reader = tar::Archive::new(berth_formats::compression::decompress(file)?);
     let file_bytes = own.staging.limits().file_bytes;
     let mut total = 0u64;
     let mut count = 0usize;
@@ -223,14 +253,19 @@ fn copy_node_archive(
         if bytes.len() as u64 != size {
             anyhow::bail!("{name} ends before the {size} bytes its header says");
         }
-        if inside == "analysis.json" && size <= MAX_ANALYSIS_BYTES {
-            analysis = serde_json::from_slice::<Vec<Value>>(&bytes).unwrap_or_default();
+        if inside == "analysis.json" {
+            // One that is too large or no list counts as one malformed entry.
+            analysis = Some(bytes.as_slice())
+                .filter(|_| size <= MAX_ANALYSIS_BYTES)
+                .and_then(|bytes| serde_json::from_slice::<Vec<Value>>(bytes).ok())
+                .unwrap_or_else(|| vec![Value::Null]);
         }
         let closing = matches!(inside, "version.yaml" | "analysis.json")
             || inside.starts_with("execution-data/");
         let redacted = own.staging.redact(inside, &bytes, !closing);
         let mode = entry.header().mode().unwrap_or(0o600) & 0o644;
-        writer.add_bytes(&format!("{under}/{inside}"), &redacted, mode)?;
+        let shown = own.staging.redact_name(inside);
+        writer.add_bytes(&format!("{under}/{shown}"), &redacted, mode)?;
     }
     Ok(analysis)
 }
@@ -331,5 +366,43 @@ mod tests {
                 ),
             }
         }
+    }
+
+    /// Every entry of a node's analysis names the node; one that is not troubleshoot's is left
+    /// out and counted, and so is an analysis.json that is no list.
+    #[test]
+    fn every_analysis_entry_of_a_node_is_attributed_and_malformed_ones_are_marked() {
+        let entries = vec![
+            serde_json::json!({"insight": {"primary": "x"}, "severity": "debug"}),
+            serde_json::json!({"insight": {"primary": 5}, "severity": "error"}),
+            serde_json::json!({"insight": "x"}),
+            serde_json::json!("text"),
+            Value::Null,
+        ];
+        let titled = titled("n", entries);
+        assert_eq!(titled.len(), 2, "{titled:#?}");
+        for entry in &titled {
+            let primary = entry["insight"]["primary"].as_str().unwrap();
+            assert!(primary.starts_with("n: "), "{entry}");
+        }
+        let detail = titled[1]["insight"]["detail"].as_str().unwrap();
+        assert!(detail.starts_with("4 of the entries"), "{detail}");
+        assert_eq!(titled[1]["severity"], "warn");
+    }
+
+    /// What a node sent reaches the admin's terminal with no control character, terminal
+    /// escape or bidirectional override of its own, on one line.
+    #[test]
+    fn what_a_node_sent_reaches_the_terminal_escaped() {
+        let line = said(
+            "node\u{1b}]0;owned\u{7}",
+            "no bundle: boom\u{1b}[2J\nforged line\u{9b}31m\u{202e}txt.exe",
+        );
+        assert!(
+            !line.chars().any(|character| character.is_control()
+                || matches!(character, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+            "{line:?}"
+        );
+        assert!(line.contains("boom\\u{1b}[2J\\nforged line"), "{line}");
     }
 }

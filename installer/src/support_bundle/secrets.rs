@@ -1,6 +1,7 @@
 //! The secrets Berth knows on a node, hidden wherever they appear in a bundle: the join
 //! parameters marked secret (add-ons' tokens, the fleet's tokens), every value under a
-//! secret-looking field of the specs kept on the node and of `node.yaml`, and the values of
+//! secret-looking field of the specs kept on the node, of `node.yaml` and of the first node's
+//! rollout records (a rollout's configuration sets add-ons' fields), and the values of
 //! secret-looking variables in the environment the bundle is collected from.
 
 use std::path::Path;
@@ -59,7 +60,7 @@ pub fn gather(layout: &Layout, redactor: &mut Redactor) -> anyhow::Result<usize>
             }
         }
     }
-    // Every spec kept on the node, the node's own fields, the fleet's records.
+    // Every spec kept on the node, the node's own fields.
     let mut files = vec![layout.node_config()];
     if let Ok(entries) = fs_err::read_dir(layout.install_dir().join("installers")) {
         for entry in entries.flatten() {
@@ -69,8 +70,18 @@ pub fn gather(layout: &Layout, redactor: &mut Redactor) -> anyhow::Result<usize>
         }
     }
     for file in files {
-        for (name, value) in secret_fields(&file) {
+        for (name, value) in secret_fields(&file, MAX_FILE_BYTES) {
             hide(&format!("Berth spec field {name}"), &value)?;
+        }
+    }
+    // The first node's rollouts: the configuration each gives its nodes, as applied and per
+    // node (a record holds a line per node, so it may be larger than a spec).
+    if let Ok(entries) = fs_err::read_dir(layout.fleet_dir().join("rollouts")) {
+        for entry in entries.flatten() {
+            let rollout = entry.path();
+            for (name, value) in secret_fields(&rollout, berth_fleet::rollouts::MAX_RECORD_BYTES) {
+                hide(&format!("Berth rollout field {name}"), &value)?;
+            }
         }
     }
     // Variables that are not UTF-8 are left: no name of them is asked for.
@@ -84,12 +95,22 @@ pub fn gather(layout: &Layout, redactor: &mut Redactor) -> anyhow::Result<usize>
     Ok(found)
 }
 
-/// The secret-looking fields of a YAML or JSON file (each document), with their values.
-fn secret_fields(path: &Path) -> Vec<(String, String)> {
-    let Ok(text) = berth_formats::files::read_to_string_at_most(path, MAX_FILE_BYTES as u64) else {
+/// The secret-looking fields of a YAML or JSON file (each document) of at most `max` bytes,
+/// with their values.
+fn secret_fields(path: &Path, max: usize) -> Vec<(String, String)> {
+    let Ok(text) = berth_formats::files::read_to_string_at_most(path, max as u64) else {
         return Vec::new();
     };
     let mut found = Vec::new();
+    // JSON read as JSON: a large record reads fast.
+    if path
+        .extension()
+        .is_some_and(|extension| extension == "json")
+        && let Ok(value) = serde_json::from_str::<Value>(&text)
+    {
+        walk(&value, "", false, &mut found);
+        return found;
+    }
     for document in serde_norway::Deserializer::from_str(&text) {
         if let Ok(value) = <Value as serde::Deserialize>::deserialize(document) {
             walk(&value, "", false, &mut found);
@@ -148,5 +169,28 @@ mod tests {
         ] {
             assert!(!is_secret_name(name), "{name}");
         }
+    }
+
+    /// A secret field a rollout sets (for every node, or one node's as the record keeps it)
+    /// is a secret Berth knows on the first node: its record is copied into the bundle.
+    #[test]
+    fn the_secret_fields_of_rollout_records_are_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let record = serde_json::json!({
+            "rollout": {"spec": {"addon": "demo", "config": {"dbPassword": "rollout-secret-1"}}},
+            "targets": [{"node": "node-2", "config": {"port": 8080, "apiToken": "node-secret-22"}}],
+        });
+        let folder = layout.fleet_dir().join("rollouts");
+        fs_err::create_dir_all(&folder).unwrap();
+        fs_err::write(folder.join("demo-2.json"), record.to_string()).unwrap();
+        let mut redactor = Redactor::default();
+        assert!(gather(&layout, &mut redactor).unwrap() >= 2);
+        let text = fs_err::read(folder.join("demo-2.json")).unwrap();
+        let (redacted, _) = redactor.redact("host-collectors/berth/rollouts/demo-2.json", &text);
+        let redacted = String::from_utf8(redacted).unwrap();
+        assert!(!redacted.contains("rollout-secret-1"), "{redacted}");
+        assert!(!redacted.contains("node-secret-22"), "{redacted}");
+        assert!(redacted.contains("8080"), "{redacted}");
     }
 }

@@ -141,6 +141,8 @@ impl Staging {
         mode: u32,
         bounded: bool,
     ) -> Result<(), String> {
+        // A known secret in a copied file's name is hidden there too.
+        let path = &self.redactor.redact_name(path);
         if !paths::is_safe_relative(path) {
             return Err(format!("`{path}` is not a path inside the bundle"));
         }
@@ -205,6 +207,11 @@ impl Staging {
     /// fleet's archive); `rewrite: false` leaves YAML paths, for files that close a bundle.
     pub fn redact(&self, path: &str, bytes: &[u8], rewrite: bool) -> Vec<u8> {
         self.redactor.redact_as(path, bytes, rewrite).0
+    }
+
+    /// A file's name with any known secret in it hidden.
+    pub fn redact_name(&self, path: &str) -> String {
+        self.redactor.redact_name(path)
     }
 
     /// troubleshoot's record of a collector that failed: `host-collectors/errors/<Title>-error.json`.
@@ -446,6 +453,34 @@ fn analysis_name(title: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_known_secret_in_a_files_name_is_hidden_in_the_name_written() {
+        let mut redactor = Redactor::default();
+        assert!(
+            redactor
+                .hide_value("registry password", "hunter22secret")
+                .unwrap()
+        );
+        let root = tempfile::tempdir().unwrap();
+        let staging = Staging::new(root.path(), redactor, BundleLimits::default()).unwrap();
+        staging
+            .write(
+                "host-collectors/copy/backup-hunter22secret.log",
+                b"pw hunter22secret\n",
+            )
+            .unwrap();
+        let written = root
+            .path()
+            .join("host-collectors/copy/backup-___HIDDEN___.log");
+        assert_eq!(fs_err::read(&written).unwrap(), b"pw ***HIDDEN***\n");
+        assert!(
+            !root
+                .path()
+                .join("host-collectors/copy/backup-hunter22secret.log")
+                .exists()
+        );
+    }
 
     #[test]
     fn analysis_names_follow_troubleshoots() {
