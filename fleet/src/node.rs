@@ -168,7 +168,48 @@ fn connect(
             )
         })?;
     let config = channel::client_config(&identity, &first_node.pin)?;
-    Ok(channel::connect(config, address)?)
+    // A first node that refuses for load, or is not listening yet, is tried again after a
+    // wait that doubles, each wait drawn at random from its half to its whole: nodes that
+    // boot together (behind one NAT address) spread out instead of knocking again together.
+    let mut wait = FIRST_WAIT;
+    let mut attempt = 1;
+    loop {
+        match channel::connect(config.clone(), address) {
+            Ok(connection) => return Ok(connection),
+            Err(error) if error.is_transient() && attempt < ATTEMPTS => {
+                std::thread::sleep(jittered(wait));
+                wait = (wait * 2).min(LONGEST_WAIT);
+                attempt += 1;
+            }
+            Err(error) if error.is_transient() => {
+                return Err(
+                    anyhow::Error::new(error).context(format!("gave up after {ATTEMPTS} attempts"))
+                );
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// Connection attempts before a node gives up, and the waits between them: about a minute
+/// in all.
+const ATTEMPTS: u32 = 10;
+const FIRST_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+const LONGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// A wait between half of `wait` and all of it, drawn from the clock's nanoseconds and the
+/// process id (enough to spread nodes apart; nothing depends on it being unpredictable).
+fn jittered(wait: std::time::Duration) -> std::time::Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos());
+    let mut state =
+        u64::from(nanos) ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+    state ^= state >> 33;
+    state = state.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    state ^= state >> 33;
+    let fraction = (state % 1_000) as f64 / 1_000.0;
+    wait.mul_f64(0.5 + fraction / 2.0)
 }
 
 /// Collects this node's support bundle and sends it to the first node for request `id`, in

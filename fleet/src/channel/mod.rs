@@ -33,6 +33,11 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
 pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
 /// The name both sides put in and expect of a certificate; trust comes from the pin alone.
 const SERVER_NAME: &str = "berth-fleet";
+/// What the first node writes, in the clear, on a connection it will not take for load (too
+/// many at once, or from one address) before it closes it: a node told so waits and tries
+/// again, rather than take the closed connection for a broken handshake. No TLS record starts
+/// with these bytes, so nothing the handshake sends is mistaken for it.
+pub const BUSY_NOTICE: &[u8] = b"BERTH-BUSY\n";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChannelError {
@@ -72,6 +77,67 @@ pub enum ChannelError {
     },
     #[error("{peer} sent a message that is not what was expected: {message}")]
     Malformed { peer: String, message: String },
+    #[error(
+        "{peer} is too busy to take this connection now (too many at once, or from this address)"
+    )]
+    Busy { peer: String },
+}
+
+impl ChannelError {
+    /// Whether the connection failed before any message went out, for a reason that may pass:
+    /// the first node busy, not listening yet, or closing the connection unannounced (one
+    /// from before it said so). Trying again then repeats nothing.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ChannelError::Busy { .. } | ChannelError::Deadline { .. } => true,
+            ChannelError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::TimedOut
+            ),
+            ChannelError::Handshake { message, .. } => {
+                message.contains("unexpected end of file") || message.contains("reset by peer")
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Closes a connection the first node will not take for load, saying so in the clear first
+/// (see [`BUSY_NOTICE`]); a peer that does not read it in a moment is not waited for.
+pub fn refuse_busy(mut tcp: TcpStream) {
+    let _ = tcp.set_write_timeout(Some(Duration::from_millis(200)));
+    let _ = tcp.write_all(BUSY_NOTICE);
+    let _ = tcp.shutdown(std::net::Shutdown::Write);
+}
+
+/// The TCP stream a handshake runs over, keeping the first bytes the peer sent, so a refusal
+/// for load ([`BUSY_NOTICE`]) is told from a broken handshake.
+struct Recording<'a> {
+    tcp: &'a mut TcpStream,
+    first: Vec<u8>,
+}
+
+impl Read for Recording<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let count = self.tcp.read(buffer)?;
+        let room = BUSY_NOTICE.len().saturating_sub(self.first.len());
+        self.first.extend_from_slice(&buffer[..count.min(room)]);
+        Ok(count)
+    }
+}
+
+impl Write for Recording<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.tcp.write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tcp.flush()
+    }
 }
 
 /// A certificate's SHA-256, as `sha256:<hex>`: how each side names the other.
@@ -280,9 +346,19 @@ where
             });
         }
         tcp.set_read_timeout(Some(left)).map_err(io)?;
-        connection
-            .complete_io(&mut tcp)
-            .map_err(|error| handshake_error(&address, error))?;
+        let mut recording = Recording {
+            tcp: &mut tcp,
+            first: Vec::new(),
+        };
+        let done = connection.complete_io(&mut recording);
+        let told_busy = !recording.first.is_empty() && BUSY_NOTICE.starts_with(&recording.first);
+        if let Err(error) = done {
+            return Err(if told_busy {
+                ChannelError::Busy { peer: address }
+            } else {
+                handshake_error(&address, error)
+            });
+        }
     }
     let peer = connection
         .peer_certificates()
@@ -456,6 +532,34 @@ mod tests {
         connection.send(&hello).unwrap();
         assert_eq!(connection.receive::<Hello>().unwrap(), hello);
         assert_eq!(handle.join().unwrap().unwrap(), node.pin());
+    }
+
+    #[test]
+    fn a_connection_refused_for_load_says_so_and_is_worth_trying_again() {
+        let (server, node) = (Identity::generate().unwrap(), Identity::generate().unwrap());
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let refusing = std::thread::spawn(move || {
+            let (tcp, _) = listener.accept().unwrap();
+            refuse_busy(tcp);
+            // Closed without a word, as a first node did before it said so.
+            let (tcp, _) = listener.accept().unwrap();
+            drop(tcp);
+        });
+        let config = client_config(&node, &server.pin()).unwrap();
+        let busy = connect(config.clone(), address).err().unwrap();
+        assert!(matches!(busy, ChannelError::Busy { .. }), "{busy}");
+        assert!(busy.to_string().contains("too busy"), "{busy}");
+        assert!(busy.is_transient());
+        let closed = connect(config, address).err().unwrap();
+        assert!(closed.is_transient(), "{closed}");
+        refusing.join().unwrap();
+        // A first node whose key is not the pinned one is never tried again.
+        let wrong = ChannelError::Handshake {
+            peer: "x".into(),
+            message: "invalid peer certificate: the pin does not match".into(),
+        };
+        assert!(!wrong.is_transient());
     }
 
     #[test]

@@ -112,22 +112,25 @@ pub fn serve(
             .peer_addr()
             .map_or_else(|_| "?".into(), |address| address.to_string());
         // A flood of connections costs a bounded number of threads: past the limits, a
-        // connection is closed at once (a node retries). Strangers have a budget of their own.
+        // connection is closed at once, saying it is for load (the node waits and retries).
+        // Strangers have a budget of their own.
         let slot = tcp
             .peer_addr()
             .ok()
             .and_then(|peer| admission.admit(peer.ip()));
         let Some(slot) = slot else {
             shared.log.write_throttled(&format!(
-                "closed a connection from {address}: connections from unregistered keys fill their share"
+                "busy: closed a connection from {address}: connections from unregistered keys fill their share"
             ));
+            channel::refuse_busy(tcp);
             continue;
         };
         if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             open.fetch_sub(1, Ordering::SeqCst);
             shared.log.write_throttled(&format!(
-                "closed a connection from {address}: {MAX_CONNECTIONS} are open"
+                "busy: closed a connection from {address}: {MAX_CONNECTIONS} are open"
             ));
+            channel::refuse_busy(tcp);
             continue;
         }
         let (config, shared, open) = (config.clone(), shared.clone(), open.clone());
@@ -522,7 +525,14 @@ impl Shared {
                     }
                     Response::Accepted
                 }
-                Err(reason) => refused(reason),
+                Err(refusal) => {
+                    // The node is told what was wrong; where, the first node's log alone.
+                    if let Some(local) = &refusal.local {
+                        self.log
+                            .write(&format!("{name} ({machine}): support bundle {id}: {local}"));
+                    }
+                    refused(refusal.reason)
+                }
             },
             Request::Poll { wait_ms } => self
                 .poll(&machine, primary, Duration::from_millis(wait_ms))
