@@ -7,7 +7,8 @@
 # library with zig (from PyPI's `ziglang`, into .venv-zig/) against glibc 2.17's symbols: no
 # other toolchain or sysroot to install, and every crate builds as on the host (ring's C code
 # through zig's C compiler; rustls, so no OpenSSL). Both are installed when missing.
-# Give the binary to `berth-build serve|bundle|upload --berth FILE`.
+# `berth-build serve|bundle|script|upload` ship it by default once it is built (else the `berth`
+# beside them, refused unless --allow-new-glibc: it needs the build host's glibc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=x86_64-unknown-linux-gnu

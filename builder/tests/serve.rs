@@ -12,8 +12,19 @@ use berth_formats::Sha256Digest;
 use support::images::{self, PlatformImage};
 use support::{AddonRepository, BerthBuild, Server, free_port, require, ureq_status, wait_until};
 
-/// The node binary, built beside berth-build when the workspace is built.
+/// The node binary berth-build ships by default: the portable build (scripts/portable.sh)
+/// when there is one, else the one built beside berth-build when the workspace is built. The
+/// commands that ship it here give `--allow-new-glibc` for the second, which a build host's
+/// glibc links.
 fn berth_binary() -> PathBuf {
+    let builder = Path::new(env!("CARGO_BIN_EXE_berth-build"));
+    let portable = builder.parent().unwrap().parent().unwrap().join(format!(
+        "{}-unknown-linux-gnu/release/berth",
+        std::env::consts::ARCH
+    ));
+    if portable.is_file() {
+        return portable;
+    }
     support::built_beside(env!("CARGO_BIN_EXE_berth-build"), "berth")
 }
 
@@ -70,7 +81,7 @@ fn serve(dist: &Path, extra: &[&str]) -> Serving {
     let port = free_port();
     let log = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_berth-build"));
-    command.arg("serve");
+    command.args(["serve", "--allow-new-glibc"]);
     if !extra.contains(&"--installers") {
         command
             .arg("--installers")
@@ -381,6 +392,7 @@ fn every_rendered_script_passes_shellcheck() {
             "http://127.0.0.1:1/dist",
             "--out",
             out.path().to_str().unwrap(),
+            "--allow-new-glibc",
         ];
         if let Some(key) = signing {
             // The release must be the key's own: sign the dist first.
@@ -441,7 +453,10 @@ fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_ke
     let output = run_script(&script, root.path(), &[]);
     let said = text(&output.stderr);
     assert!(output.status.success(), "{said}");
-    assert!(!said.contains("digests alone"), "{said}");
+    assert!(
+        !said.contains("NOTHING IS CHECKED AGAINST A SIGNING KEY"),
+        "{said}"
+    );
     let installers = root.path().join("var/lib/berth/installers");
     let id = fs_err::read_dir(&installers)
         .unwrap()
@@ -450,15 +465,35 @@ fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_ke
         .unwrap()
         .path();
     assert!(id.join("lock.json.sig").is_file());
-    // The node keeps the vendor's key: later runs (a rollout's upgrade) check with it too.
-    let kept: Vec<String> = fs_err::read_dir(root.path().join("etc/berth/trusted-keys"))
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(
-        kept.len() == 1 && kept[0].starts_with("vendor-"),
+    // The node keeps the vendor's key for this dist's origin alone: later runs for the dist
+    // (a rollout's upgrade) check with it too, and no other dist's do.
+    let kept: Vec<std::path::PathBuf> =
+        fs_err::read_dir(root.path().join("etc/berth/trusted-keys"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+    assert!(kept.len() == 1 && kept[0].is_dir(), "{kept:?}");
+    let origin = fs_err::read_to_string(kept[0].join("origin")).unwrap();
+    assert_eq!(
+        origin.trim(),
+        serving
+            .url
+            .replace("localhost", "127.0.0.1")
+            .trim_end_matches('/'),
         "{kept:?}"
     );
+    let kept_keys = fs_err::read_dir(&kept[0])
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|extension| extension == "pub")
+        })
+        .count();
+    assert_eq!(kept_keys, 1, "{kept:?}");
 
     // Its bundle carries each package's bill of materials, signed with the rest.
     let (_, installer) = url.rsplit_once('/').unwrap();
@@ -589,6 +624,7 @@ fn a_bundle_stores_a_blob_that_three_add_ons_share_once() {
         dist.to_str().unwrap(),
         "-o",
         bundle.to_str().unwrap(),
+        "--allow-new-glibc",
     ]);
     assert!(ok, "{stderr}");
     // Shipped, so readable by all, as `tar czf` leaves an archive.
@@ -646,6 +682,78 @@ fn a_bundle_stores_a_blob_that_three_add_ons_share_once() {
     assert_eq!(entries["berth"], fs_err::read(berth_binary()).unwrap());
 }
 
+/// The `berth` a bundle carries.
+fn bundled_berth(bundle: &Path) -> Vec<u8> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
+        fs_err::File::open(bundle).unwrap(),
+    ));
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap() == Path::new("berth") {
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut data).unwrap();
+            return data;
+        }
+    }
+    panic!("{} carries no berth", bundle.display());
+}
+
+#[test]
+fn a_host_built_node_binary_is_shipped_by_default_only_when_allowed_and_the_portable_one_first() {
+    let dist = Dist::new();
+    let spec = dist.spec(SPEC);
+    // berth-build in a target folder of its own, as cargo leaves it: a hard link, since it
+    // looks for the node binary beside its own path, not a symbolic link's. Beside it, a
+    // `berth` cargo linked against this host's glibc (berth-build itself is one).
+    let target = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let builder = target.path().join("debug/berth-build");
+    fs_err::create_dir_all(builder.parent().unwrap()).unwrap();
+    if fs_err::hard_link(env!("CARGO_BIN_EXE_berth-build"), &builder).is_err() {
+        fs_err::copy(env!("CARGO_BIN_EXE_berth-build"), &builder).unwrap();
+    }
+    let host_build = builder.with_file_name("berth");
+    fs_err::os::unix::fs::symlink(env!("CARGO_BIN_EXE_berth-build"), &host_build).unwrap();
+    let bundle = target.path().join("bundle.tar.gz");
+    let run = |extra: &[&str]| {
+        let output = Command::new(&builder)
+            .args(["bundle", "--spec", spec.to_str().unwrap(), "--from"])
+            .arg(&dist.dist)
+            .arg("-o")
+            .arg(&bundle)
+            .args(extra)
+            .output()
+            .unwrap();
+        (output.status.success(), text(&output.stderr))
+    };
+
+    let (ok, said) = run(&[]);
+    assert!(!ok, "{said}");
+    for part in [
+        &format!("{} (the `berth` beside berth-build", host_build.display()),
+        "asks for GLIBC_2.",
+        "hint: build the portable one with `scripts/portable.sh`",
+        "--allow-new-glibc",
+    ] {
+        assert!(said.contains(part), "{part}: {said}");
+    }
+    assert!(!bundle.exists());
+
+    let (ok, said) = run(&["--allow-new-glibc"]);
+    assert!(ok, "{said}");
+    assert_eq!(bundled_berth(&bundle), fs_err::read(&host_build).unwrap());
+
+    // Where scripts/portable.sh leaves it; a script here, which asks for no glibc at all.
+    let portable = target.path().join(format!(
+        "{}-unknown-linux-gnu/release/berth",
+        std::env::consts::ARCH
+    ));
+    fs_err::create_dir_all(portable.parent().unwrap()).unwrap();
+    fs_err::write(&portable, "#!/bin/sh\necho portable berth\n").unwrap();
+    let (ok, said) = run(&[]);
+    assert!(ok, "{said}");
+    assert_eq!(bundled_berth(&bundle), fs_err::read(&portable).unwrap());
+}
+
 #[test]
 fn an_s3_store_is_served_as_a_folder_is() {
     let s3 = support::s3::S3Server::start();
@@ -667,6 +775,7 @@ fn an_s3_store_is_served_as_a_folder_is() {
         "--endpoint",
         &s3.endpoint,
         "--path-style",
+        "--allow-new-glibc",
     ]);
     assert!(ok, "{stderr}");
 

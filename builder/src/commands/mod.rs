@@ -4,6 +4,7 @@ pub mod build;
 pub mod bundle;
 pub mod check;
 pub mod inspect;
+pub mod node_binary;
 pub mod package;
 pub mod provenance;
 pub mod release;

@@ -41,7 +41,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     if let Some(key) = &signing_key {
         let release = runtime.block_on(args.release.open())?;
         runtime.block_on(berth_build::publish::sign::check_store(
-            &release, &lock, key,
+            &release, &lock, key, None,
         ))?;
     }
     let id = spec.id();

@@ -44,10 +44,15 @@ pub struct UploadArgs {
     /// Publish under `staging/<release>/` instead of `dist/<release>/`.
     #[arg(long)]
     staging: bool,
-    /// The node binary to publish as `bin/berth-linux-<arch>` [default: `berth` beside this
-    /// program, when there is one].
+    /// The node binary to publish as `bin/berth-linux-<arch>` [default: the portable build
+    /// (scripts/portable.sh) when there is one, else `berth` beside this program].
     #[arg(long, value_name = "FILE")]
     berth: Option<PathBuf>,
+    /// Publish a default node binary (the one beside this program) even if it needs a newer
+    /// glibc than the oldest target distro has (2.17), rather than refusing it; a --berth FILE
+    /// that does is only warned of.
+    #[arg(long)]
+    allow_new_glibc: bool,
     /// The architecture of the node binary.
     #[arg(long, default_value = default_arch())]
     berth_arch: String,
@@ -72,12 +77,6 @@ pub const fn default_arch() -> &'static str {
     }
 }
 
-/// The `berth` binary beside this program, when there is one.
-pub fn sibling_berth() -> Option<PathBuf> {
-    let path = std::env::current_exe().ok()?.with_file_name("berth");
-    path.is_file().then_some(path)
-}
-
 pub fn run(args: UploadArgs) -> anyhow::Result<ExitCode> {
     if !args.dir.is_dir() {
         bail!(
@@ -92,7 +91,7 @@ pub fn run(args: UploadArgs) -> anyhow::Result<ExitCode> {
         concurrency: args.jobs,
         ..args.store.settings()
     };
-    let berth = args.berth.clone().or_else(sibling_berth);
+    let berth = super::node_binary::choose(args.berth.clone(), args.allow_new_glibc)?;
     let upload_settings = UploadSettings {
         release: args.release.clone(),
         staging: args.staging,
