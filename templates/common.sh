@@ -1,10 +1,12 @@
 # Berth {{ script | comment }} for installer {{ id | comment }}, rendered by berth-build.
 #
 # Online:  curl -fsSL {{ script_url | comment }} | sudo bash [-s ARGUMENT…]
-# Airgap:  tar xzf <bundle>.tar.gz && sudo bash {{ script | comment }} airgap [ARGUMENT…]
+# Airgap:  tar xzf <bundle>.tar.gz --no-same-owner --no-same-permissions &&
+#          sudo bash {{ script | comment }} airgap [ARGUMENT…]
 # Airgap, the bundle read as a stream (never extracted whole; only what is installed takes
 # room):
-#          tar xzf <bundle>.tar.gz --occurrence {{ script | comment }} berth &&
+#          tar xzf <bundle>.tar.gz --no-same-owner --no-same-permissions \
+#              --occurrence {{ script | comment }} berth &&
 #          sudo bash {{ script | comment }} airgap bundle=<bundle>.tar.gz [ARGUMENT…]
 # A bundle in zstd (<bundle>.tar.zst): `tar --zstd -xf` in place of `tar xzf` (it needs zstd
 # on the node); `bundle=` reads either.
@@ -89,24 +91,23 @@ else
     berth_installer_dir="$berth_state/installers/$BERTH_INSTALLER_ID"
 fi
 mkdir -p "$berth_installer_dir"
+# The spec may hold secrets (an add-on's password): its folder and files are root's alone.
+chmod 0700 "$berth_installer_dir"
 
 # The spec and the lock this script was rendered with: the lock pins every package's digest.
 berth_spec_file="$berth_installer_dir/"{{ spec_file | sh }}
 berth_lock_file="$berth_installer_dir/"{{ lock_file | sh }}
 printf '%s\n' {{ spec | sh }} >"$berth_spec_file"
 printf '%s\n' {{ lock | sh }} >"$berth_lock_file"
+chmod 0600 "$berth_spec_file" "$berth_lock_file"
 berth_trust_arguments=()
 {%- if lock_signature %}
 # The vendor's server signed the lock, and names the key the node checks the dist's
-# signatures with. The node keeps it (but for a plan, which changes nothing), so every later
-# run — an upgrade by hand, a fleet rollout — checks with it too.
+# signatures with: exactly that key. berth keeps it for this dist's origin alone (but for a
+# plan, which changes nothing), so every later run for the dist — an upgrade by hand, a fleet
+# rollout — checks with it too, and no other vendor's dist does.
 printf '%s\n' {{ lock_signature | sh }} >"$berth_lock_file.sig"
-if [ "$berth_plan_only" = 1 ]; then
-    berth_trust_key="$berth_installer_dir/"{{ trust_key_name | sh }}
-else
-    mkdir -p "${BERTH_ROOT:-}/etc/berth/trusted-keys"
-    berth_trust_key="${BERTH_ROOT:-}/etc/berth/trusted-keys/"{{ trust_key_name | sh }}
-fi
+berth_trust_key="$berth_installer_dir/"{{ trust_key_name | sh }}
 printf '%s' {{ trust_key | sh }} >"$berth_trust_key"
 berth_trust_arguments+=(--trust-key "$berth_trust_key")
 {%- endif %}
@@ -150,7 +151,8 @@ if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_airgap" = 0 ] 
 fi
 
 # A signed bundle's lock is taken with its signature: the node checks it against the vendor's
-# key it trusts (/etc/berth/trusted-keys/), which never comes from the bundle itself.
+# key it trusts (/etc/berth/trusted-keys/*.pub, or --trust-key), which never comes from the
+# bundle itself.
 if [ "$berth_airgap" = 1 ] && [ -z "$berth_bundle_file" ] &&
     [ -f "$berth_bundle_dir/"{{ lock_file | sh }}.sig ]; then
     cp "$berth_bundle_dir/"{{ lock_file | sh }} "$berth_lock_file"
