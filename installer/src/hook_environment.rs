@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use berth_formats::spec::flags::is_flag_variable;
 use berth_formats::spec::kurl_type::{KurlVariable, is_kurl_key};
 use berth_formats::spec::{
     FieldError, config_environment, is_variable_name, spec_key, upper_snake,
@@ -288,8 +289,8 @@ impl HookEnvironment {
 
     /// A `key=value` script argument that is not one of kURL's flags: `demo-port` becomes
     /// `DEMO_PORT`. Such an argument is an add-on's (its key starts with the name of an add-on
-    /// of the run, given to [`HookEnvironment::addon`] first) or replaces one of kURL's
-    /// variables: what hooks receive from the command line is allowed by name, not only kept
+    /// of the run, given to [`HookEnvironment::addon`] first) or sets one of kURL's variables
+    /// (its Installer fields' or its flags'): what hooks receive from the command line is allowed by name, not only kept
     /// from what is known to steer programs.
     pub fn param(&mut self, key: &str, value: &str) -> Result<(), EnvironmentError> {
         let origin = format!("the argument `{key}=…`");
@@ -310,7 +311,7 @@ impl HookEnvironment {
         let addons = self.addon_prefixes.iter().any(|(prefix, _)| {
             variable.starts_with(prefix.as_str()) && variable.len() > prefix.len()
         });
-        if !addons && !self.variables.contains_key(&variable) {
+        if !addons && !self.variables.contains_key(&variable) && !is_flag_variable(&variable) {
             let mut addons: Vec<&str> = self
                 .addon_prefixes
                 .iter()
@@ -459,6 +460,8 @@ mod tests {
         let mut environment = node();
         environment.addon("demo", "1.0.0", &Map::new()).unwrap();
         environment.param("demo-port", "8081").unwrap();
+        // A variable one of kURL's flags sets (Berth's older spelling of `yes`).
+        environment.param("assume-yes", "1").unwrap();
         for key in ["unknown-thing", "demo", "wget-rc", "lesspipe"] {
             let error = environment.param(key, "x").unwrap_err();
             assert!(

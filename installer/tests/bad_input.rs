@@ -173,6 +173,8 @@ fn a_package_with_a_path_out_of_its_root_is_refused() {
         let mut header = tar::Header::new_gnu();
         header.set_size(body.len() as u64);
         header.set_mode(0o644);
+        header.set_uid(0);
+        header.set_gid(0);
         header.as_gnu_mut().unwrap().name[..path.len()].copy_from_slice(path.as_bytes());
         header.set_cksum();
         raw.append(&header, body.as_bytes()).unwrap();

@@ -26,6 +26,9 @@ fn crafted_package(entries: &[(&str, &[u8])]) -> Vec<u8> {
         header.as_gnu_mut().unwrap().name[..name.len()].copy_from_slice(name.as_bytes());
         header.set_entry_type(tar::EntryType::Regular);
         header.set_mode(0o644);
+        // Root's, as Berth writes entries: what else is crafted is what is tried.
+        header.set_uid(0);
+        header.set_gid(0);
         header.set_size(data.len() as u64);
         header.set_cksum();
         builder.append(&header, *data).unwrap();
@@ -719,7 +722,7 @@ function peer_join() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"peer-token=s3cr3t-0123456789\0other=value\0")
+        .write_all(b"peer-token=s3cr3t-0123456789\0peer-other=value\0")
         .unwrap();
     let all = succeeded(&child.wait_with_output().unwrap());
     assert!(

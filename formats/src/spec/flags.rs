@@ -229,6 +229,16 @@ pub fn is_flag(name: &str) -> bool {
     find(name).is_some()
 }
 
+/// Whether one of kURL's flags sets the variable `variable` (`ASSUME_YES` by `yes`).
+pub fn is_flag_variable(variable: &str) -> bool {
+    FLAGS.iter().any(|flag| {
+        matches!(
+            flag.effect,
+            Variable(name) | VariableList(name) | VariableOnce(name) if name == variable
+        )
+    })
+}
+
 fn find(name: &str) -> Option<&'static Flag> {
     FLAGS.iter().find(|flag| flag.name == name)
 }
