@@ -56,6 +56,19 @@ fn kept_keys(folder: &Path) -> Result<Vec<PathBuf>, TrustError> {
     Ok(kept)
 }
 
+/// The folders of keys kept per origin, by name.
+fn origin_folders(dir: &Path) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = fs_err::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| fs_err::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir()))
+        .collect();
+    folders.sort();
+    folders
+}
+
 /// The most bytes of the file of release counters (a few dozen per key).
 const MAX_RELEASES_BYTES: u64 = 1 << 20;
 
@@ -131,9 +144,11 @@ pub fn origin_folder(origin: &str) -> String {
 }
 
 impl Trust {
-    /// The keys a run trusts: exactly those given, when any is; else the keys kept for the
-    /// dist's origin (`/etc/berth/trusted-keys/<origin>/`) and those the operator keeps for
-    /// every dist (`/etc/berth/trusted-keys/*.pub`).
+    /// The keys a run trusts: exactly those given, when any is; else those the operator keeps
+    /// for every dist (`/etc/berth/trusted-keys/*.pub`) and the keys kept for the dist's
+    /// origin (`/etc/berth/trusted-keys/<origin>/`). What has no origin (an airgap bundle,
+    /// carried by hand, or a file checked by `verify` or `unpack`) is checked with every key
+    /// the node keeps: a bundle upgrading a node installed online is the same vendor's.
     pub fn load(
         layout: &Layout,
         given: &[PathBuf],
@@ -144,8 +159,9 @@ impl Trust {
         let mut folders = Vec::new();
         if given.is_empty() {
             folders.push(dir.clone());
-            if let Some(dist) = dist {
-                folders.push(dir.join(origin_folder(&dist.origin())));
+            match dist {
+                Some(dist) => folders.push(dir.join(origin_folder(&dist.origin()))),
+                None => folders.extend(origin_folders(&dir)),
             }
         }
         for folder in folders {
@@ -208,17 +224,11 @@ impl Trust {
         let dir = layout.trusted_keys_dir();
         let mut found = Vec::new();
         let mut folders = vec![(dir.clone(), None)];
-        if let Ok(entries) = fs_err::read_dir(&dir) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if fs_err::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_dir()) {
-                    let origin =
-                        berth_formats::files::read_to_string_at_most(&path.join("origin"), 4096)
-                            .map(|text| text.trim().to_string())
-                            .unwrap_or_else(|_| "(an origin not recorded)".to_string());
-                    folders.push((path, Some(origin)));
-                }
-            }
+        for path in origin_folders(&dir) {
+            let origin = berth_formats::files::read_to_string_at_most(&path.join("origin"), 4096)
+                .map(|text| text.trim().to_string())
+                .unwrap_or_else(|_| "(an origin not recorded)".to_string());
+            folders.push((path, Some(origin)));
         }
         for (folder, origin) in folders {
             for path in kept_keys(&folder)? {
@@ -495,7 +505,11 @@ mod tests {
             std::slice::from_ref(&a)
         );
         assert!(Trust::load(&layout, &[], Some(&dist_b)).unwrap().is_empty());
-        assert!(Trust::load(&layout, &[], None).unwrap().is_empty());
+        // What has no origin (a bundle) is checked with every kept key.
+        assert_eq!(
+            Trust::load(&layout, &[], None).unwrap().keys,
+            std::slice::from_ref(&a)
+        );
         // A given key means that key alone, not the kept ones besides.
         assert_eq!(
             Trust::load(&layout, std::slice::from_ref(&vendor_b), Some(&dist_a))

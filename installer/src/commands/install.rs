@@ -347,8 +347,8 @@ pub(crate) fn settings(
         overrides.push((addon.to_string(), field.to_string(), parse_scalar(value)));
     }
     let layout = Layout::new(&args.root.root);
-    // A bundle's lock is checked with the keys given, or those the operator keeps for every
-    // dist: a bundle has no origin of its own.
+    // A bundle's lock is checked with the keys given, or every key the node keeps: a bundle
+    // has no origin of its own.
     let bundle_trust = berth::trust::Trust::load(&layout, &args.trust_keys, None)?;
     // A bundle read as a stream: its packages land in a folder of the node's own, checked as
     // they come, and the run takes the spec, lock and dist from there.
