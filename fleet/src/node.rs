@@ -191,9 +191,9 @@ fn connect(
     }
 }
 
-/// Connection attempts before a node gives up, and the waits between them: about a minute
-/// in all.
-const ATTEMPTS: u32 = 10;
+/// Connection attempts before a node gives up, and the waits between them: one to two
+/// minutes in all, time for a fleet booting at once behind one address to take its turns.
+const ATTEMPTS: u32 = 16;
 const FIRST_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 const LONGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
