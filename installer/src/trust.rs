@@ -56,6 +56,17 @@ fn kept_keys(folder: &Path) -> Result<Vec<PathBuf>, TrustError> {
     Ok(kept)
 }
 
+/// A public key read from its PEM file.
+fn read_key(path: &Path) -> Result<PublicKey, TrustError> {
+    let text = berth_formats::files::read_to_string_at_most(path, MAX_KEY_FILE_BYTES).map_err(
+        |source| TrustError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+    )?;
+    Ok(PublicKey::from_pem(&path.display().to_string(), &text)?)
+}
+
 /// The folders of keys kept per origin, by name.
 fn origin_folders(dir: &Path) -> Vec<PathBuf> {
     let mut folders: Vec<PathBuf> = fs_err::read_dir(dir)
@@ -169,12 +180,7 @@ impl Trust {
         }
         let mut keys = Vec::new();
         for path in files {
-            let text = berth_formats::files::read_to_string_at_most(&path, MAX_KEY_FILE_BYTES)
-                .map_err(|source| TrustError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-            let key = PublicKey::from_pem(&path.display().to_string(), &text)?;
+            let key = read_key(&path)?;
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -197,12 +203,7 @@ impl Trust {
             move |source| TrustError::Keep { path, source }
         };
         for path in given {
-            let text = berth_formats::files::read_to_string_at_most(path, MAX_KEY_FILE_BYTES)
-                .map_err(|source| TrustError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-            let key = PublicKey::from_pem(&path.display().to_string(), &text)?;
+            let key = read_key(path)?;
             fs_err::create_dir_all(&folder).map_err(write(&folder))?;
             let name = key.fingerprint().replace(':', "-");
             let kept = folder.join(format!("{name}.pub"));
@@ -232,12 +233,7 @@ impl Trust {
         }
         for (folder, origin) in folders {
             for path in kept_keys(&folder)? {
-                let text = berth_formats::files::read_to_string_at_most(&path, MAX_KEY_FILE_BYTES)
-                    .map_err(|source| TrustError::Read {
-                        path: path.clone(),
-                        source,
-                    })?;
-                let key = PublicKey::from_pem(&path.display().to_string(), &text)?;
+                let key = read_key(&path)?;
                 found.push(KeptKey {
                     fingerprint: key.fingerprint(),
                     origin: origin.clone(),

@@ -11,18 +11,8 @@ use serde_json::Value;
 
 use crate::layout::Layout;
 
-/// Parts of a field or variable name that mark its value secret.
-const SECRET_WORDS: [&str; 9] = [
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "credential",
-    "apikey",
-    "privatekey",
-    "accesskey",
-    "auth",
-];
+// Parts of a field or variable name that mark its value secret: the redactor's own.
+use berth_preflight::bundle::redact::SECRET_WORDS;
 
 /// A spec or node file read at most.
 const MAX_FILE_BYTES: usize = 4 << 20;

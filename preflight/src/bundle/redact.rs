@@ -799,10 +799,10 @@ const BERTH_SINGLE_LINE: &[(&str, &str)] = &[(
     r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----)(?P<mask>.*?)(-----END [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----)",
 )];
 
-/// Parts of a field or variable name that mark its value secret: the installer's rule for the
-/// fields it hides (`installer/src/support_bundle/secrets.rs`), and `keydata` (a
-/// kubeconfig's `client-key-data`).
-const SECRET_WORDS: [&str; 10] = [
+/// Parts of a field or variable name that mark its value secret, for the redactor's rules and
+/// the fields the installer hides (`installer/src/support_bundle/secrets.rs`); `keydata` is a
+/// kubeconfig's `client-key-data`.
+pub const SECRET_WORDS: [&str; 10] = [
     "password",
     "passwd",
     "secret",
