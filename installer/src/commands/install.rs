@@ -349,7 +349,7 @@ pub(crate) fn settings(
     let layout = Layout::new(&args.root.root);
     // A bundle's lock is checked with the keys given, or every key the node keeps: a bundle
     // has no origin of its own.
-    let bundle_trust = berth::trust::Trust::load(&layout, &args.trust_keys, None)?;
+    let mut bundle_trust = None;
     // A bundle read as a stream: its packages land in a folder of the node's own, checked as
     // they come, and the run takes the spec, lock and dist from there.
     let mut args = args.clone();
@@ -359,6 +359,8 @@ pub(crate) fn settings(
     };
     if let Some(bundle) = &args.bundle {
         let folder = received_bundle_dir(&layout);
+        let trust =
+            bundle_trust.insert(berth::trust::Trust::load(&layout, &args.trust_keys, None)?);
         // Held while the bundle comes in: two runs never write the one folder. From here on,
         // what comes in is removed should these settings fail.
         received = ReceivedBundle {
@@ -374,10 +376,10 @@ pub(crate) fn settings(
                     "--bundle - reads the bundle on standard input, so --params-from-stdin cannot"
                 );
             }
-            berth::bundle_stream::receive(std::io::stdin().lock(), &folder, &bundle_trust)?;
+            berth::bundle_stream::receive(std::io::stdin().lock(), &folder, trust)?;
         } else {
             let file = fs_err::File::open(bundle)?;
-            berth::bundle_stream::receive(file, &folder, &bundle_trust)?;
+            berth::bundle_stream::receive(file, &folder, trust)?;
         }
         args.dist = Some(folder.display().to_string());
         args.spec = args
@@ -413,8 +415,8 @@ pub(crate) fn settings(
         ),
     };
     let dist = Dist::parse(&dist)?;
-    let trust = if args.bundle.is_some() {
-        bundle_trust
+    let trust = if let Some(trust) = bundle_trust {
+        trust
     } else {
         // A key given at install is kept for the dist's origin (not by a plan, which changes
         // nothing), so a later run for that dist — an upgrade by hand, a fleet rollout —

@@ -88,8 +88,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
             require_serving(&fleet, "apply the rollout")?;
             let text = read_bounded(&file)?;
             let rollout = Rollout::parse(&file.display().to_string(), &text)?;
-            let (versions, dist) = offered_versions(&layout)?;
-            let trust = berth::trust::Trust::load(&layout, &[], Some(&dist))?;
+            let (versions, dist, trust) = offered_versions(&layout)?;
             rollouts::check_offered(&rollout, &versions, &dist.argument())?;
             let packages = pinned_packages(&trust, &rollout, &versions, &dist)?;
             let nodes = first_node::nodes(&fleet, &Node::new(&layout))?;
@@ -207,11 +206,15 @@ fn require_serving(fleet: &berth_fleet::FleetPaths, what: &str) -> anyhow::Resul
     Ok(())
 }
 
-/// What this node's dist offers (the dist of the installer it ran last), and the dist. With
-/// keys kept in /etc/berth/trusted-keys/, `versions.json` is checked against its signature.
+/// What this node's dist offers (the dist of the installer it ran last), the dist, and the
+/// keys kept for it, with which `versions.json` is checked against its signature.
 fn offered_versions(
     layout: &Layout,
-) -> anyhow::Result<(berth_formats::versions::VersionsFile, berth::dist::Dist)> {
+) -> anyhow::Result<(
+    berth_formats::versions::VersionsFile,
+    berth::dist::Dist,
+    berth::trust::Trust,
+)> {
     let last = berth::last_installer::LastInstaller::load(layout)?.context(
         "this node has run no installer, so there is no dist to check the rollout against; install it first",
     )?;
@@ -224,7 +227,7 @@ fn offered_versions(
         .with_context(|| format!("failed to read what the dist offers ({location})"))?;
     trust.check_dist_file(&dist, berth_formats::versions::VERSIONS_FILE, &bytes)?;
     let versions = berth_formats::versions::VersionsFile::parse(&location, &bytes)?;
-    Ok((versions, dist))
+    Ok((versions, dist, trust))
 }
 
 /// The sha256 of each package the rollout installs, as this node's dist publishes it now (its
