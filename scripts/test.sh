@@ -10,7 +10,8 @@
 # which read real objects downloaded here), installed from PyPI when missing; the portable
 # node binary is built (scripts/portable.sh, with zig from PyPI) and binutils reads it; the
 # testgrid's own test boots a Debian VM (qemu-system-x86, qemu-utils, openssh-client) and opens
-# its report in headless chromium.
+# its report in headless chromium; Kubernetes v1.20.2 is built from Debian's source package
+# (scripts/kubernetes.sh, cached outside the checkout) for the tests that install clusters.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -228,6 +229,12 @@ else
     nextest_ignored=()
     test_ignored=()
 fi
+
+# Kubernetes v1.20.2, built from Debian's source package into a cache outside the checkout
+# (scripts/kubernetes.sh: about 15 minutes the first time on 2 cores, seconds once cached),
+# for the tests that install real clusters.
+BERTH_KUBERNETES_ARTEFACTS=$(scripts/kubernetes.sh)
+export BERTH_KUBERNETES_ARTEFACTS
 
 # The lints CI keeps, before the tests: formatting, and clippy with every warning an error
 # (clippy.toml refuses std::fs and tokio::fs calls, whose errors do not name their path).
