@@ -125,6 +125,10 @@ pub struct FetchArgs {
     /// (`https://github.com/=http://mirror.internal/github/`); pins still apply.
     #[arg(long = "asset-mirror", value_name = "PREFIX=REPLACEMENT")]
     asset_mirrors: Vec<String>,
+    /// A mirrors file: `registries:` (REGISTRY: HOST[:PORT]) and `assets:` (URL PREFIX:
+    /// REPLACEMENT); --registry-mirror and --asset-mirror add to it.
+    #[arg(long = "mirrors", value_name = "FILE", env = "BERTH_MIRRORS")]
+    mirrors_file: Option<PathBuf>,
     /// How packages are compressed: gzip (what kURL-format consumers read) or zstd (several
     /// times faster to write and unpack); a node reads both.
     #[arg(long, default_value = "gzip", value_name = "gzip|zstd")]

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use berth_build::fetch::cache::BlobCache;
 use berth_build::fetch::download::RetryPolicy;
+use berth_build::fetch::mirrors::{MirrorsFile, by_longest_prefix};
 use berth_build::fetch::registry::{RegistryClient, RegistrySettings};
 use berth_build::host_packages::distros::{Distro, DistrosFile};
 use berth_build::package::{BuildContext, PackageSettings};
@@ -44,17 +45,24 @@ pub fn prepare(
         .read_timeout(std::time::Duration::from_secs(60))
         .build()
         .context("failed to set up the HTTP client")?;
+    let mut registry_mirrors = pairs("--registry-mirror", &args.registry_mirrors)?;
+    let mut asset_mirrors = pairs("--asset-mirror", &args.asset_mirrors)?;
+    if let Some(path) = &args.mirrors_file {
+        let file = MirrorsFile::load(path)?;
+        registry_mirrors.extend(file.registries);
+        asset_mirrors.extend(file.assets);
+    }
     let context = BuildContext {
         registry: RegistryClient::new(RegistrySettings {
             insecure: args.insecure_registries.clone(),
             retry,
-            mirrors: pairs("--registry-mirror", &args.registry_mirrors)?,
+            mirrors: registry_mirrors,
         }),
         http,
         cache,
         retry,
         reporter: Arc::new(Bars::new()),
-        asset_mirrors: pairs("--asset-mirror", &args.asset_mirrors)?,
+        asset_mirrors: by_longest_prefix(asset_mirrors),
     };
     let distros = target_distros(args.distros_file.as_deref(), &args.distros, &args.mirrors)?;
     let settings = PackageSettings {

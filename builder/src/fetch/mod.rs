@@ -3,7 +3,7 @@
 //!
 //! [`image`] resolves `image` directives through the [`registry`] client, or reads local image
 //! archives with [`archive_image`]; [`asset`] fetches `asset` files; [`dockerout`] runs
-//! `dockerout` builds. Every transfer goes through [`download`], which owns the retry policy.
+//! `dockerout` builds; [`mirrors`] reads where a vendor fetches them from instead. Every transfer goes through [`download`], which owns the retry policy.
 
 pub mod archive_image;
 pub mod asset;
@@ -11,4 +11,5 @@ pub mod cache;
 pub mod dockerout;
 pub mod download;
 pub mod image;
+pub mod mirrors;
 pub mod registry;
