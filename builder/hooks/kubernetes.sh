@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Kubernetes, as kURL's install.sh and join.sh set it up, for the package berth-build makes of
 # kURL's packages/kubernetes/<version>: its images (loaded by Berth before the install or join
 # hook, once the container runtime is up) and its assets: kubeadm, crictl and kustomize. kURL
@@ -13,6 +14,20 @@
 
 function __kubernetes_package_dir() {
     echo "$DIR/addons/kubernetes/$KUBERNETES_VERSION"
+}
+
+# The host packages the package's Manifest names (`apt`/`yum` lines: kubelet, kubectl or
+# Debian's kubernetes-client, kubernetes-cni, as upstream's repositories call them), from the
+# package's own folder for this distro. kURL builds these apart from its kubernetes folder; a
+# vendor who lists them in the Manifest ships them in the package.
+function __kubernetes_host_packages() {
+    local dir manifest packages
+    dir="$(__kubernetes_package_dir)"
+    manifest="$dir/Manifest"
+    [ -f "$manifest" ] || return 0
+    mapfile -t packages < <(awk '$1 ~ /^(apt|yum[0-9a-z]*)$/ { print $2 }' "$manifest" | sort -u)
+    [ "${#packages[@]}" -gt 0 ] || return 0
+    install_host_archives "$dir" "${packages[@]}"
 }
 
 # The host tools kURL installs from host packages it builds apart from this folder: kubelet
@@ -36,6 +51,7 @@ function __kubernetes_host_tools() {
 # kURL's kubernetes_host, once the container runtime is up: the package's programs, kernel
 # modules and sysctls.
 function __kubernetes_host() {
+    __kubernetes_host_packages
     __kubernetes_host_tools
     local assets
     assets="$(__kubernetes_package_dir)/assets"
@@ -47,6 +63,10 @@ function __kubernetes_host() {
     for kustomize_archive in "$assets"/kustomize-*.tar.gz; do
         [ -f "$kustomize_archive" ] && tar -xzf "$kustomize_archive" -C /usr/local/bin kustomize
     done
+    # crictl (and kubeadm through it) talks to containerd, as kURL's containerd install sets.
+    if [ ! -f /etc/crictl.yaml ]; then
+        printf '%s\n' 'runtime-endpoint: unix:///run/containerd/containerd.sock' > /etc/crictl.yaml
+    fi
     local module
     for module in br_netfilter overlay ip_vs ip_vs_rr ip_vs_wrr ip_vs_sh; do
         modprobe "$module" 2>/dev/null || logWarn "kernel module $module did not load"
@@ -58,9 +78,66 @@ function __kubernetes_host() {
     systemctl enable kubelet >/dev/null 2>&1 || true
 }
 
+# Before anything changes on the node (Berth's preflight phase, on the first node and on a
+# joining one): a kubelet of another version, and a join command that cannot work here.
+function kubernetes_preflight() {
+    __kubernetes_refuse_other_kubelet
+    if [ -n "${KUBEADM_TOKEN:-}" ]; then
+        __kubernetes_check_join
+    fi
+}
+
+# A kubelet this host already has that is not the package's version is someone else's
+# Kubernetes (or another version of this one): installing over it would break it.
+function __kubernetes_refuse_other_kubelet() {
+    commandExists kubelet || return 0
+    local has
+    has="$(kubelet --version 2>/dev/null | awk '{ print $2 }' | sed 's/^v//')"
+    [ "$has" = "$KUBERNETES_VERSION" ] && return 0
+    bail "this host already has kubelet ${has:-of no version it would tell} ($(command -v kubelet)); Kubernetes $KUBERNETES_VERSION brings its own: remove that kubelet, or install the Kubernetes it belongs to, and run again"
+}
+
+# The join command against this node and the cluster it names, before anything changes:
+# - a node where kubeadm init ran is the cluster's first node: a join command is for others;
+# - a node already in a cluster must be in the one the command names (its CA's hash);
+# - the cluster must answer at the command's address and know its token (a kubeadm token
+#   lasts 24 hours), and its CA must be the one whose hash the command carries.
+function __kubernetes_check_join() {
+    local address="$KUBERNETES_MASTER_ADDR" token_id
+    [[ "$address" == *:* ]] || address="$address:6443"
+    if grep -qs '^kind: InitConfiguration' /opt/replicated/kubeadm.conf; then
+        bail "this node is the one kubeadm init set up (the cluster's first node): a join command is for the nodes that join it"
+    fi
+    if [ -f /etc/kubernetes/pki/ca.crt ] && [ "$(__kubernetes_ca_hash)" != "$KUBEADM_TOKEN_CA_HASH" ]; then
+        bail "this node is already part of another cluster (its CA is not the one the join command names); run berth reset on it first"
+    fi
+    __kubernetes_node_is_set_up && return 0
+    if ! [[ "$KUBEADM_TOKEN" =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]]; then
+        bail "the join command's kubeadm-token is not a kubeadm token (six and sixteen lowercase letters or digits, a dot between); copy the whole command again"
+    fi
+    if ! commandExists curl; then
+        logWarn "no curl on this node: the join command's token and CA are checked by kubeadm join alone"
+        return 0
+    fi
+    local info
+    if ! info="$(curl -fsSk --max-time 15 "https://$address/api/v1/namespaces/kube-public/configmaps/cluster-info")"; then
+        bail "the cluster's API does not answer at $address (the join command's kubernetes-master-address); check that this node reaches it"
+    fi
+    token_id="${KUBEADM_TOKEN%%.*}"
+    if ! grep -q "\"jws-kubeconfig-$token_id\"" <<<"$info"; then
+        bail "the cluster at $address does not know the join command's token $token_id: it has expired (a token lasts 24 hours) or was mistyped; run berth join-command on a control-plane node for a new command"
+    fi
+    local authority
+    authority="$(grep -o 'certificate-authority-data: [A-Za-z0-9+/=]*' <<<"$info" | head -1 | awk '{ print $2 }')"
+    if [ -n "$authority" ] && [ "$(base64 -d <<<"$authority" | __kubernetes_hash_of_certificate)" != "$KUBEADM_TOKEN_CA_HASH" ]; then
+        bail "the cluster at $address is not the one the join command names: its CA's hash differs from kubeadm-token-ca-hash"
+    fi
+}
+
 # Before any add-on's install: a host that cannot run Kubernetes is refused unchanged.
 function kubernetes_pre_init() {
     __kubernetes_refuse_version_change
+    __kubernetes_host_packages
     __kubernetes_host_tools
 }
 
@@ -105,14 +182,57 @@ function __kubernetes_kubeadm_config() {
         fi
         insert_patches_strategic_merge "$tree/kustomization.yaml" "$name"
     done
+    # Without systemd (containers, namespaces, some minimal hosts) containerd places containers
+    # with cgroupfs, and this node's kubelet must agree: a flag of this node's alone, since the
+    # cluster's kubelet configuration serves nodes that run systemd too.
+    if ! berth_has_systemd; then
+        local kind=InitConfiguration document=kubeadm-init-configuration
+        if [ "$role" = join ]; then
+            kind=JoinConfiguration document=kubeadm-join-configuration
+        fi
+        printf '%s\n' "apiVersion: $api" "kind: $kind" "metadata:" "  name: $document" \
+            "nodeRegistration:" "  kubeletExtraArgs:" "    cgroup-driver: cgroupfs" \
+            > "$tree/berth-cgroupfs.yaml"
+        insert_patches_strategic_merge "$tree/kustomization.yaml" berth-cgroupfs.yaml
+    fi
+    # Where the conntrack table's size cannot be set (a node inside a network namespace or a
+    # container: the sysctl is the host's), kube-proxy would exit on setting it: the cluster's
+    # kube-proxy leaves conntrack's settings as the kernel has them, as kind's clusters do.
+    if [ "$role" = init ] && ! __kubernetes_conntrack_settable; then
+        logWarn "this node cannot set the conntrack table's size: kube-proxy will leave conntrack's settings as they are"
+        printf '%s\n' "apiVersion: kubeproxy.config.k8s.io/v1alpha1" "kind: KubeProxyConfiguration" \
+            "metadata:" "  name: kube-proxy-configuration" "conntrack:" "  maxPerCore: 0" \
+            "  tcpEstablishedTimeout: 0s" "  tcpCloseWaitTimeout: 0s" > "$tree/berth-conntrack.yaml"
+        insert_patches_strategic_merge "$tree/kustomization.yaml" berth-conntrack.yaml
+    fi
     kubectl kustomize "$tree" > "$file.raw"
     "$DIR/bin/yamlutil" -r -fp "$file.raw" -yp metadata
     mv "$file.raw" "$file"
 }
 
+# Whether this node may set the conntrack table's size, as kube-proxy does (it writes the
+# value it reads back).
+function __kubernetes_conntrack_settable() {
+    local file=/proc/sys/net/netfilter/nf_conntrack_max value
+    value="$(cat "$file" 2>/dev/null)" || return 0
+    (echo "$value" > "$file") 2>/dev/null
+}
+
+# Whether the package carries the image whose Manifest name is NAME.
+function __kubernetes_package_has_image() {
+    awk -v name="$1" '$1 == "image" && $2 == name { found = 1 } END { exit !found }' \
+        "$(__kubernetes_package_dir)/Manifest" 2>/dev/null
+}
+
 # The CA certificate's hash a joining node checks, as `kubeadm init` prints it.
 function __kubernetes_ca_hash() {
-    openssl x509 -pubkey -in /etc/kubernetes/pki/ca.crt |
+    __kubernetes_hash_of_certificate < /etc/kubernetes/pki/ca.crt
+}
+
+# The hash kubeadm gives a CA certificate (read from standard input): the SHA-256 of its
+# public key's DER encoding.
+function __kubernetes_hash_of_certificate() {
+    openssl x509 -pubkey |
         openssl rsa -pubin -outform der 2>/dev/null |
         sha256sum | awk '{ print "sha256:" $1 }'
 }
@@ -143,6 +263,13 @@ function __kubernetes_refuse_version_change() {
 function kubernetes() {
     __kubernetes_refuse_version_change
     __kubernetes_host
+    # Run again on a node kubeadm already set up (a repair, or a run stopped after init):
+    # the node is repaired, not initialized a second time over its running control plane.
+    if __kubernetes_node_is_set_up; then
+        log "Kubernetes is already set up on this node (/etc/kubernetes/kubelet.conf): repairing it, not running kubeadm init again"
+        kubernetes_already_applied
+        return
+    fi
     if [ -z "$BOOTSTRAP_TOKEN" ]; then
         BOOTSTRAP_TOKEN="$(kubeadm token generate)"
     fi
@@ -166,10 +293,23 @@ function kubernetes() {
     printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'rules:' '- level: Metadata' > /etc/kubernetes/audit.yaml
     __kubernetes_kubeadm_config init /opt/replicated/kubeadm.conf
     rm -f /etc/kubernetes/*.conf
-    kubeadm init \
+    # A package without kURL's CoreDNS image (one built where CoreDNS cannot be) gets no
+    # cluster DNS rather than a Deployment that never pulls.
+    local skip_phases=()
+    if ! __kubernetes_package_has_image coredns; then
+        logWarn "Kubernetes $KUBERNETES_VERSION: this package has no coredns image; the cluster gets no cluster DNS"
+        skip_phases=(--skip-phases=addon/coredns)
+    fi
+    if ! kubeadm init \
         --ignore-preflight-errors="${KUBERNETES_INIT_IGNORE_PREFLIGHT_ERRORS:-all}" \
         --config /opt/replicated/kubeadm.conf \
-        "${upload_certs[@]+"${upload_certs[@]}"}"
+        "${upload_certs[@]+"${upload_certs[@]}"}" \
+        "${skip_phases[@]+"${skip_phases[@]}"}"; then
+        # What kubeadm left (manifests, certificates, a half-made etcd) would make the next
+        # run fail on it: the node goes back to where kubeadm reset leaves it.
+        kubeadm reset --force >/dev/null 2>&1 || true
+        bail "kubeadm init failed (above); the node is as kubeadm reset leaves it, so the same command can run again once the cause is fixed"
+    fi
     # kURL's exportKubeconfig: root's kubeconfig is the admin's.
     mkdir -p /root/.kube
     cp /etc/kubernetes/admin.conf /root/.kube/config
@@ -177,9 +317,27 @@ function kubernetes() {
     __kubernetes_publish_join
 }
 
-# On a run that leaves Kubernetes as it is, a new bootstrap token for the next join command.
+# Whether kubeadm has already made this node part of a cluster (init or join wrote the
+# kubelet's credentials).
+function __kubernetes_node_is_set_up() {
+    [ -f /etc/kubernetes/kubelet.conf ]
+}
+
+# A node kubeadm set up whose kubelet stopped gets it started again: a re-run repairs the
+# node; kubeadm init or join never runs twice on it.
+function __kubernetes_repair() {
+    if ! systemctl is-active --quiet kubelet 2>/dev/null; then
+        logWarn "the kubelet was not running; starting it"
+        systemctl start kubelet
+    fi
+}
+
+# On a run that leaves Kubernetes as it is, the kubelet running and, on a control plane, a
+# new bootstrap token for the next join command.
 function kubernetes_already_applied() {
     commandExists kubeadm || return 0
+    __kubernetes_node_is_set_up && __kubernetes_repair
+    [ -f /etc/kubernetes/admin.conf ] || return 0
     BOOTSTRAP_TOKEN="$(kubeadm token create --ttl "${BOOTSTRAP_TOKEN_TTL:-24h}")"
     if [ "$HA_CLUSTER" = "1" ]; then
         CERT_KEY="$(kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -1)"
@@ -191,12 +349,56 @@ function kubernetes_already_applied() {
 # node, certificate key.
 function kubernetes_join() {
     __kubernetes_host
+    if __kubernetes_node_is_set_up; then
+        log "this node has already joined the cluster (/etc/kubernetes/kubelet.conf): repairing it, not running kubeadm join again"
+        __kubernetes_repair
+        return
+    fi
     if [ -z "$KUBERNETES_MASTER_ADDR" ] || [ -z "$KUBEADM_TOKEN" ] || [ -z "$KUBEADM_TOKEN_CA_HASH" ]; then
         bail "joining Kubernetes needs the join command's kubernetes-master-address, kubeadm-token and kubeadm-token-ca-hash; run the command the first node printed"
     fi
     mkdir -p /opt/replicated
     __kubernetes_kubeadm_config join /opt/replicated/kubeadm.conf
-    kubeadm join \
+    if ! kubeadm join \
         --ignore-preflight-errors=all \
-        --config /opt/replicated/kubeadm.conf
+        --config /opt/replicated/kubeadm.conf; then
+        kubeadm reset --force >/dev/null 2>&1 || true
+        bail "kubeadm join failed (above); the node is as kubeadm reset leaves it, so the join command can run again once the cause is fixed"
+    fi
+}
+
+# The node's name in the cluster: its kubelet certificate's common name (system:node:NAME).
+function __kubernetes_node_name() {
+    openssl x509 -noout -subject -nameopt multiline \
+        -in /var/lib/kubelet/pki/kubelet-client-current.pem 2>/dev/null |
+        sed -n 's/^ *commonName *= *system:node://p'
+}
+
+# `berth reset`: the node leaves the cluster and goes back to where it was before kubeadm.
+# The kubelet stops, its Node object is deleted (with the admin's credentials on a control
+# plane, else the node's own, which may delete only itself), and kubeadm reset removes this
+# node's etcd member from a stacked etcd and everything kubeadm wrote. The kubelet and
+# kubectl packages stay, so the node can join again.
+function kubernetes_reset() {
+    commandExists kubeadm || return 0
+    local name kubeconfig=/etc/kubernetes/kubelet.conf
+    name="$(__kubernetes_node_name)"
+    [ -f /etc/kubernetes/admin.conf ] && kubeconfig=/etc/kubernetes/admin.conf
+    # The kubelet stops first: it would register the Node again. (A control plane's static
+    # pods run on without it until kubeadm reset removes them.)
+    systemctl stop kubelet >/dev/null 2>&1 || true
+    if [ -n "$name" ] && [ -f "$kubeconfig" ]; then
+        kubectl --kubeconfig "$kubeconfig" delete node "$name" --timeout=30s >/dev/null 2>&1 ||
+            logWarn "the Node object $name could not be deleted from here; on a control-plane node: kubectl delete node $name"
+    fi
+    kubeadm reset --force
+    rm -f /root/.kube/config /etc/crictl.yaml /opt/replicated/kubeadm.conf /etc/kubernetes/audit.yaml
+    # What kube-proxy, the kubelet and the CNI plugins left in iptables goes with them: their
+    # chains and the rules that jump to them, each table rewritten at once, the rest kept.
+    local table
+    for table in filter nat mangle; do
+        iptables-save -t "$table" 2>/dev/null | grep -q -e 'KUBE-' -e 'CNI-' || continue
+        iptables-save -t "$table" | grep -v -e 'KUBE-' -e 'CNI-' | iptables-restore -T "$table" ||
+            logWarn "iptables table $table still holds Kubernetes' rules"
+    done
 }

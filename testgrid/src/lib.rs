@@ -6,6 +6,8 @@ mod file_server;
 pub mod grid;
 pub mod images;
 mod kubernetes_api;
+pub mod kubernetes_cluster;
+pub mod kubernetes_dist;
 pub mod kurl_dist;
 pub mod machine;
 pub mod network;

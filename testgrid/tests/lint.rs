@@ -33,13 +33,19 @@ fn scripts(root: &Path, folders: &[&str], files: &[&str]) -> Vec<PathBuf> {
 fn every_shell_script_passes_shellcheck() {
     let shellcheck = berth_testgrid::require("shellcheck", "shellcheck");
     let root = repository();
-    let scripts = scripts(&root, &["scripts", "addons", "bench"], &[".ci/run"]);
+    let scripts = scripts(
+        &root,
+        &["scripts", "addons", "bench", "builder/hooks"],
+        &[".ci/run", "addons/pod-network/1.0.0/berth-pod-network"],
+    );
     // The helper library, every add-on's install.sh, the test and bench scripts at least.
     for expected in [
         "scripts/common/common.sh",
         "scripts/test.sh",
         "addons/demo/1.0.0/install.sh",
         "bench/install.sh",
+        "builder/hooks/kubernetes.sh",
+        "scripts/kubernetes.sh",
     ] {
         assert!(
             scripts.contains(&root.join(expected)),

@@ -86,11 +86,37 @@ function containerd_write_config() {
             -e "s/SystemdCgroup = .*/SystemdCgroup = $systemd_cgroup/" \
             -e "s|config_path = \"\"|config_path = \"$CONTAINERD_ETC/certs.d\"|" >"$CONTAINERD_ETC/config.toml.new"
     mv -f "$CONTAINERD_ETC/config.toml.new" "$CONTAINERD_ETC/config.toml"
+    # The pod sandbox image is the one the Kubernetes package carries, loaded with it, rather
+    # than containerd's default, which a node without a route out never pulls.
+    local pause_image
+    pause_image="$(containerd_kubernetes_pause_image)"
+    if [ -n "$pause_image" ]; then
+        sed -i "s|^\( *\)sandbox_image = .*|\1sandbox_image = \"$pause_image\"|" "$CONTAINERD_ETC/config.toml"
+        export CONTAINERD_PAUSE_IMAGE="$pause_image"
+    fi
+    # Where lowering a process's oom_score_adj is not permitted (inside a container or a user
+    # namespace), runc fails every pod sandbox unless containerd keeps the score as it is.
+    if ! containerd_can_lower_oom_score; then
+        logWarn "this host does not let processes lower their oom_score_adj: containerd's restrict_oom_score_adj is on"
+        sed -i 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' "$CONTAINERD_ETC/config.toml"
+    fi
     if [ -n "${CONTAINERD_TOML_CONFIG:-}" ]; then
         printf '%s\n' "$CONTAINERD_TOML_CONFIG" >"$CONTAINERD_ETC/config.d/berth.toml"
     else
         rm -f "$CONTAINERD_ETC/config.d/berth.toml"
     fi
+}
+
+# The pause image of the Kubernetes package this install carries, as its Manifest names it.
+function containerd_kubernetes_pause_image() {
+    [ -n "${KUBERNETES_VERSION:-}" ] || return 0
+    awk '$1 == "image" && $2 == "pause" { print $3; exit }' \
+        "$DIR/addons/kubernetes/$KUBERNETES_VERSION/Manifest" 2>/dev/null
+}
+
+# Whether a process here may lower its oom_score_adj, as runc does for a pod sandbox.
+function containerd_can_lower_oom_score() {
+    (echo -999 > /proc/self/oom_score_adj) 2>/dev/null
 }
 
 function containerd_answers() {

@@ -87,6 +87,14 @@ impl Contents {
         self.add_bytes("install.sh".to_string(), text.as_bytes().to_vec())
     }
 
+    /// Berth's own health file, as the package's `health.yaml`.
+    pub fn add_builtin_health(&mut self, text: &str) -> Result<(), PackageError> {
+        self.add_bytes(
+            berth_formats::health::HEALTH_FILE.to_string(),
+            text.as_bytes().to_vec(),
+        )
+    }
+
     /// The add-on folder's files and what `dockerout` builds produced, at their own paths.
     pub fn add_addon_files(
         &mut self,

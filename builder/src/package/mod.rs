@@ -168,6 +168,9 @@ pub async fn package(
     if let Some(hooks) = source.builtin_hooks {
         contents.add_builtin_hooks(hooks)?;
     }
+    if let Some(health) = source.builtin_health {
+        contents.add_builtin_health(health)?;
+    }
     contents.add_assets(&inputs.assets)?;
     contents.add_images(&inputs.images, &context.cache)?;
     let host_packages = contents.add_host_archives(inputs.host_archives)?;

@@ -74,10 +74,15 @@ pub struct AddonSource {
     /// Berth's own hooks, packaged as the folder's `install.sh` where kURL's folder has none
     /// (`packages/kubernetes/<version>/`, which kURL's own scripts install).
     pub builtin_hooks: Option<&'static str>,
+    /// Berth's own health file, packaged as the folder's `health.yaml` where it has none.
+    pub builtin_health: Option<&'static str>,
 }
 
 /// Berth's hooks for Kubernetes from kURL's `packages/kubernetes/<version>/`.
 pub const KUBERNETES_HOOKS: &str = include_str!("../../hooks/kubernetes.sh");
+
+/// What Berth probes of Kubernetes from kURL's `packages/kubernetes/<version>/`.
+pub const KUBERNETES_HEALTH: &str = include_str!("../../hooks/kubernetes-health.yaml");
 
 impl AddonSource {
     /// Reads the add-on folder at `directory`: names from its path, the Manifest (every local
@@ -140,8 +145,14 @@ impl AddonSource {
         let builtin_hooks = (kind == PackageKind::Kubernetes
             && !files.iter().any(|file| file.relative == "install.sh"))
         .then_some(KUBERNETES_HOOKS);
+        let builtin_health = (kind == PackageKind::Kubernetes
+            && !files
+                .iter()
+                .any(|file| file.relative == berth_formats::health::HEALTH_FILE))
+        .then_some(KUBERNETES_HEALTH);
         Ok(AddonSource {
             builtin_hooks,
+            builtin_health,
             name,
             version,
             kind,
@@ -183,6 +194,8 @@ impl AddonSource {
             #[serde(skip_serializing_if = "Option::is_none")]
             builtin_hooks: Option<Sha256Digest>,
             #[serde(skip_serializing_if = "Option::is_none")]
+            builtin_health: Option<Sha256Digest>,
+            #[serde(skip_serializing_if = "Option::is_none")]
             compression_level: Option<u32>,
         }
         let inputs = Inputs {
@@ -194,6 +207,9 @@ impl AddonSource {
             builtin_hooks: self
                 .builtin_hooks
                 .map(|hooks| Sha256Digest::of(hooks.as_bytes())),
+            builtin_health: self
+                .builtin_health
+                .map(|health| Sha256Digest::of(health.as_bytes())),
             compression_level: (compression.level != compression.format.default_level())
                 .then_some(compression.level),
         };
@@ -251,4 +267,29 @@ pub fn hash_file(path: &Path, relative: String) -> Result<AddonFile, AddonError>
         size: metadata.len(),
         executable: metadata.permissions().mode() & 0o111 != 0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The health file Berth packages for Kubernetes reads as every add-on's must.
+    #[test]
+    fn the_builtin_kubernetes_health_file_parses() {
+        let health =
+            berth_formats::health::HealthFile::parse("kubernetes-health.yaml", KUBERNETES_HEALTH)
+                .unwrap();
+        let names: Vec<&str> = health.components.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "kubelet",
+                "node-ready",
+                "api-server",
+                "scheduler",
+                "controller-manager",
+                "etcd"
+            ]
+        );
+    }
 }

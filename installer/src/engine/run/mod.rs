@@ -396,6 +396,10 @@ impl<'a> Run<'a> {
                 Phase::Join => &kubernetes_last,
                 _ => &in_order,
             };
+            // On a joining node, add-ons are judged (their health waited for) once every
+            // `_join` has run, Kubernetes' last: what runs on the node's cluster credentials
+            // can only become healthy after `kubeadm join`.
+            let mut joined = Vec::new();
             for &index in order {
                 check_interrupt()?;
                 let member = &self.members[index];
@@ -451,8 +455,15 @@ impl<'a> Run<'a> {
                     .position(|phase| *phase == main_phase)
                     .is_none_or(|main| phase_number >= main);
                 if applies && !member.finished && main_done && !remaining {
-                    self.succeed(index, reporter)?;
+                    if *phase == Phase::Join {
+                        joined.push(index);
+                    } else {
+                        self.succeed(index, reporter)?;
+                    }
                 }
+            }
+            for index in joined {
+                self.succeed(index, reporter)?;
             }
         }
         session

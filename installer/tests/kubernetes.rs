@@ -1,0 +1,477 @@
+//! Real Kubernetes v1.20.2, built here from Debian's source package by `scripts/kubernetes.sh`,
+//! packaged by `berth-build` from kURL's own Manifest (`testgrid::kubernetes_dist`), and
+//! installed by Berth on machines of their own (`testgrid::kubernetes_cluster`): `kubeadm
+//! init` on the first, the printed join command on the others, each node's kubelet started
+//! by kubeadm through `systemctl`.
+//!
+//! The test needs `BERTH_KUBERNETES_ARTEFACTS` (what `scripts/kubernetes.sh` prints;
+//! `scripts/test.sh` sets it) and fails naming it when it is missing.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::kubernetes_cluster::{BUSYBOX, Cluster, SPEC, cgroup_root, nodes, wait_or_explain};
+use support::{printed, wait_until};
+
+/// Builds the dist and boots `count` machines for it.
+fn cluster(count: usize) -> Cluster {
+    Cluster::start(
+        count,
+        std::path::Path::new(env!("CARGO_BIN_EXE_berth")),
+        &support::built_beside(env!("CARGO_BIN_EXE_berth"), "berth-build"),
+    )
+}
+
+/// One primary and two workers that joined with the printed command: three Ready nodes, a
+/// DaemonSet's pod Running on each, and a pod answering a pod on another node by its address.
+#[test]
+fn three_nodes_install_join_and_run_pods_that_reach_each_other() {
+    let started = Instant::now();
+    let cluster = cluster(3);
+    let install = cluster.shell(
+        0,
+        &format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id),
+    );
+    assert!(install.status.success(), "{}", printed(&install));
+    eprintln!("first node installed after {:?}", started.elapsed());
+    let join_command = cluster.shell(0, "berth join-command");
+    assert!(join_command.status.success(), "{}", printed(&join_command));
+    let join_command = String::from_utf8_lossy(&join_command.stdout)
+        .trim()
+        .replacen("sudo ", "", 1);
+    assert!(
+        join_command.contains("kubeadm-token=") && join_command.contains("kubeadm-token-ca-hash="),
+        "{join_command}"
+    );
+    for index in 1..3 {
+        let joined = cluster.shell(index, &join_command);
+        assert!(joined.status.success(), "{}", printed(&joined));
+        eprintln!("node-{} joined after {:?}", index + 1, started.elapsed());
+    }
+    wait_or_explain(
+        "three Ready nodes",
+        Duration::from_secs(300),
+        || {
+            let nodes = nodes(&cluster);
+            nodes.len() == 3 && nodes.iter().all(|(_, ready)| *ready)
+        },
+        || cluster.account(),
+    );
+    let names: Vec<String> = nodes(&cluster).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["node-1", "node-2", "node-3"]);
+
+    for index in 0..3 {
+        cluster.import_busybox(index);
+    }
+    let daemonset = format!(
+        "apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: answer
+spec:
+  selector:
+    matchLabels: {{app: answer}}
+  template:
+    metadata:
+      labels: {{app: answer}}
+    spec:
+      containers:
+      - name: answer
+        image: {BUSYBOX}
+        imagePullPolicy: Never
+        command: [sh, -c, 'mkdir -p /www && echo \"$NODE_NAME\" > /www/index.html && exec httpd -f -p 8080 -h /www']
+        env:
+        - name: NODE_NAME
+          valueFrom: {{fieldRef: {{fieldPath: spec.nodeName}}}}
+"
+    );
+    let applied = cluster.shell(
+        0,
+        &format!(
+            "kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - <<'EOF'\n{daemonset}EOF"
+        ),
+    );
+    assert!(applied.status.success(), "{}", printed(&applied));
+    // Each pod: its node, its address, whether it runs.
+    let pods = || -> Vec<(String, String, String, String)> {
+        let output = cluster.kubectl(
+            "get pods -l app=answer -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName} {.status.podIP} {.status.phase}{\"\\n\"}{end}'",
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| {
+                let mut words = line.split_whitespace().map(str::to_string);
+                Some((words.next()?, words.next()?, words.next()?, words.next()?))
+            })
+            .collect()
+    };
+    wait_or_explain(
+        "a Running answer pod on each node",
+        Duration::from_secs(180),
+        || {
+            let pods = pods();
+            pods.len() == 3 && pods.iter().all(|(_, _, _, phase)| phase == "Running")
+        },
+        || cluster.account(),
+    );
+    let pods = pods();
+    let on = |node: &str| {
+        pods.iter()
+            .find(|(_, pod_node, _, _)| pod_node == node)
+            .unwrap_or_else(|| panic!("no answer pod on {node}: {pods:?}"))
+            .clone()
+    };
+    let (from, _, _, _) = on("node-1");
+    for node in ["node-2", "node-3"] {
+        let (_, _, address, _) = on(node);
+        let answer = std::cell::RefCell::new(String::new());
+        wait_or_explain(
+            &format!("the pod on node-1 to reach the pod on {node} at {address}"),
+            Duration::from_secs(60),
+            || {
+                let output = cluster.kubectl(&format!(
+                    "exec {from} -- sh -c 'printf \"GET / HTTP/1.0\\r\\n\\r\\n\" | nc -w 5 {address} 8080'"
+                ));
+                // What it answered, or all it printed when it failed.
+                *answer.borrow_mut() = if output.status.success() {
+                    String::from_utf8_lossy(&output.stdout).into_owned()
+                } else {
+                    printed(&output)
+                };
+                output.status.success()
+            },
+            || {
+                let mut account = format!("the last try: {}\n", answer.borrow());
+                for index in 0..3 {
+                    let output = cluster.shell(
+                        index,
+                        "ip route; tail -5 /var/log/berth-pod-network.log; \
+                         for pid in $(pgrep -f 'bash /usr/local/bin/berth-pod-network$'); do \
+                             ps -o pid,stat,etime,args --ppid $pid; done; \
+                         kubectl --kubeconfig /etc/kubernetes/kubelet.conf --request-timeout=10s get nodes -o wide",
+                    );
+                    account.push_str(&format!("== node-{}\n{}", index + 1, printed(&output)));
+                }
+                account
+            },
+        );
+        // The body follows the headers (busybox's wget crashes in a static image, so the
+        // request goes through nc).
+        let answer = answer.into_inner();
+        let answer = answer.rsplit("\r\n\r\n").next().unwrap_or_default().trim();
+        assert_eq!(answer, node, "the pod at {address} answered");
+    }
+    eprintln!("done after {:?}", started.elapsed());
+}
+
+/// The processes named `name` that run under machine `index`'s kubelet (its cgroup root).
+fn pids_of(cluster: &Cluster, index: usize, name: &str) -> Vec<String> {
+    let root = cgroup_root(&cluster.machines[index]);
+    let output = cluster.shell(
+        index,
+        &format!(
+            "for pid in $(pgrep -x {name}); do grep -q '/{root}/' /proc/$pid/cgroup && echo $pid; done; true"
+        ),
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `berth health kubernetes` on machine `index`: whether it says Available, and what it says.
+fn kubernetes_health(cluster: &Cluster, index: usize) -> (bool, String) {
+    let output = cluster.shell(index, "berth health kubernetes");
+    (output.status.success(), printed(&output))
+}
+
+/// One node: `kubeadm init` by Berth's hooks, the control plane's pods Running, a Deployment
+/// Available; health that names a frozen scheduler and a stopped kubelet; a re-run that
+/// repairs the node (starts the kubelet) without running kubeadm init again; a reset, after which the same command
+/// installs again.
+#[test]
+fn one_node_is_probed_repaired_by_a_rerun_reset_and_installed_again() {
+    let cluster = cluster(1);
+    let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
+    let install = cluster.shell(0, &install_command);
+    assert!(install.status.success(), "{}", printed(&install));
+    assert!(
+        printed(&install).contains("[init] Using Kubernetes version: v1.20.2"),
+        "kubeadm init ran: {}",
+        printed(&install)
+    );
+    let ready = || {
+        let nodes = nodes(&cluster);
+        nodes.len() == 1 && nodes[0].1
+    };
+    wait_or_explain("node-1 Ready", Duration::from_secs(180), ready, || {
+        cluster.account()
+    });
+    for component in [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "etcd",
+    ] {
+        let pod = format!("{component}-node-1");
+        wait_or_explain(
+            &format!("{pod} Running"),
+            Duration::from_secs(120),
+            || {
+                let output = cluster.kubectl(&format!(
+                    "-n kube-system get pod {pod} -o jsonpath='{{.status.phase}}'"
+                ));
+                String::from_utf8_lossy(&output.stdout) == "Running"
+            },
+            || cluster.account(),
+        );
+    }
+    cluster.import_busybox(0);
+    let deployment = format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {{app: web}}
+  template:
+    metadata:
+      labels: {{app: web}}
+    spec:
+      containers:
+      - name: web
+        image: {BUSYBOX}
+        imagePullPolicy: Never
+        command: [sh, -c, 'mkdir -p /www && echo web > /www/index.html && exec httpd -f -p 8080 -h /www']
+"
+    );
+    let applied = cluster.shell(
+        0,
+        &format!(
+            "kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - <<'EOF'\n{deployment}EOF\n\
+             kubectl --kubeconfig /etc/kubernetes/admin.conf wait --for=condition=Available deployment/web --timeout=180s"
+        ),
+    );
+    assert!(
+        applied.status.success(),
+        "{}\n{}",
+        printed(&applied),
+        cluster.account()
+    );
+
+    // Health probes the control plane: Available, then not while the scheduler is frozen
+    // (it answers nothing, as a hung process), naming it, then Available again.
+    wait_or_explain(
+        "Kubernetes healthy",
+        Duration::from_secs(60),
+        || kubernetes_health(&cluster, 0).0,
+        || kubernetes_health(&cluster, 0).1,
+    );
+    let scheduler = pids_of(&cluster, 0, "kube-scheduler");
+    assert_eq!(scheduler.len(), 1, "one scheduler runs on node-1");
+    cluster.shell(0, &format!("kill -STOP {}", scheduler[0]));
+    let (healthy, said) = kubernetes_health(&cluster, 0);
+    cluster.shell(0, &format!("kill -CONT {}", scheduler[0]));
+    assert!(!healthy, "a frozen scheduler is not healthy: {said}");
+    assert!(said.contains("scheduler"), "{said}");
+    wait_or_explain(
+        "Kubernetes healthy again",
+        Duration::from_secs(60),
+        || kubernetes_health(&cluster, 0).0,
+        || kubernetes_health(&cluster, 0).1,
+    );
+
+    // A stopped kubelet: not healthy, naming it; the same command run again repairs the node
+    // (Repair) by starting it, and leaves kubeadm alone.
+    let stopped = cluster.shell(0, "systemctl stop kubelet");
+    assert!(stopped.status.success(), "{}", printed(&stopped));
+    let (healthy, said) = kubernetes_health(&cluster, 0);
+    assert!(!healthy && said.contains("kubelet"), "{said}");
+    let rerun = cluster.shell(0, &install_command);
+    let said = printed(&rerun);
+    assert!(rerun.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "kubernetes   1.20.2   Repair          applied as asked, but not healthy: kubelet"
+        ),
+        "the re-run repairs Kubernetes: {said}"
+    );
+    assert!(
+        said.contains("repairing it, not running kubeadm init again"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("[init]"),
+        "kubeadm init did not run again: {said}"
+    );
+    wait_or_explain(
+        "node-1 Ready again",
+        Duration::from_secs(120),
+        ready,
+        || cluster.account(),
+    );
+    assert!(
+        kubernetes_health(&cluster, 0).0,
+        "{}",
+        kubernetes_health(&cluster, 0).1
+    );
+    // Healthy again, the next run has nothing to do for Kubernetes.
+    let rerun = cluster.shell(0, &install_command);
+    let said = printed(&rerun);
+    assert!(rerun.status.success(), "{said}");
+    assert!(
+        said.contains("kubernetes   1.20.2   AlreadyApplied"),
+        "{said}"
+    );
+    assert!(!said.contains("[init]"), "{said}");
+
+    // Reset: kubeadm's reset, nothing of the control plane left running, and the same command
+    // installs again.
+    let reset = cluster.shell(0, "berth reset");
+    assert!(reset.status.success(), "{}", printed(&reset));
+    let kubelet = cluster.shell(0, "systemctl is-active kubelet");
+    assert!(
+        !kubelet.status.success(),
+        "the kubelet stopped: {}",
+        printed(&kubelet)
+    );
+    for component in ["kube-apiserver", "kube-scheduler", "etcd"] {
+        wait_until(
+            &format!("{component} to have stopped after the reset"),
+            Duration::from_secs(60),
+            || pids_of(&cluster, 0, component).is_empty(),
+        );
+    }
+    let left = cluster.shell(
+        0,
+        "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf 2>/dev/null; true",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&left.stdout).trim(),
+        "",
+        "kubeadm reset left files"
+    );
+    let again = cluster.shell(0, &install_command);
+    assert!(again.status.success(), "{}", printed(&again));
+    wait_or_explain(
+        "node-1 Ready after installing again",
+        Duration::from_secs(180),
+        ready,
+        || cluster.account(),
+    );
+}
+
+/// Whether machine `index` is as before any install: no configuration of Berth's containerd
+/// add-on, no kubelet package, nothing of kubeadm's.
+fn untouched(cluster: &Cluster, index: usize) -> bool {
+    cluster
+        .shell(
+            index,
+            "! [ -e /etc/containerd/config.d ] && ! dpkg-query -W kubelet >/dev/null 2>&1 \
+             && ! [ -e /etc/kubernetes ]",
+        )
+        .status
+        .success()
+}
+
+/// What is refused before anything changes: a Kubernetes version the dist lacks, a host with a
+/// kubelet of another version, the join command run on the first node, a join command with a
+/// token the cluster does not know or another cluster's CA hash; the refused node then joins
+/// with the right command.
+#[test]
+fn bad_versions_kubelets_and_join_commands_are_refused_before_anything_changes() {
+    let cluster = cluster(2);
+    let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
+
+    // A version the dist lacks, named with those it has.
+    let spec = cluster.work.path().join("other-version.yaml");
+    fs_err::write(&spec, SPEC.replace("version: 1.20.2", "version: 1.21.0")).unwrap();
+    let refused = cluster.shell(
+        1,
+        &format!(
+            "{} install --spec {} --dist {}/dist",
+            env!("CARGO_BIN_EXE_berth"),
+            spec.display(),
+            cluster.served
+        ),
+    );
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("kubernetes has no version `1.21.0`") && said.contains("1.20.2"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
+
+    // A kubelet of another version on the host.
+    let placed = cluster.shell(
+        1,
+        "printf '#!/bin/sh\\necho Kubernetes v1.19.0\\n' > /usr/local/bin/kubelet && chmod +x /usr/local/bin/kubelet",
+    );
+    assert!(placed.status.success(), "{}", printed(&placed));
+    let refused = cluster.shell(1, &install_command);
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("this host already has kubelet 1.19.0 (/usr/local/bin/kubelet)"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
+    cluster.shell(1, "rm /usr/local/bin/kubelet");
+
+    // The first node, and its join command run on itself.
+    let install = cluster.shell(0, &install_command);
+    assert!(install.status.success(), "{}", printed(&install));
+    let join_command = cluster.shell(0, "berth join-command");
+    assert!(join_command.status.success(), "{}", printed(&join_command));
+    let join_command = String::from_utf8_lossy(&join_command.stdout)
+        .trim()
+        .replacen("sudo ", "", 1);
+    let refused = cluster.shell(0, &join_command);
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("the cluster's first node"), "{said}");
+    assert!(
+        kubernetes_health(&cluster, 0).0,
+        "{}",
+        kubernetes_health(&cluster, 0).1
+    );
+
+    // A token the cluster does not know (as one past its 24 hours), and another cluster's CA.
+    let token = support::join_param(&join_command, "kubeadm-token");
+    let unknown = join_command.replace(&token, &format!("zzzzzz{}", &token[6..]));
+    let refused = cluster.shell(1, &unknown);
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("does not know the join command's token zzzzzz"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
+    let hash = support::join_param(&join_command, "kubeadm-token-ca-hash");
+    let other_ca = join_command.replace(&hash, &format!("sha256:{}", "0".repeat(64)));
+    let refused = cluster.shell(1, &other_ca);
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("is not the one the join command names"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
+
+    // The right command joins the node the refusals left as it was.
+    let joined = cluster.shell(1, &join_command);
+    assert!(joined.status.success(), "{}", printed(&joined));
+    wait_or_explain(
+        "two Ready nodes",
+        Duration::from_secs(180),
+        || {
+            let nodes = nodes(&cluster);
+            nodes.len() == 2 && nodes.iter().all(|(_, ready)| *ready)
+        },
+        || cluster.account(),
+    );
+}

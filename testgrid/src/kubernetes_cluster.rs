@@ -1,0 +1,295 @@
+//! Kubernetes clusters on machines of their own (network, mount and UTS namespaces; see
+//! [`crate::machine`]), for the tests and benchmarks that install real Kubernetes with Berth:
+//! the dist [`crate::kubernetes_dist`] builds, served by `berth-build serve` from a host of its
+//! own, and machines ready for `curl … | bash` and the printed join command.
+//!
+//! What the machines need that a real host has, and why:
+//! - `/etc/hosts` names every machine: no name server is reachable, and the kubelet's
+//!   hostname must resolve;
+//! - each kubelet has a cgroup folder of its own (`--cgroup-root`, in `/etc/default/kubelet`,
+//!   the file upstream's kubelet unit reads for node flags): the machines share this host's
+//!   cgroups, where two kubelets would otherwise both own `/kubepods`;
+//! - a `kubectl` package this host may have from elsewhere is removed, as kubectl comes with
+//!   the Kubernetes package (Debian's `kubernetes-client`).
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use berth_formats::spec::InstallerSpec;
+
+use crate::images::{PlatformImage, busybox_layer, write_oci_archive};
+use crate::kubernetes_dist;
+use crate::machine::Machine;
+use crate::network::{Host, Network};
+use crate::{Server, printed};
+
+pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// A test workload image: busybox, imported on every node under this name.
+pub const BUSYBOX: &str = "docker.io/library/busybox:berth-test";
+
+/// The machines, the server that serves their installer, and the dist it serves.
+pub struct Cluster {
+    pub machines: Vec<Machine>,
+    /// `http://ADDRESS:PORT`, where the installer is served.
+    pub served: String,
+    /// The installer's id: `curl -fsSL {served}/{id} | bash` installs it.
+    pub id: String,
+    /// The test's own folder (the dist, the spec, the server's log).
+    pub work: tempfile::TempDir,
+    _server: Server,
+    _network: Network,
+}
+
+/// The spec: kURL's Installer with Kubernetes, Berth's containerd and its pod network.
+pub const SPEC: &str = "apiVersion: cluster.kurl.sh/v1beta1
+kind: Installer
+metadata:
+  name: kubernetes
+spec:
+  kubernetes:
+    version: 1.20.2
+  containerd:
+    version: 1.6.20
+  pod-network:
+    version: 1.0.0
+";
+
+impl Cluster {
+    /// Builds the dist with `berth_build`, serves it (with `berth` as the node binary) from a
+    /// host of its own, and boots `count` machines named `node-1`…, ready for Berth.
+    pub fn start(count: usize, berth: &Path, berth_build: &Path) -> Cluster {
+        let artefacts = kubernetes_dist::artefacts().unwrap_or_else(|error| panic!("{error}"));
+        let work = tempfile::tempdir().unwrap();
+        let dist = work.path().join("dist");
+        kubernetes_dist::build(
+            berth_build,
+            &artefacts,
+            &dist,
+            &work.path().join("cache"),
+            &[],
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
+        let spec = work.path().join("installer.yaml");
+        fs_err::write(&spec, SPEC).unwrap();
+        let id = InstallerSpec::load(&spec).unwrap().id();
+
+        let mut network = Network::new();
+        let server_host = network.host();
+        let served = format!("http://{}:8800", server_host.address());
+        let server = Server::spawn(
+            server_host
+                .command(&berth_build.display().to_string())
+                .args(["serve", "--from"])
+                .arg(&dist)
+                .args(["--listen", &format!("{}:8800", server_host.address())])
+                .arg("--spec")
+                .arg(&spec)
+                .arg("--berth")
+                .arg(berth)
+                .arg("--installers")
+                .arg(work.path().join("installers")),
+            &work.path().join("serve.log"),
+        );
+        let hosts: Vec<Host> = (0..count).map(|_| network.host()).collect();
+        let names: Vec<String> = (1..=count).map(|n| format!("node-{n}")).collect();
+        let mut etc_hosts = String::from("127.0.0.1 localhost\n");
+        for (host, name) in hosts.iter().zip(&names) {
+            etc_hosts.push_str(&format!("{} {name}\n", host.address()));
+        }
+        let busybox = work.path().join("busybox.tar");
+        write_oci_archive(
+            &busybox,
+            BUSYBOX,
+            &[PlatformImage {
+                arch: "amd64",
+                layers: vec![busybox_layer()],
+            }],
+        );
+        let machines: Vec<Machine> = hosts
+            .into_iter()
+            .zip(&names)
+            .map(|(host, name)| {
+                let machine = Machine::start(host, name);
+                prepare(&machine, &etc_hosts);
+                machine
+            })
+            .collect();
+        let cluster = Cluster {
+            machines,
+            served,
+            id,
+            work,
+            _server: server,
+            _network: network,
+        };
+        let first = &cluster.machines[0];
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !first
+            .command("curl")
+            .args([
+                "-fsS",
+                "-o",
+                "/dev/null",
+                &format!("{}/versions.json", cluster.served),
+            ])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the installer server did not answer within 30 s; its log: {}",
+                fs_err::read_to_string(cluster.work.path().join("serve.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        cluster
+    }
+
+    /// `bash -c script` on machine `index`, as root there, with a plain PATH.
+    pub fn shell(&self, index: usize, script: &str) -> Output {
+        self.machines[index]
+            .command("bash")
+            .args(["-c", script])
+            .env("PATH", PATH)
+            .env_remove("BERTH_ROOT")
+            .env_remove("BERTH_DIST")
+            .env_remove("CONTAINERD_ADDRESS")
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap()
+    }
+
+    /// `kubectl` on the first node, with the admin's kubeconfig.
+    pub fn kubectl(&self, arguments: &str) -> Output {
+        self.shell(
+            0,
+            &format!("kubectl --kubeconfig /etc/kubernetes/admin.conf {arguments}"),
+        )
+    }
+
+    /// Imports the test image into machine `index`'s containerd, where the kubelet finds it.
+    pub fn import_busybox(&self, index: usize) {
+        let archive = self.work.path().join("busybox.tar");
+        let output = self.shell(
+            index,
+            &format!("ctr -n k8s.io images import {}", archive.display()),
+        );
+        assert!(output.status.success(), "{}", printed(&output));
+    }
+}
+
+/// Ends every process in a kubelet's cgroup folders, then removes them, deepest first (a
+/// cgroup folder is removed empty or not at all). Containers run in mount namespaces of their
+/// own, so ending a machine's processes leaves them (a pod's pause process outlives its
+/// shim): their cgroups find them all.
+const END_CGROUP_TREE: &str = "
+for controller in /sys/fs/cgroup/*/; do
+    tree=\"$controller$1\"
+    [ -d \"$tree\" ] || continue
+    for _ in $(seq 50); do
+        pids=$(find \"$tree\" -name cgroup.procs -exec cat {} +)
+        [ -n \"$pids\" ] || break
+        kill -9 $pids 2>/dev/null
+        sleep 0.1
+    done
+    find \"$tree\" -depth -type d -exec rmdir {} + 2>/dev/null
+done
+true";
+
+impl Drop for Cluster {
+    /// The machines end (with every process they ran), then what their kubelets ran.
+    fn drop(&mut self) {
+        let roots: Vec<String> = self.machines.iter().map(cgroup_root).collect();
+        self.machines.clear();
+        for root in roots {
+            let _ = std::process::Command::new("sh")
+                .args(["-c", END_CGROUP_TREE, "sh", &root])
+                .status();
+        }
+    }
+}
+
+/// What every machine needs before Berth runs (the module's comment says why).
+fn prepare(machine: &Machine, etc_hosts: &str) {
+    machine.write("/etc/hosts", etc_hosts);
+    let root = cgroup_root(machine);
+    machine.write(
+        "/etc/default/kubelet",
+        format!("KUBELET_EXTRA_ARGS=--cgroup-root=/{root} --fail-swap-on=false\n"),
+    );
+    let output = machine
+        .command("bash")
+        .args([
+            "-c",
+            "set -e
+             for controller in /sys/fs/cgroup/*/; do mkdir -p \"$controller$1\"; done
+             if dpkg-query -W -f='${Status}' kubectl 2>/dev/null | grep -q 'install ok installed'; then
+                 dpkg --remove kubectl >/dev/null
+             fi",
+            "bash",
+            &root,
+        ])
+        .env("PATH", PATH)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", printed(&output));
+}
+
+/// The cgroup folder of a machine's kubelet: its namespace's name, unique on this host.
+pub fn cgroup_root(machine: &Machine) -> String {
+    format!("berth-{}", machine.host.namespace)
+}
+
+/// Waits up to `timeout` for `condition`; if it never holds, fails with what `explain` says
+/// then (the cluster's own account of why).
+pub fn wait_or_explain(
+    what: &str,
+    timeout: Duration,
+    mut condition: impl FnMut() -> bool,
+    explain: impl Fn() -> String,
+) {
+    let deadline = Instant::now() + timeout;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}:\n{}",
+            explain()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+impl Cluster {
+    /// What the cluster says of its nodes, pods and recent events.
+    pub fn account(&self) -> String {
+        let output = self.kubectl(
+            "get nodes,pods -A -o wide; \
+             kubectl --kubeconfig /etc/kubernetes/admin.conf get events -A --sort-by=.lastTimestamp \
+                 -o jsonpath='{range .items[*]}{.involvedObject.name}: {.reason}: {.message}{\"\\n\"}{end}' | tail -25; \
+             for pod in $(kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get pods -o name | grep -v -e etcd -e kube-apiserver -e kube-scheduler -e kube-controller); do \
+                 echo \"== $pod\"; kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system logs --tail=15 $pod; \
+                 kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system logs -p --tail=15 $pod 2>/dev/null; done",
+        );
+        printed(&output)
+    }
+}
+
+/// The nodes `kubectl get nodes` lists, each with whether it is Ready.
+pub fn nodes(cluster: &Cluster) -> Vec<(String, bool)> {
+    let output = cluster.kubectl(
+        "get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}'",
+    );
+    if !output.status.success() {
+        return Vec::new();
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let (name, ready) = line.split_once(' ')?;
+            Some((name.to_string(), ready == "True"))
+        })
+        .collect()
+}

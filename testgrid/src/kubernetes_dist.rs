@@ -1,0 +1,169 @@
+//! A dist that installs real Kubernetes v1.20.2: kURL's `packages/kubernetes/1.20.2/Manifest`
+//! (less the lines that cannot be built here) with Berth's Kubernetes hooks, Berth's containerd
+//! and pod-network add-ons, all built by `berth-build` through its mirror settings from what
+//! `scripts/kubernetes.sh` builds from Debian's source package:
+//! - a loopback registry holds the images under their own repositories and tags
+//!   (`kube-apiserver:v1.20.2`, …), and a loopback file server holds kubeadm and crictl's
+//!   release tarball: a mirrors file (`berth-build --mirrors`) maps `k8s.gcr.io` and the
+//!   URLs kURL's Manifest names to them;
+//! - the artefacts' apt repository (kubelet, kubernetes-cni, Debian's kubernetes-client, and
+//!   what they and containerd need) is Debian 12's mirror for this build.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{FileServer, Registry, printed, require};
+
+pub const KUBERNETES_VERSION: &str = "1.20.2";
+
+/// kURL's `packages/kubernetes/1.20.2/Manifest`, less the lines no build here can satisfy
+/// (named in the artefacts' `UNBUILT`): `image coredns k8s.gcr.io/coredns:1.7.0` and the
+/// two kustomize assets. The `apt` lines are what a vendor adds to ship kubelet and kubectl
+/// with the package, from upstream's repository (here, the artefacts' apt repository).
+pub const KUBERNETES_MANIFEST: &str = "\
+image kube-apiserver k8s.gcr.io/kube-apiserver:v1.20.2
+image kube-controller-manager k8s.gcr.io/kube-controller-manager:v1.20.2
+image kube-scheduler k8s.gcr.io/kube-scheduler:v1.20.2
+image kube-proxy k8s.gcr.io/kube-proxy:v1.20.2
+image pause k8s.gcr.io/pause:3.2
+image etcd k8s.gcr.io/etcd:3.4.13-0
+
+asset kubeadm https://storage.googleapis.com/kubernetes-release/release/v1.20.2/bin/linux/amd64/kubeadm
+asset crictl-linux-amd64.tar.gz https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.20.0/crictl-v1.20.0-linux-amd64.tar.gz
+
+apt kubelet
+apt kubernetes-cni
+apt kubernetes-client
+";
+
+/// The images `scripts/kubernetes.sh` writes: (archive in `images/`, repository, tag).
+pub const IMAGES: [(&str, &str, &str); 6] = [
+    ("kube-apiserver.tar", "kube-apiserver", "v1.20.2"),
+    (
+        "kube-controller-manager.tar",
+        "kube-controller-manager",
+        "v1.20.2",
+    ),
+    ("kube-scheduler.tar", "kube-scheduler", "v1.20.2"),
+    ("kube-proxy.tar", "kube-proxy", "v1.20.2"),
+    ("pause.tar", "pause", "3.2"),
+    ("etcd.tar", "etcd", "3.4.13-0"),
+];
+
+/// The folder `scripts/kubernetes.sh` fills, as `BERTH_KUBERNETES_ARTEFACTS` names it
+/// (`scripts/test.sh` sets it), checked to be complete.
+pub fn artefacts() -> Result<PathBuf, String> {
+    let folder = std::env::var_os("BERTH_KUBERNETES_ARTEFACTS").ok_or(
+        "BERTH_KUBERNETES_ARTEFACTS is not set: run scripts/kubernetes.sh (scripts/test.sh does) \
+         and set it to the folder it prints",
+    )?;
+    let folder = PathBuf::from(folder);
+    if !folder.join("COMPLETE").is_file() {
+        return Err(format!(
+            "{}: not a complete build of scripts/kubernetes.sh (no COMPLETE); run it again",
+            folder.display()
+        ));
+    }
+    Ok(folder)
+}
+
+/// The repository folder of Berth's own add-ons (`addons/` of this checkout).
+fn own_addons() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../addons")
+}
+
+/// Builds the dist into `dist` with `builder` (`berth-build`) from `artefacts`, with more of
+/// the builder's options. The stand-ins stop when it is done. Fails with what the builder
+/// printed.
+pub fn build(
+    builder: &Path,
+    artefacts: &Path,
+    dist: &Path,
+    cache: &Path,
+    options: &[&str],
+) -> Result<(), String> {
+    let skopeo = require("skopeo", "skopeo");
+    let registry = Registry::start();
+    for (archive, repository, tag) in IMAGES {
+        let output = Command::new(&skopeo)
+            .args([
+                "--insecure-policy",
+                "copy",
+                "--quiet",
+                "--dest-tls-verify=false",
+            ])
+            .arg(format!(
+                "oci-archive:{}",
+                artefacts.join("images").join(archive).display()
+            ))
+            .arg(format!("docker://{}/{repository}:{tag}", registry.address))
+            .output()
+            .map_err(|error| error.to_string())?;
+        if !output.status.success() {
+            return Err(format!("skopeo copy {archive}: {}", printed(&output)));
+        }
+    }
+    let assets = FileServer::serve(&artefacts.join("assets"), None);
+    let apt = FileServer::serve(&artefacts.join("debs"), None);
+    let work = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let repository = work.path().join("repository");
+    let kubernetes = repository
+        .join("packages/kubernetes")
+        .join(KUBERNETES_VERSION);
+    fs_err::create_dir_all(&kubernetes).map_err(|error| error.to_string())?;
+    fs_err::write(kubernetes.join("Manifest"), KUBERNETES_MANIFEST)
+        .map_err(|error| error.to_string())?;
+    // Copies of Berth's own add-ons: the builder does not follow links below the folder it
+    // is given.
+    fs_err::create_dir_all(repository.join("addons")).map_err(|error| error.to_string())?;
+    for name in ["containerd", "pod-network"] {
+        let copied = Command::new("cp")
+            .arg("-r")
+            .arg(own_addons().join(name))
+            .arg(repository.join("addons"))
+            .status()
+            .map_err(|error| error.to_string())?;
+        if !copied.success() {
+            return Err(format!("could not copy the {name} add-on"));
+        }
+    }
+    let distros = work.path().join("distros.yaml");
+    fs_err::write(
+        &distros,
+        format!(
+            "distros:\n  - name: debian-12\n    format: deb\n    mirrors: [{}]\n    suite: bookworm\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n",
+            apt.url
+        ),
+    )
+    .map_err(|error| error.to_string())?;
+    // The vendor's mirrors file: the images' registry and the assets' URL prefixes.
+    let mirrors = work.path().join("mirrors.yaml");
+    fs_err::write(
+        &mirrors,
+        format!(
+            "registries:\n  k8s.gcr.io: {registry}\nassets:\n  https://storage.googleapis.com/kubernetes-release/release/v1.20.2/bin/linux/amd64/: {assets}/\n  https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.20.0/: {assets}/\n",
+            registry = registry.address,
+            assets = assets.url
+        ),
+    )
+    .map_err(|error| error.to_string())?;
+    let output = Command::new(builder)
+        .arg("build")
+        .arg(&repository)
+        .arg("--out")
+        .arg(dist)
+        .arg("--cache-dir")
+        .arg(cache)
+        .arg("--distros")
+        .arg(&distros)
+        .args(["--distro", "debian-12"])
+        .arg("--mirrors")
+        .arg(&mirrors)
+        .args(options)
+        .output()
+        .map_err(|error| error.to_string())?;
+    if !output.status.success() {
+        return Err(format!("berth-build: {}", printed(&output)));
+    }
+    Ok(())
+}
