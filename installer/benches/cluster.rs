@@ -44,7 +44,12 @@ fn steps(output: &str) -> Vec<(String, f64)> {
         .filter_map(|line| {
             if let Some((what, rest)) = line.rsplit_once(" took ") {
                 let seconds = rest.strip_suffix('s')?.parse().ok()?;
-                Some((format!("hook {what}"), seconds))
+                // The engine times the wait for health as it times a hook.
+                let what = match what {
+                    "becoming healthy" => "waiting for health".to_string(),
+                    hook => format!("hook {hook}"),
+                };
+                Some((what, seconds))
             } else if let Some((what, rest)) = line.split_once(" image(s) imported (") {
                 let seconds = rest.split(['s', ',']).next()?.parse().ok()?;
                 Some((format!("images of {what}"), seconds))
