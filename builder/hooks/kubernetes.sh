@@ -218,6 +218,14 @@ function __kubernetes_conntrack_settable() {
     (echo "$value" > "$file") 2>/dev/null
 }
 
+# What a control-plane node's API server reads beyond kubeadm's files: the audit policy its
+# configuration names (request metadata, as kURL logs) and the folder of its audit log. On
+# the first node and on every control-plane node that joins.
+function __kubernetes_control_plane_files() {
+    mkdir -p /opt/replicated /var/log/apiserver /etc/kubernetes
+    printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'rules:' '- level: Metadata' > /etc/kubernetes/audit.yaml
+}
+
 # Whether the package carries the image whose Manifest name is NAME.
 function __kubernetes_package_has_image() {
     awk -v name="$1" '$1 == "image" && $2 == name { found = 1 } END { exit !found }' \
@@ -288,9 +296,7 @@ function kubernetes() {
         export CERT_KEY
         upload_certs=(--upload-certs)
     fi
-    mkdir -p /opt/replicated /var/log/apiserver /etc/kubernetes
-    # The audit policy the API server's configuration names: request metadata, as kURL logs.
-    printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'rules:' '- level: Metadata' > /etc/kubernetes/audit.yaml
+    __kubernetes_control_plane_files
     __kubernetes_kubeadm_config init /opt/replicated/kubeadm.conf
     rm -f /etc/kubernetes/*.conf
     # A package without kURL's CoreDNS image (one built where CoreDNS cannot be) gets no
@@ -358,6 +364,9 @@ function kubernetes_join() {
         bail "joining Kubernetes needs the join command's kubernetes-master-address, kubeadm-token and kubeadm-token-ca-hash; run the command the first node printed"
     fi
     mkdir -p /opt/replicated
+    if [ "${MASTER:-}" = "1" ]; then
+        __kubernetes_control_plane_files
+    fi
     __kubernetes_kubeadm_config join /opt/replicated/kubeadm.conf
     if ! kubeadm join \
         --ignore-preflight-errors=all \
@@ -375,23 +384,32 @@ function __kubernetes_node_name() {
 }
 
 # `berth reset`: the node leaves the cluster and goes back to where it was before kubeadm.
-# The kubelet stops, its Node object is deleted (with the admin's credentials on a control
-# plane, else the node's own, which may delete only itself), and kubeadm reset removes this
-# node's etcd member from a stacked etcd and everything kubeadm wrote. The kubelet and
+# The kubelet stops, kubeadm reset removes this node's etcd member from a stacked etcd and
+# everything kubeadm wrote, then the Node object is deleted (with the admin's credentials on a
+# control plane, else the node's own, which may delete only itself). The kubelet and
 # kubectl packages stay, so the node can join again.
 function kubernetes_reset() {
     commandExists kubeadm || return 0
-    local name kubeconfig=/etc/kubernetes/kubelet.conf
+    local name kubeconfig=/etc/kubernetes/kubelet.conf saved=""
     name="$(__kubernetes_node_name)"
     [ -f /etc/kubernetes/admin.conf ] && kubeconfig=/etc/kubernetes/admin.conf
     # The kubelet stops first: it would register the Node again. (A control plane's static
     # pods run on without it until kubeadm reset removes them.)
     systemctl stop kubelet >/dev/null 2>&1 || true
+    # The credentials, kept whole (the files they name inlined) for after kubeadm reset, which
+    # removes them: kubeadm reset reads this node's Node object to remove its etcd member, so
+    # the Node goes after it.
     if [ -n "$name" ] && [ -f "$kubeconfig" ]; then
-        kubectl --kubeconfig "$kubeconfig" delete node "$name" --timeout=30s >/dev/null 2>&1 ||
-            logWarn "the Node object $name could not be deleted from here; on a control-plane node: kubectl delete node $name"
+        saved="$(mktemp)"
+        kubectl --kubeconfig "$kubeconfig" config view --raw --flatten > "$saved" 2>/dev/null ||
+            { rm -f "$saved"; saved=""; }
     fi
     kubeadm reset --force
+    if [ -n "$saved" ]; then
+        kubectl --kubeconfig "$saved" delete node "$name" --timeout=30s >/dev/null 2>&1 ||
+            logWarn "the Node object $name could not be deleted from here; on a control-plane node: kubectl delete node $name"
+        rm -f "$saved"
+    fi
     rm -f /root/.kube/config /etc/crictl.yaml /opt/replicated/kubeadm.conf /etc/kubernetes/audit.yaml
     # What kube-proxy, the kubelet and the CNI plugins left in iptables goes with them: their
     # chains and the rules that jump to them, each table rewritten at once, the rest kept.

@@ -60,6 +60,16 @@ impl Cluster {
     /// Builds the dist with `berth_build`, serves it (with `berth` as the node binary) from a
     /// host of its own, and boots `count` machines named `node-1`…, ready for Berth.
     pub fn start(count: usize, berth: &Path, berth_build: &Path) -> Cluster {
+        Self::start_with(count, berth, berth_build, |_| SPEC.to_string())
+    }
+
+    /// [`Cluster::start`] with the spec `spec` makes from the machines' addresses (in order).
+    pub fn start_with(
+        count: usize,
+        berth: &Path,
+        berth_build: &Path,
+        spec: impl FnOnce(&[String]) -> String,
+    ) -> Cluster {
         let artefacts = kubernetes_dist::artefacts().unwrap_or_else(|error| panic!("{error}"));
         let work = tempfile::tempdir().unwrap();
         let dist = work.path().join("dist");
@@ -71,12 +81,18 @@ impl Cluster {
             &[],
         )
         .unwrap_or_else(|error| panic!("{error}"));
-        let spec = work.path().join("installer.yaml");
-        fs_err::write(&spec, SPEC).unwrap();
-        let id = InstallerSpec::load(&spec).unwrap().id();
-
         let mut network = Network::new();
         let server_host = network.host();
+        let hosts: Vec<Host> = (0..count).map(|_| network.host()).collect();
+        let addresses: Vec<String> = hosts
+            .iter()
+            .map(|host| host.address().to_string())
+            .collect();
+        let spec_file = work.path().join("installer.yaml");
+        fs_err::write(&spec_file, spec(&addresses)).unwrap();
+        let spec = spec_file;
+        let id = InstallerSpec::load(&spec).unwrap().id();
+
         let served = format!("http://{}:8800", server_host.address());
         let server = Server::spawn(
             server_host
@@ -92,7 +108,6 @@ impl Cluster {
                 .arg(work.path().join("installers")),
             &work.path().join("serve.log"),
         );
-        let hosts: Vec<Host> = (0..count).map(|_| network.host()).collect();
         let names: Vec<String> = (1..=count).map(|n| format!("node-{n}")).collect();
         let mut etc_hosts = String::from("127.0.0.1 localhost\n");
         for (host, name) in hosts.iter().zip(&names) {
