@@ -475,3 +475,96 @@ fn bad_versions_kubelets_and_join_commands_are_refused_before_anything_changes()
         || cluster.account(),
     );
 }
+
+/// Three control planes: the first initialized with kURL's `loadBalancerAddress` (here the
+/// first node's own API address: no load balancer runs on these machines), two more joined
+/// with `berth join-command --control-plane` (its certificate key): three Ready control-plane
+/// nodes and a stacked etcd of three members; a control plane reset leaves two members and
+/// its Node object gone. (Joining that node again hangs in `kubeadm join` here: not yet
+/// understood, so not asserted.)
+#[test]
+fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
+    let cluster = Cluster::start_with(
+        3,
+        std::path::Path::new(env!("CARGO_BIN_EXE_berth")),
+        &support::built_beside(env!("CARGO_BIN_EXE_berth"), "berth-build"),
+        |addresses| {
+            SPEC.replace(
+                "    version: 1.20.2\n",
+                &format!(
+                    "    version: 1.20.2\n    loadBalancerAddress: {}:6443\n",
+                    addresses[0]
+                ),
+            )
+        },
+    );
+    let install = cluster.shell(
+        0,
+        &format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id),
+    );
+    assert!(install.status.success(), "{}", printed(&install));
+    let join_command = cluster.shell(0, "berth join-command --control-plane");
+    assert!(join_command.status.success(), "{}", printed(&join_command));
+    let join_command = String::from_utf8_lossy(&join_command.stdout)
+        .trim()
+        .replacen("sudo ", "", 1);
+    assert!(
+        join_command.contains("cert-key=") && join_command.ends_with("control-plane"),
+        "{join_command}"
+    );
+    for index in 1..3 {
+        let joined = cluster.shell(index, &join_command);
+        assert!(joined.status.success(), "{}", printed(&joined));
+    }
+    let control_planes = || {
+        let output = cluster.kubectl(
+            "get nodes -l node-role.kubernetes.io/control-plane -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}'",
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|line| line.ends_with(" True"))
+            .count()
+    };
+    wait_or_explain(
+        "three Ready control-plane nodes",
+        Duration::from_secs(300),
+        || control_planes() == 3,
+        || cluster.account(),
+    );
+    let members = || {
+        let output = cluster.kubectl(
+            "-n kube-system exec etcd-node-1 -- etcdctl --endpoints https://127.0.0.1:2379 \
+             --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/server.crt \
+             --key /etc/kubernetes/pki/etcd/server.key member list",
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|line| line.contains(", started, "))
+            .map(|line| line.split(", ").nth(2).unwrap_or_default().to_string())
+            .collect::<Vec<String>>()
+    };
+    wait_or_explain(
+        "three etcd members",
+        Duration::from_secs(120),
+        || members().len() == 3,
+        || format!("{:?}\n{}", members(), cluster.account()),
+    );
+
+    // node-3 leaves: its etcd member and Node object go.
+    let reset = cluster.shell(2, "berth reset");
+    assert!(reset.status.success(), "{}", printed(&reset));
+    wait_or_explain(
+        "two etcd members",
+        Duration::from_secs(120),
+        || {
+            let members = members();
+            members.len() == 2 && !members.contains(&"node-3".to_string())
+        },
+        || format!("{:?}", members()),
+    );
+    assert!(
+        !nodes(&cluster).iter().any(|(name, _)| name == "node-3"),
+        "{:?}",
+        nodes(&cluster)
+    );
+}
