@@ -197,3 +197,61 @@ fn kurls_containerd_builds_for_one_distro_through_mirrors() {
         assert!(!listing.contains(&format!("/{folder}/")), "{listing}");
     }
 }
+
+/// kURL's real Kubernetes 1.30.8 Manifest through mirrors that hold none of it: the build
+/// fails naming every image and every asset the mirrors lack, not the first alone.
+#[test]
+fn a_mirror_lacking_several_inputs_fails_naming_each() {
+    use support::Registry;
+    let registry = Registry::start();
+    let served = tempfile::tempdir().unwrap();
+    let files = FileServer::serve(served.path(), None);
+    let tree = AddonRepository::new();
+    tree.write(
+        "packages/kubernetes/1.30.8/Manifest",
+        fixture_manifest("kubernetes__1.30.8.Manifest"),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let (ok, stdout, stderr) = BerthBuild::new().run(&[
+        "build",
+        tree.root().to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--distro",
+        "debian-12",
+        "--registry-mirror",
+        &format!("registry.k8s.io={}", registry.address),
+        "--asset-mirror",
+        &format!("https://dl.k8s.io/={}/", files.url),
+        "--asset-mirror",
+        &format!("https://github.com/={}/", files.url),
+    ]);
+    assert!(!ok, "{stdout}{stderr}");
+    for image in [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kube-proxy",
+        "coredns",
+        "pause",
+        "etcd",
+    ] {
+        assert!(
+            stderr.contains(&format!("image `{image}`")),
+            "{image}: {stderr}"
+        );
+    }
+    // Each names the mirror that lacks it.
+    let lacking = format!(
+        "registry {} (the mirror of registry.k8s.io) has no such",
+        registry.address
+    );
+    assert_eq!(stderr.matches(&lacking).count(), 7, "{stderr}");
+    for asset in [
+        "kubeadm",
+        "crictl-linux-amd64.tar.gz",
+        "kustomize-v5.4.3.tar.gz",
+    ] {
+        assert!(stderr.contains(&format!("`{asset}`")), "{asset}: {stderr}");
+    }
+}

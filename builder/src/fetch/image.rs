@@ -78,6 +78,16 @@ pub enum ImageError {
     },
     #[error("failed to use the blob cache")]
     Cache(#[source] std::io::Error),
+    #[error("{} images could not be fetched:{}", .0.len(), listed(.0))]
+    Several(Vec<ImageError>),
+}
+
+/// Each error with its causes, one per line.
+fn listed(errors: &[ImageError]) -> String {
+    errors
+        .iter()
+        .map(|error| format!("\n  - {}", berth_formats::report::chain(error)))
+        .collect()
 }
 
 /// What fetching images needs.
@@ -94,11 +104,24 @@ pub struct ImageFetcher<'a> {
 impl ImageFetcher<'_> {
     /// Resolves every image, then fetches all blobs not yet cached.
     pub async fn fetch(&self, requests: &[ImageRequest]) -> Result<Vec<PackagedImage>, ImageError> {
-        let resolved: Vec<(PackagedImage, Option<Reference>)> = futures::stream::iter(requests)
+        // Every image is resolved, so that a registry or mirror lacking several names them all.
+        let results: Vec<_> = futures::stream::iter(requests)
             .map(|request| self.resolve(request))
             .buffered(self.concurrency.max(1))
-            .try_collect()
-            .await?;
+            .collect()
+            .await;
+        let (resolved, mut failed): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+        let resolved: Vec<(PackagedImage, Option<Reference>)> =
+            resolved.into_iter().map(Result::unwrap).collect();
+        match failed.len() {
+            0 => {}
+            1 => return Err(failed.remove(0).unwrap_err()),
+            _ => {
+                return Err(ImageError::Several(
+                    failed.into_iter().map(Result::unwrap_err).collect(),
+                ));
+            }
+        }
 
         // One download per distinct blob, whichever image (and repository) it is fetched for.
         let mut wanted: BTreeMap<Sha256Digest, (&Descriptor, &Reference, &str)> = BTreeMap::new();

@@ -8,7 +8,7 @@ use berth_formats::manifest::{Directive, ImageSource};
 use super::{BuildContext, PackageError, PackageSettings, io_error};
 use crate::fetch::asset::{self, FetchedAsset};
 use crate::fetch::dockerout::{DockerOutError, Engine};
-use crate::fetch::image::{ImageFetcher, ImageOrigin, ImageRequest, PackagedImage};
+use crate::fetch::image::{ImageError, ImageFetcher, ImageOrigin, ImageRequest, PackagedImage};
 use crate::host_packages::fetch::Fetcher;
 use crate::host_packages::{self, DistroArchives};
 use crate::source::addon::{self, AddonSource};
@@ -28,23 +28,42 @@ pub(super) async fn gather(
     source: &AddonSource,
     settings: &PackageSettings,
 ) -> Result<Inputs, PackageError> {
-    let images = fetch_images(context, source, settings).await?;
+    // Every image and asset is tried, so that a mirror lacking several names them all.
+    let mut failed: Vec<PackageError> = Vec::new();
+    let images = match fetch_images(context, source, settings).await {
+        Ok(images) => images,
+        Err(PackageError::Image(ImageError::Several(errors))) => {
+            failed.extend(errors.into_iter().map(PackageError::Image));
+            Vec::new()
+        }
+        Err(error) => {
+            failed.push(error);
+            Vec::new()
+        }
+    };
     let mut assets = Vec::new();
     for entry in &source.manifest.entries {
         if let Directive::Asset(directive) = &entry.directive {
-            assets.push(
-                asset::fetch(
-                    &context.http,
-                    &context.cache,
-                    context.retry,
-                    context.reporter.as_ref(),
-                    directive,
-                    source.local_input(entry.line),
-                    &context.asset_mirrors,
-                )
-                .await?,
-            );
+            match asset::fetch(
+                &context.http,
+                &context.cache,
+                context.retry,
+                context.reporter.as_ref(),
+                directive,
+                source.local_input(entry.line),
+                &context.asset_mirrors,
+            )
+            .await
+            {
+                Ok(fetched) => assets.push(fetched),
+                Err(error) => failed.push(error.into()),
+            }
         }
+    }
+    match failed.len() {
+        0 => {}
+        1 => return Err(failed.remove(0)),
+        _ => return Err(PackageError::Inputs(failed)),
     }
     let fetcher = Fetcher {
         http: &context.http,

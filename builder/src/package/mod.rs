@@ -101,6 +101,8 @@ pub enum PackageError {
     Image(#[from] ImageError),
     #[error(transparent)]
     Asset(#[from] AssetError),
+    #[error("the Manifest's images and assets could not all be fetched:{}", listed(.0))]
+    Inputs(Vec<PackageError>),
     #[error("{manifest}:{line}: dockerout `{destination}`")]
     DockerOut {
         manifest: PathBuf,
@@ -255,4 +257,12 @@ pub async fn package(
             Box::new(sbom::Described { bom, scanned })
         }),
     })
+}
+
+/// Each error with its causes, one per line.
+fn listed(errors: &[PackageError]) -> String {
+    errors
+        .iter()
+        .map(|error| format!("\n  - {}", berth_formats::report::chain(error)))
+        .collect()
 }

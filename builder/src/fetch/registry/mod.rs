@@ -134,8 +134,13 @@ impl RegistryClient {
         match response.status() {
             status if status.is_success() => {}
             StatusCode::NOT_FOUND => {
+                // Through a mirror, the mirror is the registry that lacks it.
+                let registry = match self.mirror(registry) {
+                    Some(mirror) => format!("{mirror} (the mirror of {registry})"),
+                    None => registry.to_string(),
+                };
                 return Err(RegistryError::NotFound {
-                    registry: registry.to_string(),
+                    registry,
                     reference: reference.whole(),
                 });
             }
