@@ -368,12 +368,45 @@ function kubernetes_join() {
         __kubernetes_control_plane_files
     fi
     __kubernetes_kubeadm_config join /opt/replicated/kubeadm.conf
+    # A control plane joins in two steps. The kubelet admits a static pod once, when its
+    # manifest appears, against the resources its Node shows: etcd's asks for 100Mi of
+    # ephemeral storage, which a kubelet started seconds before (as kubeadm join starts it)
+    # has not yet reported, and a refused pod is never retried. Its etcd member, announced to
+    # the cluster already, would then cost the cluster its quorum. So etcd's manifest is
+    # written once the Node shows its storage.
+    local first_step=()
+    if [ "${MASTER:-}" = "1" ]; then
+        first_step=(--skip-phases=control-plane-join)
+    fi
     if ! kubeadm join \
         --ignore-preflight-errors=all \
-        --config /opt/replicated/kubeadm.conf; then
+        --config /opt/replicated/kubeadm.conf \
+        "${first_step[@]+"${first_step[@]}"}" ||
+        { [ "${MASTER:-}" = "1" ] && ! __kubernetes_join_control_plane; }; then
         kubeadm reset --force >/dev/null 2>&1 || true
         bail "kubeadm join failed (above); the node is as kubeadm reset leaves it, so the join command can run again once the cause is fixed"
     fi
+}
+
+# The second step of a control plane's join: once the kubelet's Node shows its ephemeral
+# storage, kubeadm adds the etcd member and its static pod, then marks the node.
+function __kubernetes_join_control_plane() {
+    if ! spinner_until 180 __kubernetes_node_shows_storage; then
+        logFail "the kubelet did not report this node's ephemeral storage within 180 s; etcd's static pod would be refused"
+        return 1
+    fi
+    kubeadm join phase control-plane-join all --config /opt/replicated/kubeadm.conf
+}
+
+# Whether this node's Node object, read with the kubelet's own credentials, shows allocatable
+# ephemeral storage.
+function __kubernetes_node_shows_storage() {
+    local name storage
+    name="$(__kubernetes_node_name)"
+    [ -n "$name" ] || return 1
+    storage="$(kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node "$name" \
+        -o jsonpath='{.status.allocatable.ephemeral-storage}' 2>/dev/null)"
+    [ -n "$storage" ] && [ "$storage" != 0 ]
 }
 
 # The node's name in the cluster: its kubelet certificate's common name (system:node:NAME).
