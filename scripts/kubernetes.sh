@@ -77,7 +77,7 @@ binaries_key=$( { sha256sum "$dsc" | cut -d' ' -f1; echo "recipe $recipe";
     echo "reflect2 $reflect2_version"; echo "go $go_version"; } | sha256sum | cut -c1-16)
 binaries_dir="$cache/binaries-$version-$binaries_key"
 key=$( { echo "$binaries_key"; cd "$checkout" && sha256sum scripts/kubernetes.sh scripts/kubernetes/*.py \
-    scripts/kubernetes/crictl/main.go scripts/kubernetes/kubelet.service \
+    scripts/kubernetes/crictl/main.go scripts/kubernetes/cluster-dns/main.go scripts/kubernetes/kubelet.service \
     scripts/kubernetes/10-kubeadm.conf; } | sha256sum | cut -c1-16)
 out="$cache/$version-$key"
 if [ -e "$out/COMPLETE" ]; then
@@ -148,6 +148,15 @@ if [ ! -x "$out/bin/crictl" ]; then
     tree_make cmd/crictl crictl
     install -m 0755 "$tree/_output/local/bin/linux/amd64/crictl" "$out/bin/crictl"
 fi
+# cluster-dns: the cluster's DNS under a name of its own, since CoreDNS cannot be built here
+# (scripts/kubernetes/cluster-dns), from the tree's vendored client-go and miekg/dns.
+if [ ! -x "$out/bin/cluster-dns" ]; then
+    [ -d "$tree/.go" ] || unpack_tree
+    mkdir -p "$tree/cmd/cluster-dns"
+    cp "$checkout/scripts/kubernetes/cluster-dns/main.go" "$tree/cmd/cluster-dns/main.go"
+    tree_make cmd/cluster-dns cluster-dns
+    install -m 0755 "$tree/_output/local/bin/linux/amd64/cluster-dns" "$out/bin/cluster-dns"
+fi
 # pause: the tree's own program, static, as upstream's pause image carries it.
 if [ ! -x "$out/bin/pause" ]; then
     mkdir -p "$work"
@@ -193,6 +202,12 @@ for component in kube-apiserver kube-controller-manager kube-scheduler; do
     cp "$out/bin/$component" "$rootfs/usr/local/bin/"
     image "$rootfs" "k8s.gcr.io/$component:$version" "$images/$component.tar"
 done
+if [ ! -s "$images/cluster-dns.tar" ]; then
+    new_root
+    cp "$out/bin/cluster-dns" "$rootfs/usr/local/bin/"
+    image "$rootfs" "docker.io/berth/cluster-dns:1.0.0" "$images/cluster-dns.tar" \
+        --entrypoint '["/usr/local/bin/cluster-dns"]'
+fi
 if [ ! -s "$images/pause.tar" ]; then
     rm -rf "$rootfs" && mkdir -p "$rootfs"
     cp "$out/bin/pause" "$rootfs/pause"
@@ -301,7 +316,7 @@ done
 
 # --- What kURL's packages/kubernetes/1.20.2/Manifest names that is not made here -------------
 printf '%s\n' \
-    "k8s.gcr.io/coredns:1.7.0: CoreDNS v1.7.0's source has no vendor/ and its modules are in no package source this machine reaches; clusters run without cluster DNS" \
+    "k8s.gcr.io/coredns:1.7.0: CoreDNS v1.7.0's source has no vendor/ and its modules are in no package source this machine reaches; the cluster's DNS is cluster-dns (docker.io/berth/cluster-dns:1.0.0, from scripts/kubernetes/cluster-dns), deployed by the kubernetes hooks when the package names it" \
     "kustomize-v2.0.3, kustomize-v3.5.4.tar.gz: kustomize's releases are in no package source this machine reaches; kubectl's own kustomize (kubectl kustomize) serves" \
     "crictl-v1.20.0-linux-amd64.tar.gz: cri-tools' source is not reachable here; the asset holds the crictl subset kubeadm and kURL's scripts call, built from the Kubernetes tree's CRI client" \
     "k8s.gcr.io/etcd:3.4.13-0: holds Debian's etcd 3.4.23 (the same minor) under kURL's name" \

@@ -303,7 +303,11 @@ function kubernetes() {
     # cluster DNS rather than a Deployment that never pulls.
     local skip_phases=()
     if ! __kubernetes_package_has_image coredns; then
-        logWarn "Kubernetes $KUBERNETES_VERSION: this package has no coredns image; the cluster gets no cluster DNS"
+        if __kubernetes_package_has_image cluster-dns; then
+            log "Kubernetes $KUBERNETES_VERSION: this package has cluster-dns instead of kURL's CoreDNS image; cluster-dns serves the cluster's DNS"
+        else
+            logWarn "Kubernetes $KUBERNETES_VERSION: this package has no coredns image; the cluster gets no cluster DNS"
+        fi
         skip_phases=(--skip-phases=addon/coredns)
     fi
     if ! kubeadm init \
@@ -320,7 +324,124 @@ function kubernetes() {
     mkdir -p /root/.kube
     cp /etc/kubernetes/admin.conf /root/.kube/config
     chmod 0600 /root/.kube/config
+    __kubernetes_cluster_dns
     __kubernetes_publish_join
+}
+
+# The cluster's DNS where the package carries cluster-dns (an `image cluster-dns` line in its
+# Manifest) and not kURL's CoreDNS: two replicas behind the Service kube-dns, at the address
+# and for the domain the kubelets give their pods (kubeadm's clusterDNS and clusterDomain).
+# Applied again on every run on a control plane, which restores what was deleted.
+function __kubernetes_cluster_dns() {
+    __kubernetes_package_has_image coredns && return 0
+    local image address domain config=/var/lib/kubelet/config.yaml
+    image="$(awk '$1 == "image" && $2 == "cluster-dns" { print $3; exit }' "$(__kubernetes_package_dir)/Manifest")"
+    [ -n "$image" ] || return 0
+    address="$(awk '$1 == "clusterDNS:" { getline; print $2; exit }' "$config")"
+    domain="$(awk '$1 == "clusterDomain:" { print $2; exit }' "$config")"
+    if ! [[ "$address" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || ! [[ "$domain" =~ ^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$ ]]; then
+        bail "cluster-dns: $config gives no usable cluster DNS address and domain (clusterDNS '$address', clusterDomain '$domain')"
+    fi
+    if ! __kubernetes_cluster_dns_objects "$image" "$address" "$domain" |
+        kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - >/dev/null; then
+        bail "cluster-dns: its objects could not be applied (above)"
+    fi
+    logSuccess "cluster DNS: cluster-dns answers for $domain at $address"
+}
+
+# cluster-dns's objects for IMAGE, serving ADDRESS and DOMAIN: its account, the right to read
+# Services and Endpoints, the Deployment and the Service kube-dns.
+function __kubernetes_cluster_dns_objects() {
+    local image="$1" address="$2" domain="$3"
+    cat <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: cluster-dns
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: berth:cluster-dns
+rules:
+  - apiGroups: [""]
+    resources: [services, endpoints]
+    verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: berth:cluster-dns
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: berth:cluster-dns
+subjects:
+  - kind: ServiceAccount
+    name: cluster-dns
+    namespace: kube-system
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: cluster-dns
+  namespace: kube-system
+  labels:
+    k8s-app: kube-dns
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      k8s-app: kube-dns
+  template:
+    metadata:
+      labels:
+        k8s-app: kube-dns
+    spec:
+      serviceAccountName: cluster-dns
+      priorityClassName: system-cluster-critical
+      dnsPolicy: Default
+      tolerations:
+        - key: CriticalAddonsOnly
+          operator: Exists
+        - key: node-role.kubernetes.io/master
+          effect: NoSchedule
+        - key: node-role.kubernetes.io/control-plane
+          effect: NoSchedule
+      containers:
+        - name: cluster-dns
+          image: "$image"
+          imagePullPolicy: IfNotPresent
+          args: ["--domain", "$domain"]
+          ports:
+            - {name: dns, containerPort: 53, protocol: UDP}
+            - {name: dns-tcp, containerPort: 53, protocol: TCP}
+          livenessProbe:
+            httpGet: {path: /health, port: 8080}
+            initialDelaySeconds: 10
+          readinessProbe:
+            httpGet: {path: /ready, port: 8181}
+          resources:
+            requests: {cpu: 50m, memory: 30Mi}
+            limits: {memory: 170Mi}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: kube-dns
+  namespace: kube-system
+  labels:
+    k8s-app: kube-dns
+    kubernetes.io/name: cluster-dns
+spec:
+  clusterIP: "$address"
+  selector:
+    k8s-app: kube-dns
+  ports:
+    - {name: dns, port: 53, protocol: UDP}
+    - {name: dns-tcp, port: 53, protocol: TCP}
+EOF
 }
 
 # Whether kubeadm has already made this node part of a cluster (init or join wrote the
@@ -344,6 +465,7 @@ function kubernetes_already_applied() {
     commandExists kubeadm || return 0
     __kubernetes_node_is_set_up && __kubernetes_repair
     [ -f /etc/kubernetes/admin.conf ] || return 0
+    __kubernetes_cluster_dns
     BOOTSTRAP_TOKEN="$(kubeadm token create --ttl "${BOOTSTRAP_TOKEN_TTL:-24h}")"
     if [ "$HA_CLUSTER" = "1" ]; then
         CERT_KEY="$(kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -1)"

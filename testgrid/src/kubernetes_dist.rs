@@ -4,8 +4,8 @@
 //! `scripts/kubernetes.sh` builds from Debian's source package:
 //! - a loopback registry holds the images under their own repositories and tags
 //!   (`kube-apiserver:v1.20.2`, …), and a loopback file server holds kubeadm and crictl's
-//!   release tarball: a mirrors file (`berth-build --mirrors`) maps `k8s.gcr.io` and the
-//!   URLs kURL's Manifest names to them;
+//!   release tarball: a mirrors file (`berth-build --mirrors`) maps `k8s.gcr.io`,
+//!   `docker.io` (cluster-dns's registry) and the URLs kURL's Manifest names to them;
 //! - the artefacts' apt repository (kubelet, kubernetes-cni, Debian's kubernetes-client, and
 //!   what they and containerd need) is Debian 12's mirror for this build.
 
@@ -18,7 +18,8 @@ pub const KUBERNETES_VERSION: &str = "1.20.2";
 
 /// kURL's `packages/kubernetes/1.20.2/Manifest`, less the lines no build here can satisfy
 /// (named in the artefacts' `UNBUILT`): `image coredns k8s.gcr.io/coredns:1.7.0` and the
-/// two kustomize assets. The `apt` lines are what a vendor adds to ship kubelet and kubectl
+/// two kustomize assets; with cluster-dns, which the hooks deploy for the cluster's DNS in
+/// CoreDNS's place. The `apt` lines are what a vendor adds to ship kubelet and kubectl
 /// with the package, from upstream's repository (here, the artefacts' apt repository).
 pub const KUBERNETES_MANIFEST: &str = "\
 image kube-apiserver k8s.gcr.io/kube-apiserver:v1.20.2
@@ -27,6 +28,7 @@ image kube-scheduler k8s.gcr.io/kube-scheduler:v1.20.2
 image kube-proxy k8s.gcr.io/kube-proxy:v1.20.2
 image pause k8s.gcr.io/pause:3.2
 image etcd k8s.gcr.io/etcd:3.4.13-0
+image cluster-dns docker.io/berth/cluster-dns:1.0.0
 
 asset kubeadm https://storage.googleapis.com/kubernetes-release/release/v1.20.2/bin/linux/amd64/kubeadm
 asset crictl-linux-amd64.tar.gz https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.20.0/crictl-v1.20.0-linux-amd64.tar.gz
@@ -37,7 +39,7 @@ apt kubernetes-client
 ";
 
 /// The images `scripts/kubernetes.sh` writes: (archive in `images/`, repository, tag).
-pub const IMAGES: [(&str, &str, &str); 6] = [
+pub const IMAGES: [(&str, &str, &str); 7] = [
     ("kube-apiserver.tar", "kube-apiserver", "v1.20.2"),
     (
         "kube-controller-manager.tar",
@@ -48,6 +50,7 @@ pub const IMAGES: [(&str, &str, &str); 6] = [
     ("kube-proxy.tar", "kube-proxy", "v1.20.2"),
     ("pause.tar", "pause", "3.2"),
     ("etcd.tar", "etcd", "3.4.13-0"),
+    ("cluster-dns.tar", "berth/cluster-dns", "1.0.0"),
 ];
 
 /// The folder `scripts/kubernetes.sh` fills, as `BERTH_KUBERNETES_ARTEFACTS` names it
@@ -141,7 +144,7 @@ pub fn build(
     fs_err::write(
         &mirrors,
         format!(
-            "registries:\n  k8s.gcr.io: {registry}\nassets:\n  https://storage.googleapis.com/kubernetes-release/release/v1.20.2/bin/linux/amd64/: {assets}/\n  https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.20.0/: {assets}/\n",
+            "registries:\n  k8s.gcr.io: {registry}\n  docker.io: {registry}\nassets:\n  https://storage.googleapis.com/kubernetes-release/release/v1.20.2/bin/linux/amd64/: {assets}/\n  https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.20.0/: {assets}/\n",
             registry = registry.address,
             assets = assets.url
         ),
