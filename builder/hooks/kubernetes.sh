@@ -531,6 +531,85 @@ function __kubernetes_node_shows_storage() {
     [ -n "$storage" ] && [ "$storage" != 0 ]
 }
 
+# `berth remove-node NAME` (kURL's ekco-purge-node), on a control-plane node: NAME leaves the
+# cluster for good. It is drained when Ready (giving up after two minutes), its etcd member is
+# removed and its API endpoint taken out of kubeadm's ClusterStatus when it was a control
+# plane, and its Node object is deleted. On NAME itself, `berth reset` undoes its install.
+function kubernetes_remove_node() {
+    local name="${BERTH_REMOVE_NODE:-}" this
+    [ -f /etc/kubernetes/admin.conf ] ||
+        bail "berth remove-node runs on a control-plane node; this one has no /etc/kubernetes/admin.conf"
+    local kubectl=(kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=30s)
+    this="$(__kubernetes_node_name)"
+    if [ "$name" = "$this" ]; then
+        bail "$name is this node: run berth remove-node on another control-plane node, or berth reset on this one"
+    fi
+    if ! "${kubectl[@]}" get node "$name" >/dev/null 2>&1; then
+        bail "the cluster has no node $name; its nodes: $("${kubectl[@]}" get nodes -o jsonpath='{.items[*].metadata.name}')"
+    fi
+    local control_plane=0
+    if "${kubectl[@]}" get nodes -o name -l 'node-role.kubernetes.io/master' | grep -qx "node/$name" ||
+        "${kubectl[@]}" get nodes -o name -l 'node-role.kubernetes.io/control-plane' | grep -qx "node/$name"; then
+        control_plane=1
+    fi
+    # A node that is gone (not Ready) cannot drain: its pods go with its Node object.
+    if [ "$("${kubectl[@]}" get node "$name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; then
+        log "draining $name"
+        "${kubectl[@]}" drain "$name" --ignore-daemonsets --delete-local-data --force --timeout=120s ||
+            logWarn "$name did not drain within two minutes; removing it anyway"
+    else
+        log "$name is not Ready: not drained; its pods go with its Node object"
+    fi
+    if [ "$control_plane" = 1 ]; then
+        __kubernetes_remove_etcd_member "$name" "$this"
+        __kubernetes_remove_api_endpoint "$name"
+    fi
+    "${kubectl[@]}" delete node "$name" --timeout=60s >/dev/null ||
+        bail "the Node object $name could not be deleted (above)"
+    logSuccess "node $name removed from the cluster"
+}
+
+# Removes NAME's member from the stacked etcd, through THIS node's etcd.
+function __kubernetes_remove_etcd_member() {
+    local name="$1" this="$2" id
+    local etcdctl=(kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system exec "etcd-$this" --
+        etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt
+        --cert /etc/kubernetes/pki/etcd/server.crt --key /etc/kubernetes/pki/etcd/server.key)
+    id="$("${etcdctl[@]}" member list | awk -F', ' -v name="$name" '$3 == name { print $1 }')" ||
+        bail "etcd's members could not be listed through etcd-$this (above)"
+    if [ -z "$id" ]; then
+        log "etcd has no member $name"
+        return 0
+    fi
+    "${etcdctl[@]}" member remove "$id" >/dev/null || bail "etcd member $name ($id) could not be removed (above)"
+    log "etcd member $name removed"
+}
+
+# Takes NAME out of the API endpoints kubeadm keeps in its ClusterStatus (kubeadm reset does
+# it for the node it runs on).
+function __kubernetes_remove_api_endpoint() {
+    local name="$1" status kept
+    status="$(kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get configmap kubeadm-config \
+        -o jsonpath='{.data.ClusterStatus}' 2>/dev/null)"
+    [ -n "$status" ] || return 0
+    # NAME's block: its "  NAME:" line and the deeper lines below it.
+    kept="$(awk -v key="  $name:" '
+        $0 == key { skip = 1; next }
+        skip && /^    / { next }
+        { skip = 0; print }' <<<"$status")"
+    [ "$kept" != "$status" ] || return 0
+    # The patch carries the document as one JSON string: its lines joined by \n. (kubeadm
+    # writes neither quotes nor backslashes there; a document with them is left alone.)
+    if [[ "$kept" == *[\\\"]* ]]; then
+        logWarn "$name's API endpoint stays in kubeadm's ClusterStatus (kube-system/kubeadm-config), which holds quotes or backslashes"
+        return 0
+    fi
+    kept="$(awk 'BEGIN { ORS = "" } { print $0 "\\n" }' <<<"$kept")"
+    kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system patch configmap kubeadm-config \
+        --type merge -p "{\"data\":{\"ClusterStatus\":\"$kept\"}}" >/dev/null ||
+        logWarn "$name's API endpoint stays in kubeadm's ClusterStatus (kube-system/kubeadm-config)"
+}
+
 # The node's name in the cluster: its kubelet certificate's common name (system:node:NAME).
 function __kubernetes_node_name() {
     openssl x509 -noout -subject -nameopt multiline \

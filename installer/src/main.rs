@@ -67,6 +67,10 @@ enum Command {
     Rollback(commands::rollback::RollbackArgs),
     /// Run each add-on's reset hook and remove what Berth placed on this node.
     Reset(commands::reset::ResetArgs),
+    /// On a control-plane node: remove another node from the cluster for good (drained, its
+    /// etcd member and Node object gone), as kURL's ekco-purge-node.
+    #[command(name = "remove-node", visible_alias = "purge-node")]
+    RemoveNode(commands::remove_node::RemoveNodeArgs),
     /// Show each add-on's desired, current and last version and its conditions, its
     /// components probed live.
     Status(commands::status::StatusArgs),
@@ -134,6 +138,7 @@ fn main() -> ExitCode {
         Command::Preflight(args) => commands::preflight::run(args),
         Command::Rollback(args) => commands::rollback::run(args),
         Command::Reset(args) => commands::reset::run(args),
+        Command::RemoveNode(args) => commands::remove_node::run(args),
         Command::Status(args) => commands::status::run(args),
         Command::Health(args) => commands::health::run(args),
         Command::SupportBundle(args) => commands::support_bundle::run(args),

@@ -576,12 +576,13 @@ fn a_hook_past_its_timeout_is_killed_with_its_children() {
 }
 
 /// kURL's names for the hooks of an add-on whose name has a dash (`cert-manager`), and for
-/// containerd's main hook (`containerd_install`).
+/// containerd's main hook (`containerd_install`); and Berth's `_remove_node` hook.
 const KURL_NAMED: &str = r#"
 function cert-manager_pre_init() { echo cert-manager_pre_init >> "$TRACE"; }
 function cert-manager() { echo cert-manager >> "$TRACE"; }
 function cert-manager_outro() { echo cert-manager_outro >> "$TRACE"; }
 function cert-manager_reset() { echo cert-manager_reset >> "$TRACE"; }
+function cert-manager_remove_node() { echo "cert-manager_remove_node $BERTH_REMOVE_NODE" >> "$TRACE"; }
 "#;
 
 const KURL_CONTAINERD: &str = r#"
@@ -610,6 +611,12 @@ fn hooks_are_found_by_the_names_kurl_calls() {
     );
     let trace_file = dist.addons.root().join("trace");
     let node = Node::new().env("TRACE", &trace_file);
+    // Nothing installed, nothing removes nodes.
+    let output = failed(&node.berth(&["remove-node", "node-2"]));
+    assert!(
+        output.contains("no add-on installed on this node removes nodes"),
+        "{output}"
+    );
     succeeded(&node.install(&spec, &dist.url(), &[]));
     assert_eq!(
         take_trace(&trace_file),
@@ -623,6 +630,12 @@ fn hooks_are_found_by_the_names_kurl_calls() {
     );
     let status = node.status();
     assert_eq!(status["cert-manager"]["progressing"]["reason"], "Succeeded");
+    // `berth remove-node NODE`: each add-on's `_remove_node` hook, given the node's name; a
+    // name that is not a node's is refused before any hook runs.
+    let output = failed(&node.berth(&["remove-node", "node-2;id"]));
+    assert!(output.contains("is not a node name"), "{output}");
+    succeeded(&node.berth(&["remove-node", "node-2"]));
+    assert_eq!(take_trace(&trace_file), ["cert-manager_remove_node node-2"]);
     succeeded(&node.berth(&["reset"]));
     assert_eq!(take_trace(&trace_file), ["cert-manager_reset"]);
 }

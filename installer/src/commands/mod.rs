@@ -9,6 +9,7 @@ pub mod kubeadm_config;
 pub mod kurl;
 pub mod kustomization;
 pub mod preflight;
+pub mod remove_node;
 pub mod reset;
 pub mod rollback;
 pub mod rollout;

@@ -21,6 +21,8 @@
 //! [`resolve`] turns a spec (or a rollback) into a plan; [`run`] carries a plan out; [`reset`]
 //! takes the node back to before the install.
 
+pub(crate) mod node_hooks;
+pub mod remove_node;
 pub mod reset;
 mod resolve;
 mod run;

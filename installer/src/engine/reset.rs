@@ -11,15 +11,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use berth_formats::package_index::PackageIndex;
-use serde_json::{Map, Value};
 
-use crate::engine::{EngineError, Reporter, first_line};
-use crate::hook_environment::HookEnvironment;
+use crate::engine::node_hooks::{installed_addons, run_node_hooks};
+use crate::engine::{EngineError, Reporter};
 use crate::images::Runtime;
 use crate::layout::Layout;
-use crate::phase::hook_functions;
-use crate::session::Session;
-use crate::state::{AddonState, StateStore};
+use crate::state::AddonState;
 use crate::unpack::read_unpacked;
 
 /// What `reset` did.
@@ -42,44 +39,19 @@ pub fn reset(
     reporter: &dyn Reporter,
 ) -> Result<ResetReport, EngineError> {
     let mut report = ResetReport::default();
-    let (records, damaged) = StateStore::new(layout.state_dir()).load_all()?;
-    // A damaged record's add-on cannot be reset (its version and configuration are unknown):
-    // stop before anything is removed, so nothing of it is lost.
-    if !damaged.is_empty() {
-        return Err(EngineError::DamagedRecords {
-            records: damaged
-                .iter()
-                .map(|damage| first_line(&damage.to_string()).to_string())
-                .collect(),
-        });
-    }
-    // Installed add-ons, and those whose first install failed part-way: its hooks may have
-    // started something.
-    let mut installed: Vec<(AddonState, String, Map<String, Value>)> = records
-        .into_iter()
-        .filter_map(|state| {
-            let (version, config) = match (&state.current, &state.attempt) {
-                (Some(current), _) => (current.target.version.clone(), current.config.clone()),
-                (None, Some(attempt)) => (attempt.target.version.clone(), attempt.config.clone()),
-                (None, None) => return None,
-            };
-            Some((state, version, config))
-        })
-        .collect();
-    // The add-on applied last goes first; one never applied (a failed first install) was the
-    // last to be worked on.
-    installed.sort_by_key(|(state, _, _)| {
-        let applied = state
-            .current
-            .as_ref()
-            .map(|current| current.applied_at.as_str());
-        std::cmp::Reverse((
-            state.current.is_none(),
-            applied.and_then(|time| humantime::parse_rfc3339(time).ok()),
-        ))
-    });
+    let installed = installed_addons(layout)?;
     crate::session::end_orphans(&layout.work_dir());
-    run_reset_hooks(layout, &installed, hook_timeout, reporter, &mut report)?;
+    report.hooks = run_node_hooks(
+        layout,
+        &installed,
+        "_reset",
+        &[],
+        hook_timeout,
+        reporter,
+        // Its images go next, while the runtime still runs: an add-on applied before this
+        // one (containerd) may stop it in its own reset hook.
+        &mut |state| remove_images(layout, state, &mut report.images),
+    )?;
 
     // The link install.sh makes on a real node, only if it still points at Berth's binary.
     let link = layout.root().join("usr/local/bin/berth");
@@ -107,80 +79,12 @@ fn unpacked_indices(layout: &Layout, name: &str) -> Vec<PackageIndex> {
         .collect()
 }
 
-fn run_reset_hooks(
-    layout: &Layout,
-    installed: &[(AddonState, String, Map<String, Value>)],
-    hook_timeout: Duration,
-    reporter: &dyn Reporter,
-    report: &mut ResetReport,
-) -> Result<(), EngineError> {
-    let mut environment = HookEnvironment::for_node(layout);
-    let mut scripts = Vec::new();
-    for (state, version, config) in installed {
-        let script = layout.addon_dir(&state.name, version).join("install.sh");
-        scripts.push((state, version, script.exists().then_some(script)));
-        environment.addon(&state.name, version, config)?;
-    }
-    let environment = environment.into_vec();
-    let hook_error = |name: &str, version: &str, hook: &str| {
-        let (name, version, hook) = (name.to_string(), version.to_string(), hook.to_string());
-        move |source| EngineError::Hook {
-            name,
-            version,
-            hook,
-            source,
-        }
-    };
-    // A session only when some add-on has hooks to run.
-    let mut session = None;
-    if scripts.iter().any(|(_, _, script)| script.is_some()) {
-        crate::helpers::install(layout).map_err(|source| EngineError::Io {
-            path: layout.helpers_dir(),
-            source,
-        })?;
-        let work = layout.work_dir().join("reset");
-        let mut started = Session::start(&work, &environment, Box::new(std::io::sink()))
-            .map_err(hook_error("berth", "", "bash"))?;
-        started
-            .source(&crate::helpers::entry_point(layout), hook_timeout)
-            .map_err(hook_error("berth", "", "the helper library"))?;
-        session = Some(started);
-    }
-    for (state, version, script) in &scripts {
-        let name = &state.name;
-        if let (Some(script), Some(session)) = (script, session.as_mut()) {
-            let functions = hook_functions(name, "_reset");
-            let defined = session
-                .source_each(&[(Some(script.as_path()), functions.clone())], hook_timeout)
-                .map_err(|(_, error)| error)
-                .map_err(hook_error(name, version, "install.sh"))?
-                .remove(0);
-            if let Some(hook) = functions.into_iter().find(|f| defined.contains(f)) {
-                reporter.step(&format!("{name} {version}: {hook}"));
-                session
-                    .hook(&hook, hook_timeout)
-                    .map_err(hook_error(name, version, &hook))?;
-                report.hooks.push(hook);
-            }
-        }
-        // Its images go next, while the runtime still runs: an add-on applied before this one
-        // (containerd) may stop it in its own reset hook.
-        remove_images(layout, state, report)?;
-    }
-    match session {
-        Some(session) => session
-            .finish()
-            .map_err(hook_error("berth", "", "the hook session")),
-        None => Ok(()),
-    }
-}
-
 /// Removes the images Berth imported for the add-on, of every version unpacked on this node;
 /// an image the runtime held before Berth came is left in place.
 fn remove_images(
     layout: &Layout,
     state: &AddonState,
-    report: &mut ResetReport,
+    removed_images: &mut Vec<String>,
 ) -> Result<(), EngineError> {
     let mut indices = unpacked_indices(layout, &state.name);
     for index in &mut indices {
@@ -202,7 +106,7 @@ fn remove_images(
                 version: index.version.clone(),
                 source,
             })?;
-        report.images.extend(removed);
+        removed_images.extend(removed);
     }
     Ok(())
 }
