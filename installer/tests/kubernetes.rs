@@ -24,7 +24,8 @@ fn cluster(count: usize) -> Cluster {
 }
 
 /// One primary and two workers that joined with the printed command: three Ready nodes, a
-/// DaemonSet's pod Running on each, and a pod answering a pod on another node by its address.
+/// DaemonSet's pod Running on each, a pod answering a pod on another node by its address, and
+/// the cluster's DNS answering for the Services.
 #[test]
 fn three_nodes_install_join_and_run_pods_that_reach_each_other() {
     let started = Instant::now();
@@ -162,6 +163,76 @@ spec:
         let answer = answer.rsplit("\r\n\r\n").next().unwrap_or_default().trim();
         assert_eq!(answer, node, "the pod at {address} answered");
     }
+
+    // The cluster's DNS (cluster-dns): a Service by its full name and by the short name the
+    // pods' search path completes, the API server's Service, and a name that does not exist.
+    let exposed = cluster.kubectl("create service clusterip answer --tcp=8080:8080");
+    assert!(exposed.status.success(), "{}", printed(&exposed));
+    let service_address = cluster.kubectl("get service answer -o jsonpath='{.spec.clusterIP}'");
+    let service_address = String::from_utf8_lossy(&service_address.stdout).to_string();
+    let (asker, _, _, _) = on("node-3");
+    let lookup = |name: &str| cluster.kubectl(&format!("exec {asker} -- busybox nslookup {name}"));
+    wait_or_explain(
+        "cluster-dns to answer answer.default.svc.cluster.local",
+        Duration::from_secs(120),
+        || {
+            let output = lookup("answer.default.svc.cluster.local");
+            output.status.success()
+                && String::from_utf8_lossy(&output.stdout).contains(&service_address)
+        },
+        || {
+            format!(
+                "{}\n{}",
+                printed(&lookup("answer.default.svc.cluster.local")),
+                printed(&cluster.kubectl(
+                    "-n kube-system get deployment,pods,service -l k8s-app=kube-dns -o wide"
+                ))
+            )
+        },
+    );
+    let api = lookup("kubernetes.default.svc.cluster.local");
+    assert!(
+        String::from_utf8_lossy(&api.stdout).contains("10.96.0.1"),
+        "{}",
+        printed(&api)
+    );
+    let missing = lookup("nothing-here.default.svc.cluster.local");
+    assert!(!missing.status.success(), "{}", printed(&missing));
+    let by_short_name = cluster.kubectl(&format!(
+        "exec {asker} -- sh -c 'printf \"GET / HTTP/1.0\\r\\n\\r\\n\" | nc -w 5 answer 8080'"
+    ));
+    assert!(
+        by_short_name.status.success()
+            && ["node-1", "node-2", "node-3"]
+                .iter()
+                .any(|node| String::from_utf8_lossy(&by_short_name.stdout)
+                    .trim_end()
+                    .ends_with(node)),
+        "{}",
+        printed(&by_short_name)
+    );
+
+    // node-3 is removed from node-1 (kURL's ekco-purge-node); misuses are refused first,
+    // changing nothing.
+    let refused = |index: usize, node: &str, says: &str| {
+        let output = cluster.shell(index, &format!("berth remove-node '{node}'"));
+        assert!(
+            !output.status.success() && printed(&output).contains(says),
+            "berth remove-node {node} on node-{}: {}",
+            index + 1,
+            printed(&output)
+        );
+    };
+    refused(1, "node-3", "runs on a control-plane node");
+    refused(0, "node-9", "its nodes: node-1 node-2 node-3");
+    refused(0, "node-1", "is this node");
+    refused(0, "Node;3", "is not a node name");
+    assert_eq!(nodes(&cluster).len(), 3, "{:?}", nodes(&cluster));
+    let removed = cluster.shell(0, "berth remove-node node-3");
+    assert!(removed.status.success(), "{}", printed(&removed));
+    let names: Vec<String> = nodes(&cluster).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["node-1", "node-2"]);
+    refused(0, "node-3", "the cluster has no node node-3");
     eprintln!("done after {:?}", started.elapsed());
 }
 
@@ -188,8 +259,8 @@ fn kubernetes_health(cluster: &Cluster, index: usize) -> (bool, String) {
 
 /// One node: `kubeadm init` by Berth's hooks, the control plane's pods Running, a Deployment
 /// Available; health that names a frozen scheduler and a stopped kubelet; a re-run that
-/// repairs the node (starts the kubelet) without running kubeadm init again; a reset, after which the same command
-/// installs again.
+/// repairs the node (starts the kubelet) without running kubeadm init again; a reset, after
+/// which the node installs again from the installer's airgap bundle, the server out of reach.
 #[test]
 fn one_node_is_probed_repaired_by_a_rerun_reset_and_installed_again() {
     let cluster = cluster(1);
@@ -328,8 +399,7 @@ spec:
     );
     assert!(!said.contains("[init]"), "{said}");
 
-    // Reset: kubeadm's reset, nothing of the control plane left running, and the same command
-    // installs again.
+    // Reset: kubeadm's reset, nothing of the control plane left running.
     let reset = cluster.shell(0, "berth reset");
     assert!(reset.status.success(), "{}", printed(&reset));
     let kubelet = cluster.shell(0, "systemctl is-active kubelet");
@@ -354,10 +424,48 @@ spec:
         "",
         "kubeadm reset left files"
     );
-    let again = cluster.shell(0, &install_command);
+    // It installs again, this time from the installer's airgap bundle, with the server out
+    // of reach (a blackhole route to it) once the bundle is there.
+    let server = cluster
+        .served
+        .trim_start_matches("http://")
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let airgap = cluster.work.path().join("airgap");
+    fs_err::create_dir_all(&airgap).unwrap();
+    let fetched = cluster.shell(
+        0,
+        &format!(
+            "cd {} && curl -fsSL {}/bundle/{}.tar.gz | tar -xz && ip route add blackhole {server}/32",
+            airgap.display(),
+            cluster.served,
+            cluster.id
+        ),
+    );
+    assert!(fetched.status.success(), "{}", printed(&fetched));
+    let reached = cluster.shell(
+        0,
+        &format!("curl -fsS --max-time 5 {}/versions.json", cluster.served),
+    );
+    assert!(
+        !reached.status.success(),
+        "the server is out of reach: {}",
+        printed(&reached)
+    );
+    let again = cluster.shell(
+        0,
+        &format!("cd {} && bash install.sh airgap", airgap.display()),
+    );
     assert!(again.status.success(), "{}", printed(&again));
+    assert!(
+        printed(&again).contains("[init] Using Kubernetes version: v1.20.2"),
+        "{}",
+        printed(&again)
+    );
     wait_or_explain(
-        "node-1 Ready after installing again",
+        "node-1 Ready after installing again from the airgap bundle",
         Duration::from_secs(180),
         ready,
         || cluster.account(),
@@ -480,8 +588,8 @@ fn bad_versions_kubelets_and_join_commands_are_refused_before_anything_changes()
 /// first node's own API address: no load balancer runs on these machines), two more joined
 /// with `berth join-command --control-plane` (its certificate key): three Ready control-plane
 /// nodes and a stacked etcd of three members; a control plane reset leaves two members and
-/// its Node object gone. (Joining that node again hangs in `kubeadm join` here: not yet
-/// understood, so not asserted.)
+/// its Node object gone, and the same join command makes it a control plane again; then
+/// `berth remove-node` on the first node removes it for good.
 #[test]
 fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
     let cluster = Cluster::start_with(
@@ -512,9 +620,15 @@ fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
         join_command.contains("cert-key=") && join_command.ends_with("control-plane"),
         "{join_command}"
     );
-    for index in 1..3 {
-        let joined = cluster.shell(index, &join_command);
+    // Bounded well below the hook timeout: a join kubeadm cannot finish retries for half an
+    // hour.
+    let join = |index: usize| {
+        assert!(!join_command.contains('\''), "{join_command}");
+        let joined = cluster.shell(index, &format!("timeout 900 bash -c '{join_command}'"));
         assert!(joined.status.success(), "{}", printed(&joined));
+    };
+    for index in 1..3 {
+        join(index);
     }
     let control_planes = || {
         let output = cluster.kubectl(
@@ -566,5 +680,54 @@ fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
         !nodes(&cluster).iter().any(|(name, _)| name == "node-3"),
         "{:?}",
         nodes(&cluster)
+    );
+
+    // And joins again with the same command.
+    join(2);
+    wait_or_explain(
+        "three Ready control-plane nodes again",
+        Duration::from_secs(300),
+        || control_planes() == 3,
+        || cluster.account(),
+    );
+    wait_or_explain(
+        "three etcd members again",
+        Duration::from_secs(120),
+        || members().len() == 3,
+        || format!("{:?}\n{}", members(), cluster.account()),
+    );
+
+    // node-3 is removed from node-1, as a control plane that is gone would be: its etcd
+    // member, its API endpoint in kubeadm's ClusterStatus and its Node object go.
+    let stopped = cluster.shell(2, "systemctl stop kubelet");
+    assert!(stopped.status.success(), "{}", printed(&stopped));
+    wait_or_explain(
+        "node-3 NotReady once its kubelet stopped",
+        Duration::from_secs(120),
+        || {
+            nodes(&cluster)
+                .iter()
+                .any(|(name, ready)| name == "node-3" && !ready)
+        },
+        || cluster.account(),
+    );
+    let removed = cluster.shell(0, "berth remove-node node-3");
+    assert!(removed.status.success(), "{}", printed(&removed));
+    let members = members();
+    assert!(
+        members.len() == 2 && !members.contains(&"node-3".to_string()),
+        "{members:?}"
+    );
+    assert!(
+        !nodes(&cluster).iter().any(|(name, _)| name == "node-3"),
+        "{:?}",
+        nodes(&cluster)
+    );
+    let status = cluster
+        .kubectl("-n kube-system get configmap kubeadm-config -o jsonpath='{.data.ClusterStatus}'");
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("node-1:") && status.contains("node-2:") && !status.contains("node-3"),
+        "{status}"
     );
 }
