@@ -10,7 +10,11 @@
 //!   the file upstream's kubelet unit reads for node flags): the machines share this host's
 //!   cgroups, where two kubelets would otherwise both own `/kubepods`;
 //! - a `kubectl` package this host may have from elsewhere is removed, as kubectl comes with
-//!   the Kubernetes package (Debian's `kubernetes-client`).
+//!   the Kubernetes package (Debian's `kubernetes-client`);
+//! - the kubelets judge the disk they share with this host and everything else it runs: they
+//!   evict no pod and remove no image for disk space (only memory evicts), else a host disk
+//!   filled by other work makes pods Evicted and removes images Berth loaded before any pod
+//!   used them.
 
 use std::path::Path;
 use std::process::Output;
@@ -36,7 +40,7 @@ pub struct Cluster {
     pub served: String,
     /// The installer's id: `curl -fsSL {served}/{id} | bash` installs it.
     pub id: String,
-    /// The test's own folder (the dist, the spec, the server's log).
+    /// The test's own folder (the spec, the server's log, the installers it posted).
     pub work: tempfile::TempDir,
     _server: Server,
     _network: Network,
@@ -57,8 +61,8 @@ spec:
 ";
 
 impl Cluster {
-    /// Builds the dist with `berth_build`, serves it (with `berth` as the node binary) from a
-    /// host of its own, and boots `count` machines named `node-1`…, ready for Berth.
+    /// Builds the dist with `berth_build` (or finds it built: [`kubernetes_dist::cached`]),
+    /// serves it (with `berth` as the node binary) from a host of its own, and boots `count` machines named `node-1`…, ready for Berth.
     pub fn start(count: usize, berth: &Path, berth_build: &Path) -> Cluster {
         Self::start_with(count, berth, berth_build, |_| SPEC.to_string())
     }
@@ -72,13 +76,13 @@ impl Cluster {
     ) -> Cluster {
         let artefacts = kubernetes_dist::artefacts().unwrap_or_else(|error| panic!("{error}"));
         let work = tempfile::tempdir().unwrap();
-        let dist = work.path().join("dist");
-        kubernetes_dist::build(
+        let dist = kubernetes_dist::cached(
             berth_build,
             &artefacts,
-            &dist,
-            &work.path().join("cache"),
-            &[],
+            &berth_build
+                .parent()
+                .expect("berth-build is in a folder")
+                .join("kubernetes-dist"),
         )
         .unwrap_or_else(|error| panic!("{error}"));
         let mut network = Network::new();
@@ -233,7 +237,11 @@ fn prepare(machine: &Machine, etc_hosts: &str) {
     let root = cgroup_root(machine);
     machine.write(
         "/etc/default/kubelet",
-        format!("KUBELET_EXTRA_ARGS=--cgroup-root=/{root} --fail-swap-on=false\n"),
+        format!(
+            "KUBELET_EXTRA_ARGS=--cgroup-root=/{root} --fail-swap-on=false \
+             --eviction-hard=memory.available<100Mi --image-gc-high-threshold=100 \
+             --image-gc-low-threshold=99\n"
+        ),
     );
     let output = machine
         .command("bash")
