@@ -25,15 +25,54 @@ fn cluster(count: usize) -> Cluster {
 
 /// One primary and two workers that joined with the printed command: three Ready nodes, a
 /// DaemonSet's pod Running on each, a pod answering a pod on another node by its address, and
-/// the cluster's DNS answering for the Services.
+/// the cluster's DNS answering for the Services. On the way, what is refused before anything
+/// changes: a Kubernetes version the dist lacks, a host with a kubelet of another version, the
+/// join command run on the first node, a join command with a token the cluster does not know
+/// or another cluster's CA hash; the refused node then joins with the right command.
 #[test]
 fn three_nodes_install_join_and_run_pods_that_reach_each_other() {
     let started = Instant::now();
     let cluster = cluster(3);
-    let install = cluster.shell(
-        0,
-        &format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id),
+    let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
+
+    // A version the dist lacks, named with those it has.
+    let spec = cluster.work.path().join("other-version.yaml");
+    fs_err::write(&spec, SPEC.replace("version: 1.20.2", "version: 1.21.0")).unwrap();
+    let refused = cluster.shell(
+        1,
+        &format!(
+            "{} install --spec {} --dist {}/dist",
+            env!("CARGO_BIN_EXE_berth"),
+            spec.display(),
+            cluster.served
+        ),
     );
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("kubernetes has no version `1.21.0`") && said.contains("1.20.2"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
+
+    // A kubelet of another version on the host.
+    let placed = cluster.shell(
+        1,
+        "printf '#!/bin/sh\\necho Kubernetes v1.19.0\\n' > /usr/local/bin/kubelet && chmod +x /usr/local/bin/kubelet",
+    );
+    assert!(placed.status.success(), "{}", printed(&placed));
+    let refused = cluster.shell(1, &install_command);
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("this host already has kubelet 1.19.0 (/usr/local/bin/kubelet)"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
+    cluster.shell(1, "rm /usr/local/bin/kubelet");
+
+    // The first node, and its join command run on itself.
+    let install = cluster.shell(0, &install_command);
     assert!(install.status.success(), "{}", printed(&install));
     eprintln!("first node installed after {:?}", started.elapsed());
     let join_command = cluster.shell(0, "berth join-command");
@@ -45,6 +84,39 @@ fn three_nodes_install_join_and_run_pods_that_reach_each_other() {
         join_command.contains("kubeadm-token=") && join_command.contains("kubeadm-token-ca-hash="),
         "{join_command}"
     );
+    let refused = cluster.shell(0, &join_command);
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("the cluster's first node"), "{said}");
+    assert!(
+        kubernetes_health(&cluster, 0).0,
+        "{}",
+        kubernetes_health(&cluster, 0).1
+    );
+
+    // A token the cluster does not know (as one past its 24 hours), and another cluster's CA.
+    let token = support::join_param(&join_command, "kubeadm-token");
+    let unknown = join_command.replace(&token, &format!("zzzzzz{}", &token[6..]));
+    let refused = cluster.shell(1, &unknown);
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("does not know the join command's token zzzzzz"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
+    let hash = support::join_param(&join_command, "kubeadm-token-ca-hash");
+    let other_ca = join_command.replace(&hash, &format!("sha256:{}", "0".repeat(64)));
+    let refused = cluster.shell(1, &other_ca);
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("is not the one the join command names"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
+
+    // The right command joins the node the refusals left as it was.
     for index in 1..3 {
         let joined = cluster.shell(index, &join_command);
         assert!(joined.status.success(), "{}", printed(&joined));
@@ -485,111 +557,6 @@ fn untouched(cluster: &Cluster, index: usize) -> bool {
         .success()
 }
 
-/// What is refused before anything changes: a Kubernetes version the dist lacks, a host with a
-/// kubelet of another version, the join command run on the first node, a join command with a
-/// token the cluster does not know or another cluster's CA hash; the refused node then joins
-/// with the right command.
-#[test]
-fn bad_versions_kubelets_and_join_commands_are_refused_before_anything_changes() {
-    let cluster = cluster(2);
-    let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
-
-    // A version the dist lacks, named with those it has.
-    let spec = cluster.work.path().join("other-version.yaml");
-    fs_err::write(&spec, SPEC.replace("version: 1.20.2", "version: 1.21.0")).unwrap();
-    let refused = cluster.shell(
-        1,
-        &format!(
-            "{} install --spec {} --dist {}/dist",
-            env!("CARGO_BIN_EXE_berth"),
-            spec.display(),
-            cluster.served
-        ),
-    );
-    let said = printed(&refused);
-    assert!(!refused.status.success(), "{said}");
-    assert!(
-        said.contains("kubernetes has no version `1.21.0`") && said.contains("1.20.2"),
-        "{said}"
-    );
-    assert!(untouched(&cluster, 1), "{said}");
-
-    // A kubelet of another version on the host.
-    let placed = cluster.shell(
-        1,
-        "printf '#!/bin/sh\\necho Kubernetes v1.19.0\\n' > /usr/local/bin/kubelet && chmod +x /usr/local/bin/kubelet",
-    );
-    assert!(placed.status.success(), "{}", printed(&placed));
-    let refused = cluster.shell(1, &install_command);
-    let said = printed(&refused);
-    assert!(!refused.status.success(), "{said}");
-    assert!(
-        said.contains("this host already has kubelet 1.19.0 (/usr/local/bin/kubelet)"),
-        "{said}"
-    );
-    assert!(untouched(&cluster, 1), "{said}");
-    cluster.shell(1, "rm /usr/local/bin/kubelet");
-
-    // The first node, and its join command run on itself.
-    let install = cluster.shell(0, &install_command);
-    assert!(install.status.success(), "{}", printed(&install));
-    let join_command = cluster.shell(0, "berth join-command");
-    assert!(join_command.status.success(), "{}", printed(&join_command));
-    let join_command = String::from_utf8_lossy(&join_command.stdout)
-        .trim()
-        .replacen("sudo ", "", 1);
-    let refused = cluster.shell(0, &join_command);
-    let said = printed(&refused);
-    assert!(!refused.status.success(), "{said}");
-    assert!(said.contains("the cluster's first node"), "{said}");
-    assert!(
-        kubernetes_health(&cluster, 0).0,
-        "{}",
-        kubernetes_health(&cluster, 0).1
-    );
-
-    // A token the cluster does not know (as one past its 24 hours), and another cluster's CA.
-    let token = support::join_param(&join_command, "kubeadm-token");
-    let unknown = join_command.replace(&token, &format!("zzzzzz{}", &token[6..]));
-    let refused = cluster.shell(1, &unknown);
-    let said = printed(&refused);
-    assert!(!refused.status.success(), "{said}");
-    assert!(
-        said.contains("does not know the join command's token zzzzzz"),
-        "{said}"
-    );
-    assert!(untouched(&cluster, 1), "{said}");
-    let hash = support::join_param(&join_command, "kubeadm-token-ca-hash");
-    let other_ca = join_command.replace(&hash, &format!("sha256:{}", "0".repeat(64)));
-    let refused = cluster.shell(1, &other_ca);
-    let said = printed(&refused);
-    assert!(!refused.status.success(), "{said}");
-    assert!(
-        said.contains("is not the one the join command names"),
-        "{said}"
-    );
-    assert!(untouched(&cluster, 1), "{said}");
-
-    // The right command joins the node the refusals left as it was.
-    let joined = cluster.shell(1, &join_command);
-    assert!(joined.status.success(), "{}", printed(&joined));
-    wait_or_explain(
-        "two Ready nodes",
-        Duration::from_secs(180),
-        || {
-            let nodes = nodes(&cluster);
-            nodes.len() == 2 && nodes.iter().all(|(_, ready)| *ready)
-        },
-        || cluster.account(),
-    );
-}
-
-/// Three control planes: the first initialized with kURL's `loadBalancerAddress` (here the
-/// first node's own API address: no load balancer runs on these machines), two more joined
-/// with `berth join-command --control-plane` (its certificate key): three Ready control-plane
-/// nodes and a stacked etcd of three members; a control plane reset leaves two members and
-/// its Node object gone, and the same join command makes it a control plane again; then
-/// `berth remove-node` on the first node removes it for good.
 #[test]
 fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
     let cluster = Cluster::start_with(

@@ -170,3 +170,74 @@ pub fn build(
     }
     Ok(())
 }
+
+/// The dist [`build`] makes with `builder` from `artefacts`, built once and kept in
+/// `cache_root` (beside the builder: `target/<profile>/kubernetes-dist`), so that the
+/// clusters of a test run, each test in a process of its own, serve the same one rather than
+/// each building its own. Its key is what it is built from: the artefacts folder (named by its
+/// own content key), the builder binary (size and modification time), this Manifest and
+/// Berth's add-ons it copies. A dist is built in a folder of its own and renamed into place
+/// once complete: tests starting together may build it twice, never read half of one. Dists
+/// of other keys are removed once a new one is in place.
+pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<PathBuf, String> {
+    let dist = cache_root.join(format!("dist-{}", key(builder, artefacts)?));
+    if dist.is_dir() {
+        return Ok(dist);
+    }
+    fs_err::create_dir_all(cache_root).map_err(|error| error.to_string())?;
+    let building = tempfile::Builder::new()
+        .prefix("building-")
+        .tempdir_in(cache_root)
+        .map_err(|error| error.to_string())?;
+    let built = building.path().join("dist");
+    build(
+        builder,
+        artefacts,
+        &built,
+        &building.path().join("cache"),
+        &[],
+    )?;
+    if let Err(error) = fs_err::rename(&built, &dist) {
+        // Another test put the same dist in place first.
+        if !dist.is_dir() {
+            return Err(error.to_string());
+        }
+    }
+    for entry in fs_err::read_dir(cache_root).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("dist-") && path != dist {
+            let _ = fs_err::remove_dir_all(&path);
+        }
+    }
+    Ok(dist)
+}
+
+/// What a dist is built from, as a short hex key.
+fn key(builder: &Path, artefacts: &Path) -> Result<String, String> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(artefacts.as_os_str().as_encoded_bytes());
+    let metadata = fs_err::metadata(builder).map_err(|error| error.to_string())?;
+    let modified = metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default();
+    hasher.update(format!("\n{} {}\n", metadata.len(), modified.as_nanos()));
+    hasher.update(KUBERNETES_MANIFEST);
+    for name in ["containerd", "pod-network"] {
+        for entry in walkdir::WalkDir::new(own_addons().join(name)).sort_by_file_name() {
+            let entry = entry.map_err(|error| error.to_string())?;
+            if entry.file_type().is_file() {
+                hasher.update(entry.path().as_os_str().as_encoded_bytes());
+                hasher.update(fs_err::read(entry.path()).map_err(|error| error.to_string())?);
+            }
+        }
+    }
+    let digest = hasher.finalize();
+    Ok(digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
+}
