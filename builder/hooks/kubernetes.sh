@@ -555,7 +555,7 @@ function kubernetes_remove_node() {
     # A node that is gone (not Ready) cannot drain: its pods go with its Node object.
     if [ "$("${kubectl[@]}" get node "$name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; then
         log "draining $name"
-        "${kubectl[@]}" drain "$name" --ignore-daemonsets --delete-local-data --force --timeout=120s ||
+        "${kubectl[@]}" drain "$name" --ignore-daemonsets --delete-emptydir-data --force --timeout=120s ||
             logWarn "$name did not drain within two minutes; removing it anyway"
     else
         log "$name is not Ready: not drained; its pods go with its Node object"

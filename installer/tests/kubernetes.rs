@@ -301,7 +301,10 @@ spec:
     refused(0, "Node;3", "is not a node name");
     assert_eq!(nodes(&cluster).len(), 3, "{:?}", nodes(&cluster));
     let removed = cluster.shell(0, "berth remove-node node-3");
-    assert!(removed.status.success(), "{}", printed(&removed));
+    let said = printed(&removed);
+    assert!(removed.status.success(), "{said}");
+    // Ready, it was drained first (kubectl's own words).
+    assert!(said.contains("node/node-3 drained"), "{said}");
     let names: Vec<String> = nodes(&cluster).into_iter().map(|(name, _)| name).collect();
     assert_eq!(names, ["node-1", "node-2"]);
     refused(0, "node-3", "the cluster has no node node-3");
