@@ -228,7 +228,12 @@ function __kubernetes_control_plane_files() {
 
 # Whether the package carries the image whose Manifest name is NAME.
 function __kubernetes_package_has_image() {
-    awk -v name="$1" '$1 == "image" && $2 == name { found = 1 } END { exit !found }' \
+    [ -n "$(__kubernetes_package_image "$1")" ]
+}
+
+# The reference of the package's image NAME (its Manifest's `image NAME REFERENCE` line).
+function __kubernetes_package_image() {
+    awk -v name="$1" '$1 == "image" && $2 == name { print $3; exit }' \
         "$(__kubernetes_package_dir)/Manifest" 2>/dev/null
 }
 
@@ -335,7 +340,7 @@ function kubernetes() {
 function __kubernetes_cluster_dns() {
     __kubernetes_package_has_image coredns && return 0
     local image address domain config=/var/lib/kubelet/config.yaml
-    image="$(awk '$1 == "image" && $2 == "cluster-dns" { print $3; exit }' "$(__kubernetes_package_dir)/Manifest")"
+    image="$(__kubernetes_package_image cluster-dns)"
     [ -n "$image" ] || return 0
     address="$(awk '$1 == "clusterDNS:" { getline; print $2; exit }' "$config")"
     domain="$(awk '$1 == "clusterDomain:" { print $2; exit }' "$config")"
