@@ -8,7 +8,8 @@
 #   images/   OCI archives under kURL's names and tags (k8s.gcr.io/kube-*:v1.20.2, pause:3.2,
 #             etcd:3.4.13-0 from Debian's etcd-server), byte for byte the same on a rebuild
 #   assets/   the release tarballs kURL's Manifest names, where they can be made here
-#   debs/     kubelet and kubectl as host packages, in an apt repository (Packages, Release)
+#   debs/     kubelet and kubectl as host packages, in an apt repository with a suite for
+#             Debian 12 (bookworm) and one for Debian 11 (bullseye)
 #   UNBUILT   what kURL's Manifest names that this machine cannot build, each with why
 # Environment: BERTH_KUBERNETES_CACHE (default ~/.cache/berth/kubernetes).
 set -euo pipefail
@@ -258,12 +259,15 @@ tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH
 # As upstream's apt repository ships them: kubelet with its systemd unit and kubeadm's drop-in;
 # kubernetes-cni (here the CNI plugins at /opt/cni/bin, where the kubelet and containerd look,
 # from Debian's containernetworking-plugins); kubectl (Debian's kubernetes-client, which is
-# v1.20.2 itself). The repository holds their dependency closure too, and containerd's and
-# runc's (which the containerd add-on installs), so a build that resolves them from it alone,
-# as from a private mirror, finds everything.
+# v1.20.2 itself in bookworm and bullseye). The repository holds their dependency closure too,
+# and containerd's and runc's (which the containerd add-on installs), so a build that resolves
+# them from it alone, as from a private mirror, finds everything. It has two suites: bookworm
+# (Debian 12) and bullseye (Debian 11), each with its own closure (pool/<suite>) beside the two
+# packages made here (pool/all: the kubelet is static, and kubernetes-cni holds links only).
 repository="$out/debs"
 pool="$repository/pool"
-mkdir -p "$pool"
+rm -rf "$repository"
+mkdir -p "$pool/all"
 package_root="$work/package"
 # make_deb NAME VERSION DEPENDS DESCRIPTION: a .deb of $package_root, reproducibly.
 make_deb() {
@@ -272,7 +276,7 @@ make_deb() {
         "Maintainer: Berth <berth@localhost>" "Depends: $3" "Section: admin" \
         "Priority: optional" "Description: $4" >"$package_root/DEBIAN/control"
     find "$package_root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
-    dpkg-deb --root-owner-group -Zxz --build "$package_root" "$pool/${1}_${2}_amd64.deb" >/dev/null
+    dpkg-deb --root-owner-group -Zxz --build "$package_root" "$pool/all/${1}_${2}_amd64.deb" >/dev/null
     rm -rf "$package_root"
 }
 rm -rf "$package_root"
@@ -291,28 +295,56 @@ for plugin in /usr/lib/cni/*; do
 done
 make_deb kubernetes-cni 0.8.7-00 "containernetworking-plugins" \
     "CNI plugins where the kubelet and containerd look (/opt/cni/bin), from Debian's containernetworking-plugins"
-# The closure, from Debian: everything the three need that apt can download.
-mapfile -t closure < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
-    --no-breaks --no-replaces --no-enhances iptables iproute2 socat util-linux mount ebtables \
-    ethtool conntrack containernetworking-plugins kubernetes-client containerd runc | grep -E '^[a-z0-9]' | sort -u)
-available=()
-for package in "${closure[@]}"; do
-    apt-cache show --no-all-versions "$package" >/dev/null 2>&1 && available+=("$package")
-done
-(cd "$pool" && apt-get download -q "${available[@]}" >&2)
-(
-    cd "$repository"
-    mkdir -p dists/bookworm/main/binary-amd64
-    apt-ftparchive packages pool >dists/bookworm/main/binary-amd64/Packages
-    gzip -n -k -f dists/bookworm/main/binary-amd64/Packages
-    apt-ftparchive -o APT::FTPArchive::Release::Suite=bookworm \
-        -o APT::FTPArchive::Release::Codename=bookworm \
-        -o APT::FTPArchive::Release::Components=main \
-        -o APT::FTPArchive::Release::Architectures=amd64 release dists/bookworm >Release.new
-    mv Release.new dists/bookworm/Release
-    # Unsigned, as a private mirror often is: a build reads it with no keyring.
-    cp dists/bookworm/Release dists/bookworm/InRelease
-)
+
+# suite SUITE APT-OPTION...: pool/SUITE gets everything the packages above, kubectl, containerd
+# and runc need from SUITE (apt with APT-OPTIONs reads it), and dists/SUITE indexes it with
+# pool/all.
+suite() {
+    local name=$1 package
+    shift
+    local closure available=()
+    mapfile -t closure < <(apt-cache "$@" depends --recurse --no-recommends --no-suggests \
+        --no-conflicts --no-breaks --no-replaces --no-enhances iptables iproute2 socat util-linux \
+        mount ebtables ethtool conntrack containernetworking-plugins kubernetes-client containerd \
+        runc | grep -E '^[a-z0-9]' | sort -u)
+    for package in "${closure[@]}"; do
+        apt-cache "$@" show --no-all-versions "$package" >/dev/null 2>&1 && available+=("$package")
+    done
+    mkdir -p "$pool/$name"
+    (cd "$pool/$name" && apt-get "$@" download -q "${available[@]}" >&2)
+    (
+        cd "$repository"
+        mkdir -p "dists/$name/main/binary-amd64"
+        # (A second path would be read as an override file: one run each.)
+        { apt-ftparchive packages pool/all && apt-ftparchive packages "pool/$name"; } \
+            >"dists/$name/main/binary-amd64/Packages"
+        gzip -n -k -f "dists/$name/main/binary-amd64/Packages"
+        apt-ftparchive -o "APT::FTPArchive::Release::Suite=$name" \
+            -o "APT::FTPArchive::Release::Codename=$name" \
+            -o APT::FTPArchive::Release::Components=main \
+            -o APT::FTPArchive::Release::Architectures=amd64 release "dists/$name" >Release.new
+        mv Release.new "dists/$name/Release"
+        # Unsigned, as a private mirror often is: a build reads it with no keyring.
+        cp "dists/$name/Release" "dists/$name/InRelease"
+    )
+}
+# bookworm is this machine's own; bullseye is read through apt settings of its own.
+suite bookworm
+bullseye_apt="$cache/apt-bullseye"
+mkdir -p "$bullseye_apt/lists/partial" "$bullseye_apt/archives/partial"
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+printf '%s\n' \
+    "deb [signed-by=$keyring] http://deb.debian.org/debian bullseye main" \
+    "deb [signed-by=$keyring] http://deb.debian.org/debian bullseye-updates main" \
+    "deb [signed-by=$keyring] http://deb.debian.org/debian-security bullseye-security main" \
+    >"$bullseye_apt/sources.list"
+: >"$bullseye_apt/status"
+bullseye=(-o "Dir::Etc::SourceList=$bullseye_apt/sources.list" -o "Dir::Etc::SourceParts=$bullseye_apt/none"
+    -o "Dir::State::Lists=$bullseye_apt/lists" -o "Dir::State::status=$bullseye_apt/status"
+    -o "Dir::Cache::archives=$bullseye_apt/archives" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
+    -o APT::Architecture=amd64)
+apt-get "${bullseye[@]}" update -q >&2
+suite bullseye "${bullseye[@]}"
 
 # --- What kURL's packages/kubernetes/1.20.2/Manifest names that is not made here -------------
 printf '%s\n' \

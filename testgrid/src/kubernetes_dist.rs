@@ -1,13 +1,13 @@
 //! A dist that installs real Kubernetes v1.20.2: kURL's `packages/kubernetes/1.20.2/Manifest`
-//! (less the lines that cannot be built here) with Berth's Kubernetes hooks, Berth's containerd
-//! and pod-network add-ons, all built by `berth-build` through its mirror settings from what
+//! (less the lines that cannot be built here) with Berth's Kubernetes hooks, Berth's containerd,
+//! pod-network and demo add-ons, all built by `berth-build` through its mirror settings from what
 //! `scripts/kubernetes.sh` builds from Debian's source package:
 //! - a loopback registry holds the images under their own repositories and tags
 //!   (`kube-apiserver:v1.20.2`, …), and a loopback file server holds kubeadm and crictl's
 //!   release tarball: a mirrors file (`berth-build --mirrors`) maps `k8s.gcr.io`,
 //!   `docker.io` (cluster-dns's registry) and the URLs kURL's Manifest names to them;
 //! - the artefacts' apt repository (kubelet, kubernetes-cni, Debian's kubernetes-client, and
-//!   what they and containerd need) is Debian 12's mirror for this build.
+//!   what they and containerd need) is the mirror of Debian 12 and Debian 11 for this build.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,7 +60,12 @@ pub fn artefacts() -> Result<PathBuf, String> {
         "BERTH_KUBERNETES_ARTEFACTS is not set: run scripts/kubernetes.sh (scripts/test.sh does) \
          and set it to the folder it prints",
     )?;
-    let folder = PathBuf::from(folder);
+    checked_artefacts(Path::new(&folder))
+}
+
+/// `folder`, if `scripts/kubernetes.sh` completed it.
+pub fn checked_artefacts(folder: &Path) -> Result<PathBuf, String> {
+    let folder = folder.to_path_buf();
     if !folder.join("COMPLETE").is_file() {
         return Err(format!(
             "{}: not a complete build of scripts/kubernetes.sh (no COMPLETE); run it again",
@@ -69,6 +74,10 @@ pub fn artefacts() -> Result<PathBuf, String> {
     }
     Ok(folder)
 }
+
+/// Berth's own add-ons the dist holds beside Kubernetes: the container runtime and the pod
+/// network it needs, and demo, whose image is a workload every node has.
+const OWN_ADDONS: [&str; 3] = ["containerd", "pod-network", "demo"];
 
 /// The repository folder of Berth's own add-ons (`addons/` of this checkout).
 fn own_addons() -> PathBuf {
@@ -119,7 +128,7 @@ pub fn build(
     // Copies of Berth's own add-ons: the builder does not follow links below the folder it
     // is given.
     fs_err::create_dir_all(repository.join("addons")).map_err(|error| error.to_string())?;
-    for name in ["containerd", "pod-network"] {
+    for name in OWN_ADDONS {
         let copied = Command::new("cp")
             .arg("-r")
             .arg(own_addons().join(name))
@@ -134,8 +143,8 @@ pub fn build(
     fs_err::write(
         &distros,
         format!(
-            "distros:\n  - name: debian-12\n    format: deb\n    mirrors: [{}]\n    suite: bookworm\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n",
-            apt.url
+            "distros:\n  - name: debian-12\n    format: deb\n    mirrors: [{url}]\n    suite: bookworm\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n  - name: debian-11\n    format: deb\n    mirrors: [{url}]\n    suite: bullseye\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n",
+            url = apt.url
         ),
     )
     .map_err(|error| error.to_string())?;
@@ -159,7 +168,6 @@ pub fn build(
         .arg(cache)
         .arg("--distros")
         .arg(&distros)
-        .args(["--distro", "debian-12"])
         .arg("--mirrors")
         .arg(&mirrors)
         .args(options)
@@ -226,7 +234,7 @@ fn key(builder: &Path, artefacts: &Path) -> Result<String, String> {
         .unwrap_or_default();
     hasher.update(format!("\n{} {}\n", metadata.len(), modified.as_nanos()));
     hasher.update(KUBERNETES_MANIFEST);
-    for name in ["containerd", "pod-network"] {
+    for name in OWN_ADDONS {
         for entry in walkdir::WalkDir::new(own_addons().join(name)).sort_by_file_name() {
             let entry = entry.map_err(|error| error.to_string())?;
             if entry.file_type().is_file() {
