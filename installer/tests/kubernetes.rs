@@ -11,7 +11,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::kubernetes_cluster::{BUSYBOX, Cluster, SPEC, cgroup_root, nodes, wait_or_explain};
+use support::kubelet_host::cgroup_root;
+use support::kubernetes_cluster::{BUSYBOX, Cluster, SPEC, nodes, wait_or_explain};
 use support::{printed, wait_until};
 
 /// Builds the dist and boots `count` machines for it.

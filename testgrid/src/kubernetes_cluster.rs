@@ -3,18 +3,8 @@
 //! the dist [`crate::kubernetes_dist`] builds, served by `berth-build serve` from a host of its
 //! own, and machines ready for `curl … | bash` and the printed join command.
 //!
-//! What the machines need that a real host has, and why:
-//! - `/etc/hosts` names every machine: no name server is reachable, and the kubelet's
-//!   hostname must resolve;
-//! - each kubelet has a cgroup folder of its own (`--cgroup-root`, in `/etc/default/kubelet`,
-//!   the file upstream's kubelet unit reads for node flags): the machines share this host's
-//!   cgroups, where two kubelets would otherwise both own `/kubepods`;
-//! - a `kubectl` package this host may have from elsewhere is removed, as kubectl comes with
-//!   the Kubernetes package (Debian's `kubernetes-client`);
-//! - the kubelets judge the disk they share with this host and everything else it runs: they
-//!   evict no pod and remove no image for disk space (only memory evicts), else a host disk
-//!   filled by other work makes pods Evicted and removes images Berth loaded before any pod
-//!   used them.
+//! The machines are readied for their kubelets ([`crate::kubelet_host`]), and `/etc/hosts`
+//! names every machine: no name server is reachable, and the kubelet's hostname must resolve.
 
 use std::path::Path;
 use std::process::Output;
@@ -23,6 +13,7 @@ use std::time::{Duration, Instant};
 use berth_formats::spec::InstallerSpec;
 
 use crate::images::{PlatformImage, busybox_layer, write_oci_archive};
+use crate::kubelet_host::{self, KubeletCgroup};
 use crate::kubernetes_dist;
 use crate::machine::Machine;
 use crate::network::{Host, Network};
@@ -33,9 +24,11 @@ pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:
 /// A test workload image: busybox, imported on every node under this name.
 pub const BUSYBOX: &str = "docker.io/library/busybox:berth-test";
 
-/// The machines, the server that serves their installer, and the dist it serves.
+/// The machines, the server that serves their installer, and the dist it serves. Fields drop
+/// in order: the machines end (with every process they ran), then what their kubelets ran.
 pub struct Cluster {
     pub machines: Vec<Machine>,
+    _cgroups: Vec<KubeletCgroup>,
     /// `http://ADDRESS:PORT`, where the installer is served.
     pub served: String,
     /// The installer's id: `curl -fsSL {served}/{id} | bash` installs it.
@@ -126,17 +119,20 @@ impl Cluster {
                 layers: vec![busybox_layer()],
             }],
         );
+        let mut cgroups = Vec::new();
         let machines: Vec<Machine> = hosts
             .into_iter()
             .zip(&names)
             .map(|(host, name)| {
                 let machine = Machine::start(host, name);
-                prepare(&machine, &etc_hosts);
+                machine.write("/etc/hosts", &etc_hosts);
+                cgroups.push(kubelet_host::prepare(&machine));
                 machine
             })
             .collect();
         let cluster = Cluster {
             machines,
+            _cgroups: cgroups,
             served,
             id,
             work,
@@ -198,72 +194,6 @@ impl Cluster {
         );
         assert!(output.status.success(), "{}", printed(&output));
     }
-}
-
-/// Ends every process in a kubelet's cgroup folders, then removes them, deepest first (a
-/// cgroup folder is removed empty or not at all). Containers run in mount namespaces of their
-/// own, so ending a machine's processes leaves them (a pod's pause process outlives its
-/// shim): their cgroups find them all.
-const END_CGROUP_TREE: &str = "
-for controller in /sys/fs/cgroup/*/; do
-    tree=\"$controller$1\"
-    [ -d \"$tree\" ] || continue
-    for _ in $(seq 50); do
-        pids=$(find \"$tree\" -name cgroup.procs -exec cat {} +)
-        [ -n \"$pids\" ] || break
-        kill -9 $pids 2>/dev/null
-        sleep 0.1
-    done
-    find \"$tree\" -depth -type d -exec rmdir {} + 2>/dev/null
-done
-true";
-
-impl Drop for Cluster {
-    /// The machines end (with every process they ran), then what their kubelets ran.
-    fn drop(&mut self) {
-        let roots: Vec<String> = self.machines.iter().map(cgroup_root).collect();
-        self.machines.clear();
-        for root in roots {
-            let _ = std::process::Command::new("sh")
-                .args(["-c", END_CGROUP_TREE, "sh", &root])
-                .status();
-        }
-    }
-}
-
-/// What every machine needs before Berth runs (the module's comment says why).
-fn prepare(machine: &Machine, etc_hosts: &str) {
-    machine.write("/etc/hosts", etc_hosts);
-    let root = cgroup_root(machine);
-    machine.write(
-        "/etc/default/kubelet",
-        format!(
-            "KUBELET_EXTRA_ARGS=--cgroup-root=/{root} --fail-swap-on=false \
-             --eviction-hard=memory.available<100Mi --image-gc-high-threshold=100 \
-             --image-gc-low-threshold=99\n"
-        ),
-    );
-    let output = machine
-        .command("bash")
-        .args([
-            "-c",
-            "set -e
-             for controller in /sys/fs/cgroup/*/; do mkdir -p \"$controller$1\"; done
-             if dpkg-query -W -f='${Status}' kubectl 2>/dev/null | grep -q 'install ok installed'; then
-                 dpkg --remove kubectl >/dev/null
-             fi",
-            "bash",
-            &root,
-        ])
-        .env("PATH", PATH)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", printed(&output));
-}
-
-/// The cgroup folder of a machine's kubelet: its namespace's name, unique on this host.
-pub fn cgroup_root(machine: &Machine) -> String {
-    format!("berth-{}", machine.host.namespace)
 }
 
 /// Waits up to `timeout` for `condition`; if it never holds, fails with what `explain` says

@@ -5,6 +5,7 @@ pub mod apt;
 mod file_server;
 pub mod grid;
 pub mod images;
+pub mod kubelet_host;
 mod kubernetes_api;
 pub mod kubernetes_cluster;
 pub mod kubernetes_dist;

@@ -45,6 +45,21 @@ enum Commands {
         #[arg(long, default_value = "gzip", value_name = "gzip|zstd")]
         compression: String,
     },
+    /// Build real Kubernetes v1.20.2 (kURL's `packages/kubernetes/1.20.2/Manifest` less what
+    /// cannot be built here) with Berth's containerd, pod-network and demo add-ons into a dist
+    /// for the grid, from what `scripts/kubernetes.sh` built (see
+    /// `testgrid/src/kubernetes_dist.rs`); needs docker-registry and skopeo.
+    KubernetesDist {
+        /// The dist folder to write.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// What `scripts/kubernetes.sh` printed.
+        #[arg(long, value_name = "DIR", env = "BERTH_KUBERNETES_ARTEFACTS")]
+        artefacts: PathBuf,
+        /// How the packages are compressed (berth-build's `--compression`).
+        #[arg(long, default_value = "gzip", value_name = "gzip|zstd")]
+        compression: String,
+    },
     /// Boot VMs of one OS with the qemu provider and keep them until Ctrl-C, writing a hosts
     /// file the ssh provider reads.
     Boot {
@@ -218,6 +233,11 @@ fn main() -> ExitCode {
         Commands::Run(args) => run(args),
         Commands::Merge { shards, out } => merge(&shards, &out),
         Commands::KurlDist { out, compression } => kurl_dist(&out, &compression),
+        Commands::KubernetesDist {
+            out,
+            artefacts,
+            compression,
+        } => kubernetes_dist(&out, &artefacts, &compression),
         Commands::Boot {
             machines,
             os_spec,
@@ -408,6 +428,27 @@ fn kurl_dist(out: &Path, compression: &str) -> anyhow::Result<ExitCode> {
     )
     .map_err(anyhow::Error::msg)?;
     println!("kURL's fixture add-ons are in {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn kubernetes_dist(out: &Path, artefacts: &Path, compression: &str) -> anyhow::Result<ExitCode> {
+    let builder = berth_build()?;
+    let artefacts = berth_testgrid::kubernetes_dist::checked_artefacts(artefacts)
+        .map_err(anyhow::Error::msg)?;
+    let cache = tempfile::tempdir()?;
+    berth_testgrid::kubernetes_dist::build(
+        &builder,
+        &artefacts,
+        out,
+        cache.path(),
+        &["--compression", compression],
+    )
+    .map_err(anyhow::Error::msg)?;
+    println!(
+        "Kubernetes {} is in {}",
+        berth_testgrid::kubernetes_dist::KUBERNETES_VERSION,
+        out.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -47,6 +47,9 @@ impl Provider {
 /// machines end before their network).
 struct Machines {
     nodes: Vec<Box<dyn Node>>,
+    /// Each node's address on the cell's network, where the provider chose it (a vendor's
+    /// hosts resolve each other's names already).
+    addresses: Option<Vec<String>>,
     _vms: Vec<Vm>,
     _network: Option<crate::network::Network>,
 }
@@ -240,6 +243,7 @@ impl Cell<'_> {
                         .iter()
                         .map(|vm| Box::new(vm.node.clone()) as Box<dyn Node>)
                         .collect(),
+                    addresses: Some(vms.iter().map(|vm| vm.address.clone()).collect()),
                     _vms: vms,
                     _network: None,
                 })
@@ -267,6 +271,7 @@ impl Cell<'_> {
                 }
                 Ok(Machines {
                     nodes,
+                    addresses: None,
                     _vms: Vec::new(),
                     _network: None,
                 })
@@ -274,6 +279,7 @@ impl Cell<'_> {
             Provider::Namespaces => {
                 let (machines, network) = super::namespaces::start(self.os, names, forward)?;
                 Ok(Machines {
+                    addresses: Some(machines.iter().map(|node| node.address()).collect()),
                     nodes: machines
                         .into_iter()
                         .map(|node| Box::new(node) as Box<dyn Node>)
@@ -300,6 +306,12 @@ impl Cell<'_> {
             .filter(|node| node.name().starts_with("secondary-"))
             .map(|node| node.as_ref())
             .collect();
+        if let Some(addresses) = &machines.addresses {
+            let names = names_script(nodes, addresses);
+            for node in nodes {
+                self.script("names", node.as_ref(), &names)?;
+            }
+        }
         for node in nodes {
             if !self.os.preinit.trim().is_empty() {
                 self.script("preinit", node.as_ref(), &self.os.preinit.clone())?;
@@ -555,6 +567,35 @@ impl Cell<'_> {
         );
         result
     }
+}
+
+/// A script that makes `/etc/hosts` name each of the cell's nodes by its address on the cell's
+/// network, as a site's name server would (kubeadm's nodes find each other, and an HA test's
+/// `loadBalancerAddress` names `primary-1`); the names leave the lines that named them before
+/// (Debian's `127.0.1.1 <hostname>`), and a line left naming nothing goes.
+fn names_script(nodes: &[Box<dyn Node>], addresses: &[String]) -> String {
+    let names: Vec<&str> = nodes.iter().map(|node| node.name()).collect();
+    let mut script = format!(
+        "awk -v names={} '
+BEGIN {{ split(names, list, \" \"); for (i in list) cell[list[i]] = 1 }}
+/^[[:space:]]*(#|$)/ {{ print; next }}
+{{
+    line = $1; kept = 0
+    for (field = 2; field <= NF; field++) if (!($field in cell)) {{ line = line \" \" $field; kept++ }}
+    if (kept) print line
+}}' /etc/hosts >/etc/hosts.grid\n",
+        berth_formats::shell::word(&names.join(" "))
+    );
+    for (name, address) in names.iter().zip(addresses) {
+        script.push_str(&format!(
+            "echo {} {} >>/etc/hosts.grid\n",
+            berth_formats::shell::word(address),
+            berth_formats::shell::word(name)
+        ));
+    }
+    // The file keeps its inode: a netns machine's is an overlay's, a VM's may be bound.
+    script.push_str("cat /etc/hosts.grid >/etc/hosts\nrm /etc/hosts.grid\n");
+    script
 }
 
 fn append(path: &Path, text: &str) -> std::io::Result<()> {

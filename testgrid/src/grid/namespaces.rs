@@ -15,6 +15,7 @@ use anyhow::{Context as _, bail};
 
 use super::node::{Node, Outcome, run_bounded};
 use super::specs::OsSpec;
+use crate::kubelet_host::{self, KubeletCgroup};
 use crate::machine::Machine;
 use crate::network::Network;
 
@@ -72,9 +73,11 @@ pub fn start(
         for name in names {
             let machine = Arc::new(Machine::start(network.host(), name));
             let forwarder = forward.map(|port| Forwarder::start(&machine, port));
+            let kubelet = kubelet_host::prepare(&machine);
             nodes.push(NamespaceNode {
                 machine,
                 forwarder: forwarder.transpose().map_err(|error| error.to_string())?,
+                _kubelet: kubelet,
             });
         }
         Ok::<_, String>((nodes, network))
@@ -90,10 +93,20 @@ pub fn start(
     .map_err(anyhow::Error::msg)
 }
 
-/// A machine of the `netns` provider.
+/// A machine of the `netns` provider, readied for a kubelet as the grid's Kubernetes cells
+/// need ([`crate::kubelet_host`]).
 pub struct NamespaceNode {
     machine: Arc<Machine>,
     forwarder: Option<Forwarder>,
+    /// After the machine, as fields drop in order: what its kubelet ran ends once it has.
+    _kubelet: KubeletCgroup,
+}
+
+impl NamespaceNode {
+    /// Its address on the cell's bridge, where the other machines reach it.
+    pub fn address(&self) -> String {
+        self.machine.host.address().to_string()
+    }
 }
 
 impl Node for NamespaceNode {

@@ -294,6 +294,41 @@ mod tests {
         assert!(tests.iter().any(|test| test.upgrade_spec.is_some()));
     }
 
+    /// This repository's own grid files (`testgrid/specs`): OS specs (`os-*.yaml`) and test
+    /// specs read, with no field the grid would ignore, and the Kubernetes tests all get the
+    /// one check their file writes once (a YAML alias).
+    #[test]
+    fn the_repositorys_own_grid_files_read() {
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs");
+        let mut tests_read = 0;
+        for entry in fs_err::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("os-") {
+                assert!(!read_oses(&path).unwrap().is_empty(), "{name}");
+                continue;
+            }
+            let tests = read_tests(&path).unwrap_or_else(|error| panic!("{name}: {error}"));
+            for test in &tests {
+                assert!(test.ignored_fields().is_empty(), "{name}: {test:?}");
+                if name.starts_with("kubernetes") {
+                    assert!(
+                        test.post_install_script
+                            .contains("kubectl rollout status daemonset/reach"),
+                        "{name}: {}",
+                        test.name
+                    );
+                }
+            }
+            tests_read += tests.len();
+        }
+        assert!(
+            tests_read >= 8,
+            "{tests_read} tests in {}",
+            folder.display()
+        );
+    }
+
     #[test]
     fn a_misspelt_field_is_named_and_kurls_infrastructure_is_not() {
         let file = write(
