@@ -333,14 +333,55 @@ fn kubernetes_health(cluster: &Cluster, index: usize) -> (bool, String) {
     (output.status.success(), printed(&output))
 }
 
-/// One node: `kubeadm init` by Berth's hooks, the control plane's pods Running, a Deployment
-/// Available; health that names a frozen scheduler and a stopped kubelet; a re-run that
+/// One node: `kubeadm init` failing midway, then by Berth's hooks once the cause is gone, the
+/// control plane's pods Running, a Deployment Available; health that names a frozen scheduler and a stopped kubelet; a re-run that
 /// repairs the node (starts the kubelet) without running kubeadm init again; a reset, after
 /// which the node installs again from the installer's airgap bundle, the server out of reach.
 #[test]
 fn one_node_is_probed_repaired_by_a_rerun_reset_and_installed_again() {
     let cluster = cluster(1);
     let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
+
+    // kubeadm init failing midway: a file where its control-plane phase writes the static
+    // pods' manifests, after its certificate and kubeconfig phases wrote theirs. Recorded
+    // Failed, the node left as `kubeadm reset` leaves it; once the cause is gone, the same
+    // command completes.
+    let blocked = cluster.shell(
+        0,
+        "mkdir -p /etc/kubernetes && touch /etc/kubernetes/manifests",
+    );
+    assert!(blocked.status.success(), "{}", printed(&blocked));
+    let failed = cluster.shell(0, &install_command);
+    let said = printed(&failed);
+    assert!(!failed.status.success(), "{said}");
+    assert!(
+        said.contains("[certs] Generating \"ca\" certificate and key")
+            && said.contains("kubeadm init failed (above); the node is as kubeadm reset leaves it"),
+        "{said}"
+    );
+    let status = cluster.shell(0, "berth status --json");
+    let records: serde_json::Value = serde_json::from_slice(&status.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}", printed(&status)));
+    let kubernetes = records
+        .as_array()
+        .and_then(|records| records.iter().find(|record| record["name"] == "kubernetes"))
+        .unwrap_or_else(|| panic!("no kubernetes in {records:#}"));
+    assert_eq!(
+        kubernetes["progressing"]["reason"], "Failed",
+        "{kubernetes:#}"
+    );
+    let left = cluster.shell(
+        0,
+        "! [ -e /etc/kubernetes/pki/ca.crt ] && ! [ -e /etc/kubernetes/admin.conf ] \
+         && ! [ -e /var/lib/kubelet/config.yaml ]",
+    );
+    assert!(
+        left.status.success(),
+        "what kubeadm init wrote is still there: {said}"
+    );
+    let fixed = cluster.shell(0, "rm /etc/kubernetes/manifests");
+    assert!(fixed.status.success(), "{}", printed(&fixed));
+
     let install = cluster.shell(0, &install_command);
     assert!(install.status.success(), "{}", printed(&install));
     assert!(
