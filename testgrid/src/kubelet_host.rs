@@ -14,10 +14,8 @@
 //! them (a pod's pause process outlives its shim): [`KubeletCgroup`] ends what the kubelet's
 //! cgroup folders hold once the machine has ended.
 
-use crate::machine::Machine;
+use crate::machine::{Machine, PATH};
 use crate::printed;
-
-const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// A machine's kubelet cgroup folders: what they hold is ended, and they are removed, when
 /// this is dropped (after the machine).

@@ -19,7 +19,7 @@ use crate::machine::Machine;
 use crate::network::{Host, Network};
 use crate::{Server, printed};
 
-pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub use crate::machine::PATH;
 
 /// A test workload image: busybox, imported on every node under this name.
 pub const BUSYBOX: &str = "docker.io/library/busybox:berth-test";

@@ -22,6 +22,9 @@ use std::time::Duration;
 use crate::network::Host;
 use crate::{Server, require, run, wait_until};
 
+/// A plain PATH for commands run on a machine, whatever the caller's is.
+pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 const OVERLAID: [&str; 5] = ["etc", "usr", "var", "opt", "root"];
 const SYSTEMCTL: &str = include_str!("../standins/systemctl");
 

@@ -171,6 +171,10 @@ struct QemuArgs {
     /// Memory of each VM, in MiB (Berth's built-in host preflights ask for 4 GiB and more).
     #[arg(long, default_value_t = 4608, value_parser = clap::value_parser!(u32).range(256..=262_144))]
     memory: u32,
+    /// Each VM's disk (its root filesystem grows to it at boot; at least 8GiB). Sparse: it
+    /// takes on this machine only what the VM writes.
+    #[arg(long, default_value = "50GiB", value_parser = parse_size)]
+    disk: u64,
     /// The most a VM may take to answer over SSH after it starts or reboots.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     boot_timeout: Duration,
@@ -187,6 +191,7 @@ impl QemuArgs {
             accel: self.accel.clone(),
             cpus: self.cpus,
             memory_mib: self.memory,
+            disk_bytes: self.disk,
             boot_timeout: self.boot_timeout,
         }
     }

@@ -18,11 +18,11 @@ use super::node::{SshNode, run_bounded};
 use super::specs::OsSpec;
 
 /// What every image has, besides the OS spec's packages: systemd, sshd, and what Berth's
-/// scripts use (curl, sudo, tar, sha256sum).
-const BASE_PACKAGES: &str = "systemd-sysv,udev,dbus,openssh-server,iproute2,linux-image-cloud-amd64,initramfs-tools,sudo,curl,ca-certificates";
+/// scripts use (curl, sudo, tar, sha256sum) and the grid's own boot units (e2fsprogs).
+const BASE_PACKAGES: &str = "systemd-sysv,udev,dbus,openssh-server,iproute2,linux-image-cloud-amd64,initramfs-tools,sudo,curl,ca-certificates,e2fsprogs";
 
 /// Bumped whenever the way an image is made changes, so cached images are made again.
-const RECIPE: &str = "berth-testgrid image 2";
+const RECIPE: &str = "berth-testgrid image 3";
 
 /// The private network's first three octets; VM N is `.10+N`.
 const SUBNET: &str = "10.77.0";
@@ -39,8 +39,14 @@ pub struct Qemu {
     pub accel: String,
     pub cpus: u32,
     pub memory_mib: u32,
+    /// The size of each VM's disk, whose root filesystem grows to it at boot (at least the
+    /// image's, [`IMAGE_BYTES`]).
+    pub disk_bytes: u64,
     pub boot_timeout: Duration,
 }
+
+/// The size of an image's root filesystem, which a VM's disk may only exceed.
+pub const IMAGE_BYTES: u64 = 8 << 30;
 
 /// A cached image: a disk, and the kernel and initrd that boot it.
 #[derive(Debug, Clone)]
@@ -215,7 +221,7 @@ impl Qemu {
         mkfs.args(["-q", "-L", "berth-root", "-d"])
             .arg(&root)
             .arg(&raw)
-            .arg("8G");
+            .arg(format!("{}K", IMAGE_BYTES >> 10));
         let outcome = run_bounded(&mut mkfs, std::io::empty(), Duration::from_secs(600), log)?;
         if !outcome.success {
             bail!(
@@ -296,7 +302,8 @@ impl Qemu {
             create
                 .args(["create", "-q", "-f", "qcow2", "-F", "qcow2", "-b"])
                 .arg(&image.disk)
-                .arg(&overlay);
+                .arg(&overlay)
+                .arg(self.disk_bytes.max(IMAGE_BYTES).to_string());
             let outcome = run_bounded(&mut create, std::io::empty(), Duration::from_secs(60), log)?;
             if !outcome.success {
                 bail!(
@@ -415,9 +422,9 @@ fn newest(dir: &Path, prefix: &str) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("no {prefix}* in {}", dir.display()))
 }
 
-/// Makes a debootstrap root bootable as a grid VM: its disk mounted as root, a machine id of
-/// its own made at first boot, the runner's key for root, and its addresses from the kernel
-/// command line.
+/// Makes a debootstrap root bootable as a grid VM: its disk mounted as root (and grown to the
+/// VM's disk), a machine id of its own made at first boot, the runner's key for root, and its
+/// addresses from the kernel command line.
 fn configure_root(root: &Path, public_key: &str) -> anyhow::Result<()> {
     let write = |relative: &str, text: &str| -> anyhow::Result<()> {
         let path = root.join(relative);
@@ -444,24 +451,31 @@ fn configure_root(root: &Path, public_key: &str) -> anyhow::Result<()> {
         root.join("root/.ssh"),
         std::os::unix::fs::PermissionsExt::from_mode(0o700),
     )?;
-    write(
-        "usr/local/sbin/berth-grid-network",
+    let unit = |name: &str, script: &str, unit: &str| -> anyhow::Result<()> {
+        write(&format!("usr/local/sbin/{name}"), script)?;
+        fs_err::set_permissions(
+            root.join(format!("usr/local/sbin/{name}")),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )?;
+        write(&format!("etc/systemd/system/{name}.service"), unit)?;
+        let wants = root.join("etc/systemd/system/multi-user.target.wants");
+        fs_err::create_dir_all(&wants)?;
+        let link = wants.join(format!("{name}.service"));
+        if !link.exists() {
+            fs_err::os::unix::fs::symlink(format!("/etc/systemd/system/{name}.service"), link)?;
+        }
+        Ok(())
+    };
+    unit(
+        "berth-grid-network",
         "#!/bin/sh\n# The grid's addresses: eth0 is QEMU's user network (sshd, forwarded), eth1 the cell's\n# private network, with the default route, as a node's own network would have it.\nset -e\naddress=$(tr ' ' '\\n' </proc/cmdline | sed -n 's/^berth.address=//p')\nip link set lo up\n# The name resolves, as Debian's installer and cloud-init have it (collectd asks).\ngrep -qw \"$(hostname)\" /etc/hosts || echo \"127.0.1.1 $(hostname)\" >>/etc/hosts\nip link set eth0 up\nip address add 10.0.2.15/24 dev eth0\nip link set eth1 up\nif [ -n \"$address\" ]; then\n    ip address add \"$address\" dev eth1\n    ip route add default via 10.77.0.1 dev eth1 onlink\nfi\n",
-    )?;
-    fs_err::set_permissions(
-        root.join("usr/local/sbin/berth-grid-network"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )?;
-    write(
-        "etc/systemd/system/berth-grid-network.service",
         "[Unit]\nDescription=The grid's network addresses, from the kernel command line\nDefaultDependencies=no\nAfter=systemd-udev-settle.service sys-subsystem-net-devices-eth1.device\nWants=sys-subsystem-net-devices-eth1.device\nBefore=network.target ssh.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/local/sbin/berth-grid-network\n\n[Install]\nWantedBy=multi-user.target\n",
     )?;
-    let wants = root.join("etc/systemd/system/multi-user.target.wants");
-    fs_err::create_dir_all(&wants)?;
-    let link = wants.join("berth-grid-network.service");
-    if !link.exists() {
-        fs_err::os::unix::fs::symlink("/etc/systemd/system/berth-grid-network.service", link)?;
-    }
+    unit(
+        "berth-grid-disk",
+        "#!/bin/sh\n# The root filesystem fills the disk the grid gave the VM, as a cloud image grows to its\n# volume (Kubernetes' host preflights ask for 30 GiB and more).\nexec resize2fs /dev/vda\n",
+        "[Unit]\nDescription=The root filesystem grown to the VM's disk\nAfter=systemd-remount-fs.service\nBefore=ssh.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/local/sbin/berth-grid-disk\n\n[Install]\nWantedBy=multi-user.target\n",
+    )?;
     // The name comes from the kernel command line; /etc/hosts resolves it.
     write("etc/hostname", "berth-grid\n")?;
     write("etc/hosts", "127.0.0.1 localhost\n")?;
