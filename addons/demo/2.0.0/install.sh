@@ -18,7 +18,9 @@ function demo_port() {
 }
 
 function demo_preflight() {
-    commandExists ctr || bail "demo needs ctr (containerd) on this node"
+    # Preflights run before any add-on installs: containerd in the same spec brings ctr.
+    commandExists ctr || [ -n "${CONTAINERD_VERSION:-}" ] ||
+        bail "demo needs ctr (containerd) on this node: install containerd, or add it to the spec"
     commandExists curl || bail "demo needs curl on this node"
     local port
     port=$(demo_port)
