@@ -326,6 +326,9 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     fs_err::create_dir_all(&args.out)?;
     let _ = fs_err::remove_dir_all(args.out.join("cells"));
+    // The server pins each installer to the packages it first served: a run over a rebuilt
+    // dist would be refused its own specs (409) by the installers of the last run.
+    let _ = fs_err::remove_dir_all(args.out.join("installers"));
     let server = Server::start(&berth_build()?, &args.dist, &berth, &args.out)?;
     let timeouts = Timeouts {
         step: args.step_timeout,
