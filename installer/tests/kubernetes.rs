@@ -743,3 +743,61 @@ fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
         "{status}"
     );
 }
+
+/// kURL's registry and ekco from kURL's own folders (the fixtures, read in place; busybox
+/// stands in for their images: `testgrid::kurl_dist`), installed on a real one-node cluster:
+/// their install hooks meet a real API server and make their objects there. What the install
+/// printed, the cluster's objects and its events are printed for the record: registry's hook
+/// stops at `kubectl create secret docker-registry` with no `--docker-server`, as the
+/// registry's address comes from `registry_init`, which kURL's own init (after `kubeadm init`)
+/// calls and Berth's does not yet; its pod would wait for a volume no provisioner makes.
+#[test]
+#[ignore = "kURL's registry does not complete on this cluster yet; run with --run-ignored only to see how far its hooks and ekco's get"]
+fn kurls_registry_and_ekco_hooks_make_their_objects_on_a_real_api_server() {
+    let cluster = cluster(1);
+    let install = cluster.shell(
+        0,
+        &format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id),
+    );
+    assert!(install.status.success(), "{}", printed(&install));
+    let dist = cluster.work.path().join("kurl-dist");
+    support::kurl_dist::build(
+        &support::built_beside(env!("CARGO_BIN_EXE_berth"), "berth-build"),
+        &dist,
+        &cluster.work.path().join("kurl-cache"),
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    let spec = cluster.work.path().join("kurl.yaml");
+    fs_err::write(
+        &spec,
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: kurl\nspec:\n  kurl:\n    skipSystemPackageInstall: true\n  registry:\n    version: 3.1.1\n  ekco:\n    version: 0.28.14\n",
+    )
+    .unwrap();
+    let output = cluster.shell(
+        0,
+        &format!(
+            "timeout 1200 berth install --spec {} --dist {}",
+            spec.display(),
+            dist.display()
+        ),
+    );
+    eprintln!(
+        "==== berth install (registry, ekco) ====\n{}",
+        printed(&output)
+    );
+    let objects =
+        cluster.kubectl("get deployments,services,secrets,configmaps,pods,pvc -A -o wide");
+    eprintln!("==== the cluster's objects ====\n{}", printed(&objects));
+    eprintln!("==== events ====\n{}", cluster.account());
+    let objects = String::from_utf8_lossy(&objects.stdout);
+    for made in [
+        "deployment.apps/ekc-operator",
+        "configmap/ekco-config",
+        "deployment.apps/registry",
+        "service/registry",
+        "secret/registry-htpasswd",
+        "secret/registry-session-secret",
+    ] {
+        assert!(objects.contains(made), "no {made}:\n{objects}");
+    }
+}
