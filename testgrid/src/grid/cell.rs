@@ -21,6 +21,15 @@ use super::specs::{OsSpec, TestSpec, installer_yaml};
 const BUNDLE_DIR: &str = "/root/berth-bundle";
 const UPGRADE_BUNDLE_DIR: &str = "/root/berth-bundle-upgrade";
 
+/// What `collect` keeps of a node's CRI containers, where crictl is installed.
+const COLLECT_CONTAINERS: &str = "if command -v crictl >/dev/null; then
+    crictl ps -a 2>&1 || true
+    for id in $(crictl ps -a -q 2>/dev/null | head -n 30); do
+        echo \"==== $id\"
+        crictl logs --tail 25 \"$id\" 2>&1 || true
+    done
+fi";
+
 /// Every script the grid runs starts here: bash's strict mode, `berth` found where an
 /// online install links it or beside an airgap bundle's scripts, and `sudo` (which the
 /// printed join commands start with) run as root where a node has none.
@@ -502,6 +511,9 @@ impl Cell<'_> {
                     "services.txt",
                     "systemctl list-units --all --no-pager --plain || true",
                 ),
+                // A node that runs a kubelet: its containers, and the last lines of each (a
+                // control plane that never answered says why only there).
+                ("containers.txt", COLLECT_CONTAINERS),
             ] {
                 let collected = node.run(
                     &format!("{PRELUDE}{script}\n"),
