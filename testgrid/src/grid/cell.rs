@@ -21,14 +21,14 @@ use super::specs::{OsSpec, TestSpec, installer_yaml};
 const BUNDLE_DIR: &str = "/root/berth-bundle";
 const UPGRADE_BUNDLE_DIR: &str = "/root/berth-bundle-upgrade";
 
-/// What `collect` keeps of a node's CRI containers, where crictl is installed.
-const COLLECT_CONTAINERS: &str = "if command -v crictl >/dev/null; then
-    crictl ps -a 2>&1 || true
-    for id in $(crictl ps -a -q 2>/dev/null | head -n 30); do
-        echo \"==== $id\"
-        crictl logs --tail 25 \"$id\" 2>&1 || true
-    done
-fi";
+/// What `collect` keeps of a node's pods' containers: the last lines of each log the kubelet
+/// keeps (`/var/log/pods/<namespace>_<pod>_<uid>/<container>/<restart>.log`), which hold what
+/// a control plane that never answered said (the crictl a node has may not list containers).
+const COLLECT_CONTAINERS: &str = "for log in /var/log/pods/*/*/*.log; do
+    [ -f \"$log\" ] || continue
+    echo \"==== $log\"
+    tail -n 25 \"$log\"
+done";
 
 /// Every script the grid runs starts here: bash's strict mode, `berth` found where an
 /// online install links it or beside an airgap bundle's scripts, and `sudo` (which the
@@ -511,8 +511,7 @@ impl Cell<'_> {
                     "services.txt",
                     "systemctl list-units --all --no-pager --plain || true",
                 ),
-                // A node that runs a kubelet: its containers, and the last lines of each (a
-                // control plane that never answered says why only there).
+                // A node that ran a kubelet: what its pods' containers said.
                 ("containers.txt", COLLECT_CONTAINERS),
             ] {
                 let collected = node.run(
