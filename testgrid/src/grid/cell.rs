@@ -316,7 +316,8 @@ impl Cell<'_> {
             .map(|node| node.as_ref())
             .collect();
         if let Some(addresses) = &machines.addresses {
-            let names = names_script(nodes, addresses);
+            let names: Vec<&str> = nodes.iter().map(|node| node.name()).collect();
+            let names = names_script(&names, addresses);
             for node in nodes {
                 self.script("names", node.as_ref(), &names)?;
             }
@@ -584,8 +585,7 @@ impl Cell<'_> {
 /// network, as a site's name server would (kubeadm's nodes find each other, and an HA test's
 /// `loadBalancerAddress` names `primary-1`); the names leave the lines that named them before
 /// (Debian's `127.0.1.1 <hostname>`), and a line left naming nothing goes.
-fn names_script(nodes: &[Box<dyn Node>], addresses: &[String]) -> String {
-    let names: Vec<&str> = nodes.iter().map(|node| node.name()).collect();
+fn names_script(names: &[&str], addresses: &[String]) -> String {
     let mut script = format!(
         "awk -v names={} '
 BEGIN {{ split(names, list, \" \"); for (i in list) cell[list[i]] = 1 }}
@@ -624,4 +624,34 @@ fn tail(path: &Path, lines: usize) -> String {
     let text = String::from_utf8_lossy(&text);
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_names_step_names_the_cells_nodes_and_keeps_every_other_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let hosts = dir.path().join("hosts");
+        fs_err::write(
+            &hosts,
+            "127.0.0.1 localhost primary-1\n# a comment\n\n127.0.1.1 primary-1\n10.0.0.9 other secondary-10\n",
+        )
+        .unwrap();
+        let script = names_script(
+            &["primary-1", "secondary-1"],
+            &["10.77.0.11".to_string(), "10.77.0.12".to_string()],
+        )
+        .replace("/etc/hosts", &hosts.display().to_string());
+        let output = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        assert_eq!(
+            fs_err::read_to_string(&hosts).unwrap(),
+            "127.0.0.1 localhost\n# a comment\n\n10.0.0.9 other secondary-10\n10.77.0.11 primary-1\n10.77.0.12 secondary-1\n"
+        );
+    }
 }
