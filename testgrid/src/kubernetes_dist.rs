@@ -9,6 +9,7 @@
 //! - the artefacts' apt repository (kubelet, kubernetes-cni, Debian's kubernetes-client, and
 //!   what they and containerd need) is the mirror of Debian 12 and Debian 11 for this build.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -140,14 +141,11 @@ pub fn build(
         }
     }
     let distros = work.path().join("distros.yaml");
-    fs_err::write(
+    crate::dist_build::distros_file(
         &distros,
-        format!(
-            "distros:\n  - name: debian-12\n    format: deb\n    mirrors: [{url}]\n    suite: bookworm\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n  - name: debian-11\n    format: deb\n    mirrors: [{url}]\n    suite: bullseye\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n",
-            url = apt.url
-        ),
-    )
-    .map_err(|error| error.to_string())?;
+        &apt.url,
+        &[("debian-12", "bookworm"), ("debian-11", "bullseye")],
+    )?;
     // The vendor's mirrors file: the images' registry and the assets' URL prefixes.
     let mirrors = work.path().join("mirrors.yaml");
     fs_err::write(
@@ -159,23 +157,9 @@ pub fn build(
         ),
     )
     .map_err(|error| error.to_string())?;
-    let output = Command::new(builder)
-        .arg("build")
-        .arg(&repository)
-        .arg("--out")
-        .arg(dist)
-        .arg("--cache-dir")
-        .arg(cache)
-        .arg("--distros")
-        .arg(&distros)
-        .arg("--mirrors")
-        .arg(&mirrors)
-        .args(options)
-        .output()
-        .map_err(|error| error.to_string())?;
-    if !output.status.success() {
-        return Err(format!("berth-build: {}", printed(&output)));
-    }
+    let mut arguments = vec![OsString::from("--mirrors"), mirrors.into_os_string()];
+    arguments.extend(options.iter().map(OsString::from));
+    crate::dist_build::build(builder, &repository, dist, cache, &distros, arguments)?;
     Ok(())
 }
 

@@ -138,43 +138,20 @@ pub fn build_with(
     crate::apt::index(&suite, "bookworm");
     let apt = FileServer::serve(&suite, None);
     let distros = served.path().join("distros.yaml");
-    fs_err::write(
-        &distros,
-        format!(
-            "distros:\n  - name: debian-12\n    format: deb\n    mirrors: [{}]\n    suite: bookworm\n    components: [main]\n    architecture: amd64\n    directives: [apt]\n",
-            apt.url
-        ),
-    )
-    .map_err(|error| error.to_string())?;
-    let mut build = Command::new(builder);
-    build
-        .arg("build")
-        .arg(&repository)
-        .arg("--out")
-        .arg(dist)
-        .arg("--cache-dir")
-        .arg(cache)
-        .args([
-            "--distros",
-            distros.to_str().expect("a UTF-8 temporary path"),
-        ])
-        .args(["--distro", "debian-12"])
-        .args([
-            "--asset-mirror",
-            &format!("https://github.com/={}/", github.url),
-            "--asset-mirror",
-            &format!("https://dl.k8s.io/={}/", dl_k8s.url),
-        ])
-        .args(options);
+    crate::dist_build::distros_file(&distros, &apt.url, &[("debian-12", "bookworm")])?;
+    let mut arguments: Vec<String> = vec![
+        "--distro".into(),
+        "debian-12".into(),
+        "--asset-mirror".into(),
+        format!("https://github.com/={}/", github.url),
+        "--asset-mirror".into(),
+        format!("https://dl.k8s.io/={}/", dl_k8s.url),
+    ];
     for mirrored in ["registry.k8s.io", "docker.io", "ghcr.io"] {
-        build.args([
-            "--registry-mirror",
-            &format!("{mirrored}={}", registry.address),
-        ]);
+        arguments.push("--registry-mirror".into());
+        arguments.push(format!("{mirrored}={}", registry.address));
     }
-    let output = build.output().map_err(|error| error.to_string())?;
-    if !output.status.success() {
-        return Err(format!("berth-build: {}", crate::printed(&output)));
-    }
+    arguments.extend(options.iter().map(|option| option.to_string()));
+    crate::dist_build::build(builder, &repository, dist, cache, &distros, arguments)?;
     Ok(())
 }

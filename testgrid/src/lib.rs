@@ -2,6 +2,7 @@
 //! started per test with its own ports and folders, and stopped when dropped.
 
 pub mod apt;
+mod dist_build;
 mod file_server;
 pub mod grid;
 pub mod images;
