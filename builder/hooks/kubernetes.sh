@@ -82,8 +82,31 @@ function __kubernetes_host() {
 # joining one): a kubelet of another version, and a join command that cannot work here.
 function kubernetes_preflight() {
     __kubernetes_refuse_other_kubelet
+    __kubernetes_check_control_plane_timeout
     if [ -n "${KUBEADM_TOKEN:-}" ]; then
         __kubernetes_check_join
+    fi
+}
+
+# `kubernetes-control-plane-timeout=` (kubeadm's timeoutForControlPlane), checked before anything
+# changes as `berth kubeadm-config` checks it when it renders: a Go duration of whole seconds,
+# minutes and hours, more than none and at most a day.
+function __kubernetes_check_control_plane_timeout() {
+    local timeout="${KUBERNETES_CONTROL_PLANE_TIMEOUT:-}" rest seconds=0 count unit
+    [ -n "$timeout" ] || return 0
+    rest="$timeout"
+    while [[ "$rest" =~ ^([0-9]{1,6})([smh])(.*)$ ]]; do
+        count=$((10#${BASH_REMATCH[1]}))
+        unit="${BASH_REMATCH[2]}"
+        rest="${BASH_REMATCH[3]}"
+        case "$unit" in
+            s) seconds=$((seconds + count)) ;;
+            m) seconds=$((seconds + count * 60)) ;;
+            h) seconds=$((seconds + count * 3600)) ;;
+        esac
+    done
+    if [ -n "$rest" ] || [ "$seconds" -le 0 ] || [ "$seconds" -gt 86400 ]; then
+        bail "kubernetes-control-plane-timeout=$timeout is not a duration such as 20m or 1h30m (s, m and h, at most 24h)"
     fi
 }
 
@@ -119,9 +142,15 @@ function __kubernetes_check_join() {
         logWarn "no curl on this node: the join command's token and CA are checked by kubeadm join alone"
         return 0
     fi
-    local info
-    if ! info="$(curl -fsSk --max-time 15 "https://$address/api/v1/namespaces/kube-public/configmaps/cluster-info")"; then
-        bail "the cluster's API does not answer at $address (the join command's kubernetes-master-address); check that this node reaches it"
+    # Four tries: a busy first node (a slow machine, its API server restarting) answers late.
+    local info="" attempt
+    for attempt in 1 2 3 4; do
+        info="$(curl -fsSk --max-time 15 "https://$address/api/v1/namespaces/kube-public/configmaps/cluster-info")" && break
+        info=""
+        [ "$attempt" = 4 ] || sleep 5
+    done
+    if [ -z "$info" ]; then
+        bail "the cluster's API does not answer at $address (the join command's kubernetes-master-address; four tries in about a minute); check that this node reaches it"
     fi
     token_id="${KUBEADM_TOKEN%%.*}"
     if ! grep -q "\"jws-kubeconfig-$token_id\"" <<<"$info"; then
@@ -315,7 +344,10 @@ function kubernetes() {
         fi
         skip_phases=(--skip-phases=addon/coredns)
     fi
-    if ! kubeadm init \
+    # As kURL: up to three tries. A control plane slower to start than kubeadm's four-minute
+    # wait (an emulated machine, a busy disk) is up by the next try, which keeps what the
+    # last one made (certificates, manifests, etcd's data) and waits again.
+    if ! cmd_retry 3 kubeadm init \
         --ignore-preflight-errors="${KUBERNETES_INIT_IGNORE_PREFLIGHT_ERRORS:-all}" \
         --config /opt/replicated/kubeadm.conf \
         "${upload_certs[@]+"${upload_certs[@]}"}" \

@@ -151,6 +151,31 @@ fn non_empty(value: String, default: &str) -> String {
     }
 }
 
+/// Whether `text` is a Go duration of whole seconds, minutes and hours (`20m`, `1h30m`), more
+/// than none and at most a day, as kubeadm reads `timeoutForControlPlane`.
+fn is_duration(text: &str) -> bool {
+    let mut seconds: u64 = 0;
+    let mut number = String::new();
+    for character in text.chars() {
+        let unit = match character {
+            '0'..='9' if number.len() < 6 => {
+                number.push(character);
+                continue;
+            }
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            _ => return false,
+        };
+        let Ok(count) = number.parse::<u64>() else {
+            return false;
+        };
+        seconds += count * unit;
+        number.clear();
+    }
+    number.is_empty() && seconds > 0 && seconds <= 24 * 3600
+}
+
 /// `host:port` of a load balancer address, kURL's default port 6443 when it names none.
 fn host_and_port(address: &str) -> (String, String) {
     if let Some(rest) = address.strip_prefix('[')
@@ -229,6 +254,21 @@ fn cluster_configuration(
     });
     if let Some(endpoint) = endpoint {
         cluster["controlPlaneEndpoint"] = Value::String(endpoint);
+    }
+    // Berth's, for machines slower than kubeadm expects (emulated, small boards): how long
+    // `kubeadm init` waits for the control plane, which also sets how long the kubelet lets
+    // each static pod start before its liveness probe may restart it. Unset, kubeadm's four
+    // minutes, as in kURL.
+    let timeout = variable("KUBERNETES_CONTROL_PLANE_TIMEOUT");
+    if !timeout.is_empty() {
+        if !is_duration(&timeout) {
+            return Err(ConfigError::Bad {
+                name: "KUBERNETES_CONTROL_PLANE_TIMEOUT",
+                value: timeout,
+                problem: "not a duration such as 20m or 1h30m (s, m and h, at most 24h)",
+            });
+        }
+        cluster["apiServer"]["timeoutForControlPlane"] = Value::String(timeout);
     }
     // kURL's v1beta2 template (before 1.26).
     if minor < 26 {
@@ -497,5 +537,41 @@ mod tests {
         assert!(rendered[0]["nodeRegistration"].get("evil").is_none());
         pairs[4] = ("KUBERNETES_MAX_PODS_PER_NODE", "many");
         assert!(render_with(Role::Init, &pairs).is_err());
+    }
+
+    /// The control plane's timeout is kubeadm's unless set, and a set one is a duration.
+    #[test]
+    fn a_control_plane_timeout_is_set_only_when_given_and_only_as_a_duration() {
+        let unset = render_with(Role::Init, &BASE).unwrap();
+        assert!(
+            unset[1]["apiServer"]
+                .get("timeoutForControlPlane")
+                .is_none()
+        );
+        for good in ["20m", "1h30m", "90s", "24h"] {
+            let mut pairs = BASE.to_vec();
+            pairs.push(("KUBERNETES_CONTROL_PLANE_TIMEOUT", good));
+            let rendered = render_with(Role::Init, &pairs).unwrap();
+            assert_eq!(rendered[1]["apiServer"]["timeoutForControlPlane"], good);
+        }
+        for bad in [
+            "20",
+            "m",
+            "0m",
+            "25h",
+            "-5m",
+            "5 m",
+            "1.5h",
+            "20m\nx: y",
+            "9999999s",
+        ] {
+            let mut pairs = BASE.to_vec();
+            pairs.push(("KUBERNETES_CONTROL_PLANE_TIMEOUT", bad));
+            let error = render_with(Role::Init, &pairs).unwrap_err().to_string();
+            assert!(
+                error.contains("not a duration such as 20m"),
+                "{bad}: {error}"
+            );
+        }
     }
 }

@@ -27,9 +27,10 @@ fn cluster(count: usize) -> Cluster {
 /// One primary and two workers that joined with the printed command: three Ready nodes, a
 /// DaemonSet's pod Running on each, a pod answering a pod on another node by its address, and
 /// the cluster's DNS answering for the Services. On the way, what is refused before anything
-/// changes: a Kubernetes version the dist lacks, a host with a kubelet of another version, the
-/// join command run on the first node, a join command with a token the cluster does not know
-/// or another cluster's CA hash; the refused node then joins with the right command.
+/// changes: a Kubernetes version the dist lacks, a host with a kubelet of another version, a
+/// control-plane timeout that is no duration, the join command run on the first node, a join
+/// command with a token the cluster does not know or another cluster's CA hash; the refused
+/// node then joins with the right command.
 #[test]
 fn three_nodes_install_join_and_run_pods_that_reach_each_other() {
     let started = Instant::now();
@@ -71,6 +72,19 @@ fn three_nodes_install_join_and_run_pods_that_reach_each_other() {
     );
     assert!(untouched(&cluster, 1), "{said}");
     cluster.shell(1, "rm /usr/local/bin/kubelet");
+
+    // A control-plane timeout that is no duration.
+    let refused = cluster.shell(
+        1,
+        &format!("{install_command} -s kubernetes-control-plane-timeout=soon"),
+    );
+    let said = printed(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("kubernetes-control-plane-timeout=soon is not a duration such as 20m"),
+        "{said}"
+    );
+    assert!(untouched(&cluster, 1), "{said}");
 
     // The first node, and its join command run on itself.
     let install = cluster.shell(0, &install_command);
