@@ -344,9 +344,10 @@ function kubernetes() {
         fi
         skip_phases=(--skip-phases=addon/coredns)
     fi
-    # As kURL: up to three tries. A control plane slower to start than kubeadm's four-minute
-    # wait (an emulated machine, a busy disk) is up by the next try, which keeps what the
-    # last one made (certificates, manifests, etcd's data) and waits again.
+    # As kURL: up to three tries, each keeping what the last one made (certificates,
+    # manifests, etcd's data). A control plane that needs longer than kubeadm's wait to start
+    # needs kubernetes-control-plane-timeout= instead: its startup probes restart it on the
+    # same clock, try after try.
     if ! cmd_retry 3 kubeadm init \
         --ignore-preflight-errors="${KUBERNETES_INIT_IGNORE_PREFLIGHT_ERRORS:-all}" \
         --config /opt/replicated/kubeadm.conf \
