@@ -317,7 +317,7 @@ impl Cell<'_> {
             .collect();
         if let Some(addresses) = &machines.addresses {
             let names: Vec<&str> = nodes.iter().map(|node| node.name()).collect();
-            let names = names_script(&names, addresses);
+            let names = names_script(&names, addresses, "/etc/hosts");
             for node in nodes {
                 self.script("names", node.as_ref(), &names)?;
             }
@@ -584,8 +584,10 @@ impl Cell<'_> {
 /// A script that makes `/etc/hosts` name each of the cell's nodes by its address on the cell's
 /// network, as a site's name server would (kubeadm's nodes find each other, and an HA test's
 /// `loadBalancerAddress` names `primary-1`); the names leave the lines that named them before
-/// (Debian's `127.0.1.1 <hostname>`), and a line left naming nothing goes.
-fn names_script(names: &[&str], addresses: &[String]) -> String {
+/// (Debian's `127.0.1.1 <hostname>`), and a line left naming nothing goes. `hosts` is the
+/// file's path (`/etc/hosts` on a node).
+fn names_script(names: &[&str], addresses: &[String], hosts: &str) -> String {
+    let hosts = berth_formats::shell::word(hosts);
     let mut script = format!(
         "awk -v names={} '
 BEGIN {{ split(names, list, \" \"); for (i in list) cell[list[i]] = 1 }}
@@ -594,18 +596,18 @@ BEGIN {{ split(names, list, \" \"); for (i in list) cell[list[i]] = 1 }}
     line = $1; kept = 0
     for (field = 2; field <= NF; field++) if (!($field in cell)) {{ line = line \" \" $field; kept++ }}
     if (kept) print line
-}}' /etc/hosts >/etc/hosts.grid\n",
+}}' {hosts} >{hosts}.grid\n",
         berth_formats::shell::word(&names.join(" "))
     );
     for (name, address) in names.iter().zip(addresses) {
         script.push_str(&format!(
-            "echo {} {} >>/etc/hosts.grid\n",
+            "echo {} {} >>{hosts}.grid\n",
             berth_formats::shell::word(address),
             berth_formats::shell::word(name)
         ));
     }
     // The file keeps its inode: a netns machine's is an overlay's, a VM's may be bound.
-    script.push_str("cat /etc/hosts.grid >/etc/hosts\nrm /etc/hosts.grid\n");
+    script.push_str(&format!("cat {hosts}.grid >{hosts}\nrm {hosts}.grid\n"));
     script
 }
 
@@ -642,8 +644,8 @@ mod tests {
         let script = names_script(
             &["primary-1", "secondary-1"],
             &["10.77.0.11".to_string(), "10.77.0.12".to_string()],
-        )
-        .replace("/etc/hosts", &hosts.display().to_string());
+            hosts.to_str().unwrap(),
+        );
         let output = std::process::Command::new("bash")
             .args(["-c", &script])
             .output()
