@@ -14,7 +14,9 @@
 # Arguments, as kURL's scripts take them: `airgap`; `plan` (print what would be done, change
 # nothing); `allow-downgrade` (install and upgrade: let an add-on go back to the older
 # version the spec names); `force-reapply` (run every add-on's hooks again, even one applied
-# as asked and healthy); and kURL's flags, merged into the spec as kURL merges them: its bare
+# as asked and healthy); `health-timeout=DURATION` and `hook-timeout=DURATION` (how long an
+# add-on's components may take to be healthy, 5m by default, and a hook to run, 30m: longer on
+# a slow machine); and kURL's flags, merged into the spec as kURL merges them: its bare
 # words (`ha`, `yes`, `ipv6`, `preserve-selinux-config`, `host-preflight-ignore`, …) and
 # `key=value` pairs (`public-address=10.0.0.1`, `labels=zone=edge`, …). Other `key=value`
 # pairs reach hooks as environment variables (`demo-port=8080` as DEMO_PORT).
@@ -47,6 +49,7 @@ berth_allow_downgrade=0
 berth_force_reapply=0
 berth_params=()
 berth_words=()
+berth_timeout_arguments=()
 for berth_argument in "$@"; do
     case "$berth_argument" in
         airgap) berth_airgap=1 ;;
@@ -58,6 +61,9 @@ for berth_argument in "$@"; do
         allow-downgrade) berth_allow_downgrade=1 ;;
         force-reapply) berth_force_reapply=1 ;;
         control-plane) berth_params+=("control-plane=1") ;;
+        health-timeout=* | hook-timeout=*)
+            berth_timeout_arguments+=("--${berth_argument%%=*}" "${berth_argument#*=}")
+            ;;
         *=*) berth_params+=("$berth_argument") ;;
         *) berth_words+=("$berth_argument") ;;
     esac
@@ -175,6 +181,10 @@ if [ "$berth_allow_downgrade" = 1 ]; then
 fi
 if [ "$berth_force_reapply" = 1 ]; then
     berth_install_arguments+=(--force-reapply)
+fi
+if [ "$berth_plan_only" = 0 ]; then
+    # A plan waits for nothing: the timeouts are the run's.
+    berth_install_arguments+=("${berth_timeout_arguments[@]+"${berth_timeout_arguments[@]}"}")
 fi
 if [ "$berth_airgap" = 1 ]; then
     berth_params+=(airgap=1)

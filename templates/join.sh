@@ -22,6 +22,7 @@ fi
 if [ "$berth_force_reapply" = 1 ]; then
     berth_join_arguments+=(--force-reapply)
 fi
+berth_join_arguments+=("${berth_timeout_arguments[@]+"${berth_timeout_arguments[@]}"}")
 if [ "$berth_plan_only" = 1 ]; then
     "$berth_binary" join --dry-run "${berth_join_arguments[@]}" < <(berth_print_params)
     return

@@ -181,6 +181,59 @@ fn the_demo_bundle_installs_and_runs_on_a_host_with_loopback_alone() {
     assert!(output.status.success(), "{}", text(&output.stderr));
 }
 
+/// The scripts take `hook-timeout=` and `health-timeout=` as durations and hand them to berth:
+/// a slow hook past a short one is killed, a word that is not a duration is refused before
+/// any hook runs, and a longer one lets the same install finish.
+#[test]
+fn the_scripts_take_the_runs_timeouts() {
+    let mut dist = TestDist::new();
+    dist.addon(
+        "slow",
+        "1.0.0",
+        "function slow() { echo \"slow ran\" >>\"$TRACE\"; sleep 3; }\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("slow", "version: 1.0.0")]);
+    let bundle = extracted_bundle(&dist, &spec);
+    let trace = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace);
+    let install = |words: &[&str]| {
+        Command::new("bash")
+            .args(["install.sh", "airgap"])
+            .args(words)
+            .current_dir(bundle.path())
+            .env("BERTH_ROOT", node.root.path())
+            .envs(node.envs.iter().map(|(key, value)| (key, value)))
+            .output()
+            .unwrap()
+    };
+    let runs = || {
+        fs_err::read_to_string(&trace)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    let output = install(&["hook-timeout=1s"]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(!output.status.success(), "{all}");
+    assert!(all.contains("ran past its timeout of 1s"), "{all}");
+    assert_eq!(runs(), 1);
+
+    for word in ["hook-timeout=soon", "health-timeout=25h"] {
+        let output = install(&[word]);
+        let said = text(&output.stderr);
+        assert!(!output.status.success(), "{word}: {said}");
+        let value = word.split_once('=').unwrap().1;
+        assert!(said.contains(&format!("`{value}`")), "{word}: {said}");
+        assert_eq!(runs(), 1, "{word} ran a hook");
+    }
+
+    let output = install(&["hook-timeout=1m", "health-timeout=0"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(runs(), 2);
+    assert_eq!(node.status()["slow"]["progressing"]["reason"], "Succeeded");
+}
+
 /// `berth install --bundle` reads the bundle as a stream, from its file or a pipe, never
 /// extracting it: the node ends as an install from the extracted bundle leaves it (files,
 /// records, images), an image blob two packages share is one file on disk, a stream cut

@@ -24,24 +24,23 @@ use std::time::Duration;
 /// How long a hook may run: one definition for every command that runs hooks.
 #[derive(clap::Args, Clone, Copy)]
 pub struct HookTimeout {
-    /// Seconds a hook may run before its process group is killed.
-    #[arg(long = "hook-timeout", value_name = "SECONDS", default_value_t = HookTimeout::DEFAULT_SECONDS)]
-    seconds: u64,
+    /// How long a hook may run before its process group is killed (`30m`, `1h`; a bare
+    /// number is seconds).
+    #[arg(long = "hook-timeout", value_name = "DURATION", default_value = "30m", value_parser = timeout)]
+    hook: Duration,
 }
 
 impl Default for HookTimeout {
     fn default() -> Self {
         Self {
-            seconds: Self::DEFAULT_SECONDS,
+            hook: Duration::from_secs(30 * 60),
         }
     }
 }
 
 impl HookTimeout {
-    const DEFAULT_SECONDS: u64 = 1800;
-
     pub fn duration(self) -> Duration {
-        Duration::from_secs(self.seconds)
+        self.hook
     }
 }
 
@@ -49,26 +48,48 @@ impl HookTimeout {
 /// every command that applies add-ons.
 #[derive(clap::Args, Clone, Copy)]
 pub struct HealthTimeout {
-    /// Seconds to wait, after an add-on's hooks, for the components its health.yaml lists to
-    /// be healthy before it is recorded Succeeded (0: do not wait; it is recorded at once).
-    #[arg(long = "health-timeout", value_name = "SECONDS", default_value_t = HealthTimeout::DEFAULT_SECONDS)]
-    health_seconds: u64,
+    /// How long to wait, after an add-on's hooks, for the components its health.yaml lists to
+    /// be healthy before it is recorded Succeeded (`5m`, `300`; 0: do not wait, it is
+    /// recorded at once).
+    #[arg(long = "health-timeout", value_name = "DURATION", default_value = "5m", value_parser = timeout)]
+    health: Duration,
 }
 
 impl Default for HealthTimeout {
     fn default() -> Self {
         Self {
-            health_seconds: Self::DEFAULT_SECONDS,
+            health: Duration::from_secs(5 * 60),
         }
     }
 }
 
 impl HealthTimeout {
-    const DEFAULT_SECONDS: u64 = 300;
-
     pub fn duration(self) -> Duration {
-        Duration::from_secs(self.health_seconds)
+        self.health
     }
+}
+
+/// The longest any run's timeout may be: a day, well past the slowest machine's need, and far
+/// from where adding it to the clock could overflow.
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// A timeout argument: a duration (`90s`, `5m`, `1h30m`) or a bare number of seconds, as the
+/// older options took them; at most a day.
+pub fn timeout(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let duration = match text.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => humantime::parse_duration(text).map_err(|error| {
+            format!("`{text}` is not a duration such as 90s, 5m or 1h: {error}")
+        })?,
+    };
+    if duration > MAX_TIMEOUT {
+        return Err(format!(
+            "`{text}` is longer than the most a timeout may be ({})",
+            humantime::format_duration(MAX_TIMEOUT)
+        ));
+    }
+    Ok(duration)
 }
 
 /// Reports a run's steps on standard error, as `berth: …` lines.
@@ -93,4 +114,33 @@ pub(crate) fn terminal_safe(text: &str) -> bool {
         (character.is_control() && character != '\n')
             || matches!(character, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_take_durations_and_bare_seconds_up_to_a_day() {
+        assert_eq!(timeout("300"), Ok(Duration::from_secs(300)));
+        assert_eq!(timeout("0"), Ok(Duration::ZERO));
+        assert_eq!(timeout("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(timeout(" 1h30m "), Ok(Duration::from_secs(5400)));
+        assert_eq!(timeout("24h"), Ok(MAX_TIMEOUT));
+        for bad in [
+            "",
+            "soon",
+            "-5",
+            "5 parsecs",
+            "25h",
+            "86401",
+            "18446744073709551615",
+        ] {
+            let error = timeout(bad).expect_err(bad);
+            assert!(
+                error.contains(&format!("`{}`", bad.trim())),
+                "{bad}: {error}"
+            );
+        }
+    }
 }

@@ -292,7 +292,7 @@ pub enum EngineError {
         looked_for: Vec<String>,
     },
     #[error(
-        "{name} {version}: not healthy within {seconds}s after its hooks: {message}\nhint: `berth health {name}` probes it again; `berth rollback {name}` goes back to the version before, or raise --health-timeout"
+        "{name} {version}: not healthy within {seconds}s after its hooks: {message}\nhint: `berth health {name}` probes it again; `berth rollback {name}` goes back to the version before; on a slow machine, run again with a longer wait (the scripts' `health-timeout=20m`, berth's `--health-timeout 20m`)"
     )]
     Unhealthy {
         name: String,
