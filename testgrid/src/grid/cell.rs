@@ -346,7 +346,12 @@ impl Cell<'_> {
         for node in &nodes[1..] {
             let command = self.join_command(primary, node.as_ref())?;
             let at = if test.airgap { BUNDLE_DIR } else { "/root" };
-            self.script("join", node.as_ref(), &format!("cd {at}\n{command}"))?;
+            // The test's words go to every node's script, as a user passes them to each.
+            self.script(
+                "join",
+                node.as_ref(),
+                &format!("cd {at}\n{command} {flags}"),
+            )?;
         }
         for node in nodes {
             self.healthy("health after install", node.as_ref())?;
