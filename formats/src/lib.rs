@@ -8,8 +8,8 @@
 //! [`fields`] and its components' [`health`] probes. Both sides read the Installer
 //! [`spec`] and resolve its add-on [`versions`] against `versions.json` (the builder to write
 //! an installer's [`lock`], the node when it has none). Both quote values for bash with
-//! [`shell`], print errors with [`report`] and tables with [`table`]; [`name`] checks every
-//! add-on name and version that becomes a path. Between nodes, a [`rollout`] says how an
+//! [`shell`], read durations with [`duration`], print errors with [`report`] and tables with
+//! [`table`]; [`name`] checks every add-on name and version that becomes a path. Between nodes, a [`rollout`] says how an
 //! add-on moves across the fleet, and [`fleet`] holds what the nodes say to the first node.
 
 pub mod archive;
@@ -17,6 +17,7 @@ pub mod bundle;
 pub mod compression;
 pub mod digest;
 pub mod dsse;
+pub mod duration;
 pub mod fields;
 pub mod files;
 pub mod fleet;

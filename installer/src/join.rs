@@ -321,20 +321,7 @@ pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
 /// A join secret's lifetime: a duration (`24h`, `90m`), or seconds alone as the engine passes
 /// it to hooks; from one second to [`MAX_TTL`].
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let refuse = |why: String| {
-        format!(
-            "`{text}` is not a lifetime from 1s to {}: {why}",
-            humantime::format_duration(MAX_TTL)
-        )
-    };
-    let ttl = match text.trim().parse::<u64>() {
-        Ok(seconds) => Duration::from_secs(seconds),
-        Err(_) => humantime::parse_duration(text).map_err(|error| refuse(error.to_string()))?,
-    };
-    if ttl < Duration::from_secs(1) || ttl > MAX_TTL {
-        return Err(refuse("out of range".into()));
-    }
-    Ok(ttl)
+    berth_formats::duration::parse(text, Duration::from_secs(1)..=MAX_TTL)
 }
 
 fn rfc3339(time: SystemTime) -> String {

@@ -113,7 +113,7 @@ struct RunArgs {
     #[arg(long, default_value = "testgrid-report")]
     out: PathBuf,
     /// The most one step may take.
-    #[arg(long, default_value = "20m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "20m", value_parser = berth_formats::duration::a_second_to_a_day)]
     step_timeout: Duration,
     /// Cells run side by side with the qemu provider [default: as many as the machine's cores
     /// and memory hold, each cell's VMs taking --cpus and --memory each; the ssh provider runs
@@ -176,7 +176,7 @@ struct QemuArgs {
     #[arg(long, default_value = "50GiB", value_parser = parse_size)]
     disk: u64,
     /// The most a VM may take to answer over SSH after it starts or reboots.
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10m", value_parser = berth_formats::duration::a_second_to_a_day)]
     boot_timeout: Duration,
 }
 

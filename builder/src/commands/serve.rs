@@ -36,7 +36,7 @@ pub struct ServeArgs {
     max_installers: u64,
     /// How long an installer must go unused (no script, bundle or post of it) before a full
     /// store lets a new one take its place (`30d`, `12h`).
-    #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "30d", value_parser = idle_time)]
     installer_idle: Duration,
     /// New installers one client address may create in an hour; more are answered 429 with
     /// Retry-After.
@@ -56,6 +56,12 @@ pub struct ServeArgs {
     arch: String,
     #[command(flatten)]
     release: ReleaseArgs,
+}
+
+/// `--installer-idle`: from a second to ten years.
+fn idle_time(text: &str) -> Result<Duration, String> {
+    const TEN_YEARS: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
+    berth_formats::duration::parse(text, Duration::from_secs(1)..=TEN_YEARS)
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {

@@ -62,9 +62,9 @@ pub struct UploadArgs {
     /// Files (and parts of one file) put at once.
     #[arg(long, short = 'j', default_value_t = 4)]
     jobs: usize,
-    /// Give up after this many seconds in all.
-    #[arg(long, default_value_t = 3600)]
-    timeout: u64,
+    /// Give up after this long in all (`1h`, `90m`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = berth_formats::duration::a_second_to_a_day)]
+    timeout: Duration,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -99,16 +99,16 @@ pub fn run(args: UploadArgs) -> anyhow::Result<ExitCode> {
         jobs: args.jobs,
     };
     let started = Instant::now();
-    let limit = Duration::from_secs(args.timeout);
+    let limit = args.timeout;
     let uploaded = super::runtime()?.block_on(async {
         let store = Store::open(&location, &settings).await?;
         tokio::time::timeout(limit, upload(&store, &args.dir, &upload_settings))
             .await
             .map_err(|_| {
                 anyhow::anyhow!(
-                    "the upload to {} did not finish within {}s (--timeout)",
+                    "the upload to {} did not finish within {} (--timeout)",
                     args.to,
-                    args.timeout
+                    humantime::format_duration(args.timeout)
                 )
             })?
             .with_context(|| format!("failed to upload {} to {}", args.dir.display(), args.to))

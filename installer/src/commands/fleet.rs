@@ -73,9 +73,9 @@ pub enum FleetCommand {
     /// A failure is said and tried again at the next interval; the agent stops (exit 1) when
     /// the first node does not know this node.
     Agent {
-        /// Seconds between reports.
-        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
-        interval: u64,
+        /// How long between reports (`30s`, `2m`; a bare number is seconds).
+        #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = berth_formats::duration::a_second_to_a_day)]
+        interval: Duration,
         #[command(flatten)]
         root: RootArgs,
     },
@@ -178,12 +178,9 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
         FleetCommand::Agent { interval, root } => {
             let layout = Layout::new(&root.root);
             let node = Node::new(&layout);
-            berth_fleet::agent::run(
-                &paths(&layout),
-                &node,
-                Duration::from_secs(interval),
-                |line| eprintln!("berth fleet agent: {line}"),
-            )?;
+            berth_fleet::agent::run(&paths(&layout), &node, interval, |line| {
+                eprintln!("berth fleet agent: {line}")
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         FleetCommand::Remove { node, root } => {

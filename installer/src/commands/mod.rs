@@ -26,7 +26,7 @@ use std::time::Duration;
 pub struct HookTimeout {
     /// How long a hook may run before its process group is killed (`30m`, `1h`; a bare
     /// number is seconds).
-    #[arg(long = "hook-timeout", value_name = "DURATION", default_value = "30m", value_parser = timeout)]
+    #[arg(long = "hook-timeout", value_name = "DURATION", default_value = "30m", value_parser = berth_formats::duration::up_to_a_day)]
     hook: Duration,
 }
 
@@ -51,7 +51,7 @@ pub struct HealthTimeout {
     /// How long to wait, after an add-on's hooks, for the components its health.yaml lists to
     /// be healthy before it is recorded Succeeded (`5m`, `300`; 0: do not wait, it is
     /// recorded at once).
-    #[arg(long = "health-timeout", value_name = "DURATION", default_value = "5m", value_parser = timeout)]
+    #[arg(long = "health-timeout", value_name = "DURATION", default_value = "5m", value_parser = berth_formats::duration::up_to_a_day)]
     health: Duration,
 }
 
@@ -67,29 +67,6 @@ impl HealthTimeout {
     pub fn duration(self) -> Duration {
         self.health
     }
-}
-
-/// The longest any run's timeout may be: a day, well past the slowest machine's need, and far
-/// from where adding it to the clock could overflow.
-const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
-
-/// A timeout argument: a duration (`90s`, `5m`, `1h30m`) or a bare number of seconds, as the
-/// older options took them; at most a day.
-pub fn timeout(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let duration = match text.parse::<u64>() {
-        Ok(seconds) => Duration::from_secs(seconds),
-        Err(_) => humantime::parse_duration(text).map_err(|error| {
-            format!("`{text}` is not a duration such as 90s, 5m or 1h: {error}")
-        })?,
-    };
-    if duration > MAX_TIMEOUT {
-        return Err(format!(
-            "`{text}` is longer than the most a timeout may be ({})",
-            humantime::format_duration(MAX_TIMEOUT)
-        ));
-    }
-    Ok(duration)
 }
 
 /// Reports a run's steps on standard error, as `berth: …` lines.
@@ -114,33 +91,4 @@ pub(crate) fn terminal_safe(text: &str) -> bool {
         (character.is_control() && character != '\n')
             || matches!(character, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timeouts_take_durations_and_bare_seconds_up_to_a_day() {
-        assert_eq!(timeout("300"), Ok(Duration::from_secs(300)));
-        assert_eq!(timeout("0"), Ok(Duration::ZERO));
-        assert_eq!(timeout("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(timeout(" 1h30m "), Ok(Duration::from_secs(5400)));
-        assert_eq!(timeout("24h"), Ok(MAX_TIMEOUT));
-        for bad in [
-            "",
-            "soon",
-            "-5",
-            "5 parsecs",
-            "25h",
-            "86401",
-            "18446744073709551615",
-        ] {
-            let error = timeout(bad).expect_err(bad);
-            assert!(
-                error.contains(&format!("`{}`", bad.trim())),
-                "{bad}: {error}"
-            );
-        }
-    }
 }

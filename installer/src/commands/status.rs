@@ -2,6 +2,7 @@
 //! the installer the node runs.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use berth::health::{HealthRecord, RuntimeOnce};
 use berth::last_installer::LastInstaller;
@@ -16,12 +17,12 @@ pub struct StatusArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Probe and print again every --interval seconds, until interrupted.
+    /// Probe and print again every --interval, until interrupted.
     #[arg(long)]
     watch: bool,
-    /// Seconds between two probes with --watch.
-    #[arg(long, value_name = "SECONDS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    interval: u64,
+    /// How long between two probes with --watch (`2s`, `1m`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = berth_formats::duration::a_second_to_a_day)]
+    interval: Duration,
     #[command(flatten)]
     root: RootArgs,
 }
@@ -38,7 +39,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         }
         // Until Ctrl-C ends the process, as `watch` does.
         show_once(&args)?;
-        std::thread::sleep(std::time::Duration::from_secs(args.interval));
+        std::thread::sleep(args.interval);
         if !terminal {
             show!("");
         }

@@ -27,9 +27,9 @@ pub struct SupportBundleArgs {
     /// troubleshoot Redactor files, applied besides the default redactors.
     #[arg(long = "redact", value_name = "FILE")]
     redactors: Vec<PathBuf>,
-    /// The longest one program collector runs, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    collector_timeout: u64,
+    /// The longest one program collector runs (`60s`, `5m`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = berth_formats::duration::a_second_to_a_day)]
+    collector_timeout: Duration,
     /// The most MiB the bundle's files hold together (one file keeps at most 64 MiB).
     #[arg(long, value_name = "MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65536))]
     max_size: u64,
@@ -55,7 +55,7 @@ impl SupportBundleArgs {
             redactors: self.redactors.clone(),
             since: self.since,
             limits: BundleLimits {
-                collector_timeout: Duration::from_secs(self.collector_timeout),
+                collector_timeout: self.collector_timeout,
                 total_bytes: self.max_size << 20,
                 filesystem_performance: self.filesystem_performance,
                 ..BundleLimits::default()
