@@ -191,19 +191,12 @@ pub fn apply(
 /// What to tell a spec that names `name`, which is not among `known`: the nearest known field
 /// when one is near, else all of them (`; did you mean `port`?`).
 pub fn unknown_field_hint(name: &str, known: &[&str]) -> String {
-    let nearest = known
-        .iter()
-        .map(|field| {
-            let distance = strsim::levenshtein(&name.to_lowercase(), &field.to_lowercase());
-            (distance, *field)
-        })
-        .min();
-    match nearest {
-        Some((distance, nearest)) if distance <= name.len().max(3) / 2 + 1 => {
-            format!("; did you mean `{nearest}`?")
-        }
-        None => "; it takes no fields but `version`".to_string(),
-        _ => format!(
+    if known.is_empty() {
+        return "; it takes no fields but `version`".to_string();
+    }
+    match crate::name::nearest(name, known.iter().copied()) {
+        Some(nearest) => format!("; did you mean `{nearest}`?"),
+        None => format!(
             "; its fields are {}",
             known
                 .iter()

@@ -75,6 +75,23 @@ pub fn plain_version_option<'de, D: Deserializer<'de>>(
     Ok(text)
 }
 
+/// The name of `known` nearest to `name`, when it is near enough to be a typo of it (`dmeo`
+/// for `demo`): for the "did you mean" of every message that meets an unknown name.
+pub fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let wanted = name.to_lowercase();
+    known
+        .into_iter()
+        .map(|candidate| {
+            (
+                strsim::levenshtein(&wanted, &candidate.to_lowercase()),
+                candidate,
+            )
+        })
+        .min()
+        .filter(|(distance, _)| *distance <= name.chars().count().max(3) / 2 + 1)
+        .map(|(_, candidate)| candidate)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +130,15 @@ mod tests {
         let error = check_plain("version", "l/../..").unwrap_err().to_string();
         assert!(error.contains("version `l/../..`"), "{error}");
         assert!(error.contains("holds a character"), "{error}");
+    }
+
+    #[test]
+    fn the_nearest_name_is_a_typos_and_no_other() {
+        let known = ["demo", "containerd", "kubernetes"];
+        assert_eq!(nearest("dmeo", known), Some("demo"));
+        assert_eq!(nearest("Kubernets", known), Some("kubernetes"));
+        assert_eq!(nearest("registry", known), None);
+        assert_eq!(nearest("x", ["demo"]), None);
+        assert_eq!(nearest("demo", []), None);
     }
 }

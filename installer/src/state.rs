@@ -340,6 +340,29 @@ impl StateStore {
         Ok((states, damaged))
     }
 
+    /// What to add to "`name` is not installed": the installed add-on nearest to it (a typo),
+    /// else the installed ones, else that none is.
+    pub fn not_installed_hint(&self, name: &str) -> String {
+        let installed: Vec<String> = self
+            .load_all()
+            .map(|(states, _)| states)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|state| state.current.is_some())
+            .map(|state| state.name)
+            .collect();
+        if installed.is_empty() {
+            return format!(
+                "no add-on is installed in {}",
+                self.dir.parent().unwrap_or(&self.dir).display()
+            );
+        }
+        match berth_formats::name::nearest(name, installed.iter().map(String::as_str)) {
+            Some(nearest) => format!("did you mean `{nearest}`?"),
+            None => format!("installed here: {}", installed.join(", ")),
+        }
+    }
+
     /// Writes the record, readable by root alone: a failure's message holds the tail of a
     /// hook's output, which may show a secret.
     pub fn save(&self, state: &AddonState) -> Result<(), StateError> {

@@ -280,3 +280,23 @@ fn running_under(root: &std::path::Path) -> Vec<String> {
         .filter(|cmdline| cmdline.contains(&root))
         .collect()
 }
+
+/// An add-on name that is not installed, given to `health` or `rollback`: the installed one it
+/// is a typo of, else the installed ones, else that nothing is installed where Berth looked.
+#[test]
+fn a_mistyped_addon_name_gets_the_installed_one_it_is_near() {
+    let (_dist, node, _) = installed();
+    for command in ["health", "rollback"] {
+        let said = failed(&node.berth(&[command, "plian"]));
+        assert!(said.contains("did you mean `plain`?"), "{command}: {said}");
+        let said = failed(&node.berth(&[command, "everything"]));
+        assert!(said.contains("installed here: plain"), "{command}: {said}");
+    }
+    let empty = Node::new();
+    let said = failed(&empty.berth(&["health", "plain"]));
+    let root = empty.root.path().join("var/lib/berth");
+    assert!(
+        said.contains(&format!("no add-on is installed in {}", root.display())),
+        "{said}"
+    );
+}

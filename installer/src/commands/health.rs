@@ -28,8 +28,9 @@ pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
     let state = StateStore::new(layout.state_dir()).load(&args.addon)?;
     let Some(current) = &state.current else {
         bail!(
-            "{} has no version in place on this node\nhint: `berth status` lists the add-ons and their versions",
-            args.addon
+            "{} has no version in place on this node\nhint: {}; `berth status` lists the add-ons and their versions",
+            args.addon,
+            StateStore::new(layout.state_dir()).not_installed_hint(&args.addon)
         );
     };
     let Some(record) = health::check(&layout, &state, &RuntimeOnce::new()) else {

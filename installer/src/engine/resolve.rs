@@ -277,9 +277,10 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
         .flatten()
         .and_then(|last| InstallerSpec::load(&last.spec).ok());
     let Some(current) = &record.current else {
-        return Err(problem(
-            "is not installed on this node; `berth status` lists what is".into(),
-        ));
+        return Err(problem(format!(
+            "is not installed on this node; {}",
+            StateStore::new(layout.state_dir()).not_installed_hint(name)
+        )));
     };
     let from = current.target.version.clone();
     let applied = match (to, &record.last) {
