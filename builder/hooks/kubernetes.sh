@@ -92,8 +92,17 @@ function kubernetes_preflight() {
 # changes as `berth kubeadm-config` checks it when it renders: a Go duration of whole seconds,
 # minutes and hours, more than none and at most a day.
 function __kubernetes_check_control_plane_timeout() {
+    __kubernetes_control_plane_seconds >/dev/null
+}
+
+# __kubernetes_control_plane_seconds: prints kubernetes-control-plane-timeout= in seconds, or
+# kURL's two minutes when it is not set; fails the hook when it is no duration.
+function __kubernetes_control_plane_seconds() {
     local timeout="${KUBERNETES_CONTROL_PLANE_TIMEOUT:-}" rest seconds=0 count unit
-    [ -n "$timeout" ] || return 0
+    if [ -z "$timeout" ]; then
+        echo 120
+        return 0
+    fi
     rest="$timeout"
     while [[ "$rest" =~ ^([0-9]{1,6})([smh])(.*)$ ]]; do
         count=$((10#${BASH_REMATCH[1]}))
@@ -107,6 +116,18 @@ function __kubernetes_check_control_plane_timeout() {
     done
     if [ -n "$rest" ] || [ "$seconds" -le 0 ] || [ "$seconds" -gt 86400 ]; then
         bail "kubernetes-control-plane-timeout=$timeout is not a duration such as 20m or 1h30m (s, m and h, at most 24h)"
+    fi
+    echo "$seconds"
+}
+
+# __kubernetes_wait_for_api: waits for the API server's health as kURL's
+# spinner_kubernetes_api_healthy does, up to kubernetes-control-plane-timeout= when it is set:
+# on a slow machine the API server restarts under load after kubeadm init has returned.
+function __kubernetes_wait_for_api() {
+    local seconds
+    seconds="$(__kubernetes_control_plane_seconds)" || exit 1
+    if ! spinner_until "$seconds" kubernetes_api_is_healthy; then
+        bail "the Kubernetes API at $(kubernetes_api_address) did not report healthy after ${seconds}s of tries; on a slow machine give kubernetes-control-plane-timeout= a longer duration"
     fi
 }
 
@@ -380,10 +401,17 @@ function __kubernetes_cluster_dns() {
     if ! [[ "$address" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || ! [[ "$domain" =~ ^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$ ]]; then
         bail "cluster-dns: $config gives no usable cluster DNS address and domain (clusterDNS '$address', clusterDomain '$domain')"
     fi
-    if ! __kubernetes_cluster_dns_objects "$image" "$address" "$domain" |
-        kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - >/dev/null; then
-        bail "cluster-dns: its objects could not be applied (above)"
-    fi
+    # Three tries, each after the API server reports healthy: one that restarts between its
+    # health and the apply (a slow machine) refuses the connection.
+    local attempt
+    for attempt in 1 2 3; do
+        __kubernetes_wait_for_api
+        if __kubernetes_cluster_dns_objects "$image" "$address" "$domain" |
+            kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - >/dev/null; then
+            break
+        fi
+        [ "$attempt" != 3 ] || bail "cluster-dns: its objects could not be applied (above)"
+    done
     logSuccess "cluster DNS: cluster-dns answers for $domain at $address"
 }
 

@@ -552,3 +552,98 @@ fn the_addresses_berth_lists_are_those_ip_lists() {
     .join()
     .unwrap();
 }
+
+/// kURL's `kubernetes_api_address` (the load balancer's, with its own port or
+/// LOAD_BALANCER_PORT, else the private address on 6443; IPv6 in brackets) and its API health
+/// helpers probing /healthz over TLS on a real server (openssl's): `ok` is healthy; another
+/// answer, and nothing listening, are not; `spinner_kubernetes_api_healthy` waits for a server
+/// that becomes healthy.
+#[test]
+fn the_api_address_and_health_helpers_answer_as_kurls_do() {
+    for (environment, address) in [
+        (vec![("PRIVATE_ADDRESS", "10.0.0.4")], "10.0.0.4:6443"),
+        (
+            vec![("LOAD_BALANCER_ADDRESS", "api.example:7443")],
+            "api.example:7443",
+        ),
+        (
+            vec![
+                ("LOAD_BALANCER_ADDRESS", "10.0.0.9"),
+                ("LOAD_BALANCER_PORT", "443"),
+            ],
+            "10.0.0.9:443",
+        ),
+        (vec![("LOAD_BALANCER_ADDRESS", "10.0.0.9")], "10.0.0.9:6443"),
+        (vec![("PRIVATE_ADDRESS", "fd00::4")], "[fd00::4]:6443"),
+        (
+            vec![("LOAD_BALANCER_ADDRESS", "[fd00::9]:7443")],
+            "[fd00::9]:7443",
+        ),
+    ] {
+        let output = with_library("kubernetes_api_address", &environment);
+        assert!(output.status.success(), "{}", printed(&output));
+        assert_eq!(printed(&output).trim_end(), address, "{environment:?}");
+    }
+
+    support::require("openssl", "openssl");
+    let served = tempfile::tempdir().unwrap();
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=api", "-keyout", "key.pem", "-out", "cert.pem"])
+        .current_dir(served.path())
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", printed(&made));
+    let health = served.path().join("healthz");
+    fs_err::write(&health, "starting\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let mut server = Command::new("openssl")
+        .args([
+            "s_server", "-quiet", "-WWW", "-cert", "cert.pem", "-key", "key.pem",
+        ])
+        .args(["-accept", &address])
+        .current_dir(served.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    support::wait_until("openssl to listen", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(&address).is_ok()
+    });
+    let environment = [("LOAD_BALANCER_ADDRESS", address.as_str())];
+    let healthy = || {
+        with_library("kubernetes_api_is_healthy", &environment)
+            .status
+            .success()
+    };
+    assert!(!healthy(), "`starting` is not healthy");
+
+    // Healthy a moment after the wait began: the spinner returns once it is.
+    let later = {
+        let health = health.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            fs_err::write(&health, "ok\n").unwrap();
+        })
+    };
+    let started = Instant::now();
+    let waited = with_library("spinner_kubernetes_api_healthy", &environment);
+    later.join().unwrap();
+    assert!(waited.status.success(), "{}", printed(&waited));
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(healthy(), "`ok` is healthy");
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let started = Instant::now();
+    assert!(!healthy(), "nothing listening is not healthy");
+    assert!(started.elapsed() < Duration::from_secs(15));
+}

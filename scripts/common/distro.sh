@@ -13,6 +13,15 @@ function kubeadm_get_containerd_sock() {
     echo "${CONTAINERD_ADDRESS:-/run/containerd/containerd.sock}"
 }
 
+# kubeadm_api_is_healthy: whether the API server at kubernetes_api_address answers `ok` on
+# /healthz (each probe bounded, so a hung server is a no).
+function kubeadm_api_is_healthy() {
+    local address
+    address="$(kubernetes_api_address)" || return 1
+    curl --globoff --noproxy "*" --fail --silent --insecure --max-time 10 \
+        "https://$address/healthz" 2>/dev/null | grep -q "ok"
+}
+
 # kubeadm_get_client_kube_apiserver_crt: prints the API server's kubelet client certificate.
 function kubeadm_get_client_kube_apiserver_crt() {
     echo "/etc/kubernetes/pki/apiserver-kubelet-client.crt"

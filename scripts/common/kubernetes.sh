@@ -91,6 +91,67 @@ function kubernetes_any_node_ready() {
     kubectl get nodes --no-headers 2>/dev/null | awk '{ print $2 }' | grep -v 'NotReady' | grep -q 'Ready'
 }
 
+# existing_kubernetes_api_address: the API address the cluster recorded in kURL's kurl-config
+# ConfigMap (kURL reads it while upgrading Kubernetes).
+function existing_kubernetes_api_address() {
+    kubectl get cm -n kube-system kurl-config -o jsonpath='{ .data.kubernetes_api_address }'
+}
+
+# kubernetes_api_address: HOST:PORT where this node reaches the API server, as kURL's: the load
+# balancer where the spec names one (LOAD_BALANCER_ADDRESS, with LOAD_BALANCER_PORT or its own
+# :PORT, else 6443), otherwise this node's private address on 6443; IPv6 in brackets.
+function kubernetes_api_address() {
+    if [ -n "${upgrading_kubernetes:-}" ]; then
+        existing_kubernetes_api_address
+        return
+    fi
+    local address="${LOAD_BALANCER_ADDRESS:-}" port="${LOAD_BALANCER_PORT:-}"
+    if [ -z "$address" ]; then
+        address="$(berth_private_address)" || return 1
+        port=6443
+    elif [ -z "$port" ]; then
+        if [[ "$address" =~ ^\[(.*)\]:([0-9]+)$ ]] || [[ "$address" =~ ^([^:]*):([0-9]+)$ ]]; then
+            address="${BASH_REMATCH[1]}"
+            port="${BASH_REMATCH[2]}"
+        else
+            port=6443
+        fi
+    fi
+    address="${address#[}"
+    address="${address%]}"
+    if [[ "$address" == *:* ]]; then
+        address="[$address]"
+    fi
+    echo "$address:$port"
+}
+
+# kubernetes_api_is_healthy: whether the API server answers `ok` on /healthz (kURL's, through
+# the distro's ${K8S_DISTRO}_api_is_healthy).
+function kubernetes_api_is_healthy() {
+    "${K8S_DISTRO:-kubeadm}_api_is_healthy"
+}
+
+# spinner_kubernetes_api_healthy: waits up to two minutes for the API server's health, or
+# fails the hook, as kURL's does.
+function spinner_kubernetes_api_healthy() {
+    if ! spinner_until 120 kubernetes_api_is_healthy; then
+        bail "Kubernetes API failed to report healthy"
+    fi
+}
+
+# containerd_is_healthy: whether containerd answers on its socket.
+function containerd_is_healthy() {
+    ctr -a "$("${K8S_DISTRO:-kubeadm}_get_containerd_sock")" images list &>/dev/null
+}
+
+# spinner_containerd_is_healthy: waits up to two minutes for containerd, or fails the hook, as
+# kURL's does after a restart.
+function spinner_containerd_is_healthy() {
+    if ! spinner_until 120 containerd_is_healthy; then
+        bail "Containerd failed to restart"
+    fi
+}
+
 # kubeadm_cluster_configuration: prints the cluster's kubeadm ClusterConfiguration.
 function kubeadm_cluster_configuration() {
     kubectl get cm -n kube-system kubeadm-config -o jsonpath='{ .data.ClusterConfiguration }'
