@@ -79,6 +79,14 @@ struct Serving {
 
 fn serve(dist: &Path, extra: &[&str]) -> Serving {
     let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut arguments = vec!["--listen", listen.as_str()];
+    arguments.extend(extra);
+    serve_with(dist, &arguments, port)
+}
+
+/// [`serve`] with every argument given (its `--listen` among them), answering on `port`.
+fn serve_with(dist: &Path, extra: &[&str], port: u16) -> Serving {
     let log = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_berth-build"));
     command.args(["serve", "--allow-new-glibc"]);
@@ -88,11 +96,7 @@ fn serve(dist: &Path, extra: &[&str]) -> Serving {
             .arg(log.path().join("installers"));
     }
     let server = Server::spawn(
-        command
-            .arg("--from")
-            .arg(dist)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(extra),
+        command.arg("--from").arg(dist).args(extra),
         &log.path().join("serve.log"),
     );
     let url = format!("http://127.0.0.1:{port}");
@@ -1509,4 +1513,47 @@ fn kurls_script_flags_reach_hooks_under_kurls_names() {
             "{line} in:\n{environment}"
         );
     }
+}
+
+/// A `--from` that names no dist is refused at start, naming it; `--listen :PORT` binds every
+/// address, and since it names no host the nodes could reach, it needs `--public-url`, which
+/// the served scripts then carry.
+#[test]
+fn serve_refuses_a_store_with_no_dist_and_takes_listen_colon_port() {
+    let refuse = |arguments: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_berth-build"))
+            .arg("serve")
+            .args(arguments)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        text(&output.stderr)
+    };
+    let missing = tempfile::tempdir().unwrap();
+    let typo = missing.path().join("dsit");
+    let said = refuse(&["--from", typo.to_str().unwrap(), "--allow-new-glibc"]);
+    assert!(
+        said.contains(&format!("{} holds no dist to serve", typo.display())),
+        "{said}"
+    );
+
+    let dist = Dist::new();
+    let port = free_port();
+    let colon_port = format!(":{port}");
+    let from = dist.dist.to_str().unwrap();
+    let said = refuse(&["--from", from, "--listen", &colon_port, "--allow-new-glibc"]);
+    assert!(
+        said.contains(&format!("as --public-url http://HOST:{port}")),
+        "{said}"
+    );
+
+    let public = format!("http://127.0.0.1:{port}");
+    let serving = serve_with(
+        &dist.dist,
+        &["--listen", &colon_port, "--public-url", &public],
+        port,
+    );
+    let (code, body) = post(&serving.url, &dist.spec(SPEC));
+    assert!(code.starts_with("20"), "{code} {body}");
+    assert!(body.starts_with(&format!("{public}/")), "{body}");
 }

@@ -13,7 +13,8 @@ use super::upload::default_arch;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
+    /// Address to listen on (`:8800` is every address, as `0.0.0.0:8800`; with either, give
+    /// --public-url).
     #[arg(long, default_value = "127.0.0.1:8800")]
     listen: String,
     /// Sign each bundle's versions.json and lock with this private key (PEM) [default: the
@@ -58,6 +59,22 @@ pub struct ServeArgs {
     release: ReleaseArgs,
 }
 
+/// `--listen` as it is bound: `:PORT` is every IPv4 address, as Go's servers read it.
+fn listen_address(listen: &str) -> String {
+    match listen.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => listen.to_string(),
+    }
+}
+
+/// Whether `listen` binds every address (`0.0.0.0:PORT`, `[::]:PORT`), so it names no host a
+/// node could reach.
+fn is_every_address(listen: &str) -> bool {
+    listen
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|address| address.ip().is_unspecified())
+}
+
 /// `--installer-idle`: from a second to ten years.
 fn idle_time(text: &str) -> Result<Duration, String> {
     const TEN_YEARS: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
@@ -66,12 +83,18 @@ fn idle_time(text: &str) -> Result<Duration, String> {
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let signing_key = berth_build::publish::sign::load_key(args.signing_key.as_deref())?;
-    let public_url = args
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}", args.listen))
-        .trim_end_matches('/')
-        .to_string();
+    let listen = listen_address(&args.listen);
+    let public_url = match &args.public_url {
+        Some(url) => url.clone(),
+        None if is_every_address(&listen) => anyhow::bail!(
+            "--listen {} takes every address, so the URL nodes reach this server at cannot be told\nhint: give it, as --public-url http://HOST:{}",
+            args.listen,
+            listen.rsplit(':').next().unwrap_or("PORT")
+        ),
+        None => format!("http://{listen}"),
+    }
+    .trim_end_matches('/')
+    .to_string();
     let installers_dir = match &args.installers {
         Some(dir) => dir.clone(),
         None => dirs::state_dir()
@@ -88,6 +111,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     super::runtime()?.block_on(async {
         let release = args.release.open().await?;
+        // A --from that names no dist (a typo, an empty folder) is refused now, not answered
+        // 404 request after request.
+        release.versions().await.with_context(|| {
+            format!(
+                "{} holds no dist to serve\nhint: give --from the folder `berth-build build --out` wrote, or s3://BUCKET/PREFIX (with --release)",
+                args.release.from
+            )
+        })?;
         // Each spec given is kept with its lock, as a posted one is.
         for path in &args.specs {
             let spec = InstallerSpec::load(path)?;
@@ -110,9 +141,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
         server.signing_key = signing_key.map(Arc::new);
         let server = Arc::new(server);
-        let listener = tokio::net::TcpListener::bind(&args.listen)
+        let listener = tokio::net::TcpListener::bind(&listen)
             .await
-            .with_context(|| format!("failed to listen on {}", args.listen))?;
+            .with_context(|| format!("failed to listen on {listen}"))?;
         eprintln!(
             "serving {} at {public_url} ({} installers kept in {})",
             args.release.from,
