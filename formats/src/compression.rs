@@ -217,13 +217,23 @@ pub fn decompress<'a, R: Read + 'a>(mut reader: R) -> io::Result<Box<dyn Read + 
         }
     }
     let head = &head[..filled];
-    let whole = io::Cursor::new(head.to_vec()).chain(reader);
+    let ended = std::rc::Rc::new(std::cell::Cell::new(false));
+    let whole = EndSeen {
+        inner: io::Cursor::new(head.to_vec()).chain(reader),
+        ended: ended.clone(),
+    };
     match Compression::sniff(head) {
-        Some(Compression::Gzip) => Ok(Box::new(flate2::read::MultiGzDecoder::new(whole))),
+        Some(Compression::Gzip) => Ok(Box::new(CutShort {
+            inner: flate2::read::MultiGzDecoder::new(whole),
+            ended,
+        })),
         Some(Compression::Zstd) => {
             let mut decoder = zstd::stream::read::Decoder::new(whole)?;
             decoder.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
-            Ok(Box::new(decoder))
+            Ok(Box::new(CutShort {
+                inner: decoder,
+                ended,
+            }))
         }
         None if head.is_empty() => Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
@@ -236,6 +246,46 @@ pub fn decompress<'a, R: Read + 'a>(mut reader: R) -> io::Result<Box<dyn Read + 
                 hex::encode(head)
             ),
         )),
+    }
+}
+
+/// A reader that notes when the one it wraps has ended.
+struct EndSeen<R> {
+    inner: R,
+    ended: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl<R: Read> Read for EndSeen<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let count = self.inner.read(buffer)?;
+        if count == 0 && !buffer.is_empty() {
+            self.ended.set(true);
+        }
+        Ok(count)
+    }
+}
+
+/// A decompressor whose error, once the compressed bytes have ended, says what it means: the
+/// file was cut short ("incomplete deflate stream" alone sends users looking for corruption).
+struct CutShort<R> {
+    inner: R,
+    ended: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl<R: Read> Read for CutShort<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buffer).map_err(|error| {
+            if self.ended.get() && error.kind() != io::ErrorKind::Interrupted {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "the compressed data ends early ({error}): the file is cut short, as a download that stopped leaves it; fetch it again"
+                    ),
+                )
+            } else {
+                error
+            }
+        })
     }
 }
 
@@ -328,5 +378,29 @@ mod tests {
             );
         }
         assert!("xz".parse::<Compression>().is_err());
+    }
+
+    #[test]
+    fn a_stream_cut_short_says_so_in_either_format() {
+        let data = sample(300_000);
+        for format in [Compression::Gzip, Compression::Zstd] {
+            let setting = Setting::new(format, None).unwrap();
+            let whole = compressed(setting, 1, &data);
+            let cut = &whole[..whole.len() / 2];
+            let mut read = Vec::new();
+            let error = decompress(cut).unwrap().read_to_end(&mut read).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{error}");
+            assert!(
+                error.to_string().contains("the file is cut short"),
+                "{error}"
+            );
+            // Whole, it reads back.
+            let mut read = Vec::new();
+            decompress(&whole[..])
+                .unwrap()
+                .read_to_end(&mut read)
+                .unwrap();
+            assert_eq!(read, data);
+        }
     }
 }

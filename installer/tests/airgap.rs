@@ -389,6 +389,7 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     };
     let cut = failed(&pipe_in(&piped, &bytes[..bytes.len() * 2 / 3]));
     assert!(cut.contains("bundle") && !cut.contains("panicked"), "{cut}");
+    assert!(cut.contains("the file is cut short"), "{cut}");
     assert!(
         piped
             .status()
