@@ -1219,3 +1219,28 @@ fn a_zstd_build_is_reproducible_and_holds_what_the_gzip_build_holds() {
         "{stderr}"
     );
 }
+
+/// `keygen` refuses to write over a key, and into a folder that is not there (a typo), making
+/// nothing; the same prefix in a folder that exists is written.
+#[test]
+fn keygen_refuses_an_existing_key_and_a_missing_folder() {
+    let builder = BerthBuild::new();
+    let keys = tempfile::tempdir().unwrap();
+    let typo = keys.path().join("kyes/vendor");
+    let (ok, _, stderr) = builder.run(&["keygen", typo.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "{} is not a folder",
+            keys.path().join("kyes").display()
+        )),
+        "{stderr}"
+    );
+    assert!(!keys.path().join("kyes").exists(), "keygen made the folder");
+    let key = keys.path().join("vendor");
+    let (ok, _, stderr) = builder.run(&["keygen", key.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = builder.run(&["keygen", key.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(stderr.contains("exists; give another PREFIX"), "{stderr}");
+}

@@ -32,6 +32,20 @@ pub struct SignArgs {
 pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     let private = PathBuf::from(format!("{}.key", args.prefix.display()));
     let public = PathBuf::from(format!("{}.pub", args.prefix.display()));
+    // A folder that is not there is most likely a typo: a key is not left in a tree of
+    // folders made for it.
+    if let Some(folder) = args
+        .prefix
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+    {
+        if !folder.is_dir() {
+            anyhow::bail!(
+                "{} is not a folder; create it first, or give a PREFIX in a folder that exists",
+                folder.display()
+            );
+        }
+    }
     for path in [&private, &public] {
         if path.exists() {
             anyhow::bail!(
