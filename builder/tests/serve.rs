@@ -1557,3 +1557,29 @@ fn serve_refuses_a_store_with_no_dist_and_takes_listen_colon_port() {
     assert!(code.starts_with("20"), "{code} {body}");
     assert!(body.starts_with(&format!("{public}/")), "{body}");
 }
+
+/// A spec posted with curl's `-d @FILE` loses its line breaks: refused, saying so and what to
+/// post it with; the same file with `--data-binary` is taken.
+#[test]
+fn a_spec_posted_without_its_line_breaks_is_told_to_use_data_binary() {
+    let dist = Dist::new();
+    let serving = serve(&dist.dist, &[]);
+    let spec = dist.spec(SPEC);
+    let output = curl(&[
+        "-sS",
+        "-w",
+        "\n%{http_code}",
+        "-d",
+        &format!("@{}", spec.display()),
+        &format!("{}/installer", serving.url),
+    ]);
+    let all = text(&output.stdout);
+    let (body, status) = all.rsplit_once('\n').unwrap();
+    assert_eq!(status, "400", "{body}");
+    assert!(
+        body.contains("curl's -d strips a file's line breaks; post it with --data-binary @FILE"),
+        "{body}"
+    );
+    let (status, body) = post(&serving.url, &spec);
+    assert!(status.starts_with("20"), "{status} {body}");
+}

@@ -125,6 +125,24 @@ async fn index(State(server): State<Shared>) -> Response {
     )
 }
 
+/// What to add to a refused spec that came in as one line holding several of a spec's keys:
+/// `curl -d @FILE` strips a file's line breaks, `--data-binary` keeps them.
+fn flattened_hint(body: &[u8]) -> &'static str {
+    let one_line = !body.trim_ascii_end().contains(&b'\n');
+    let keys = ["apiVersion:", "kind:", "spec:"]
+        .iter()
+        .filter(|key| {
+            body.windows(key.len())
+                .any(|window| window == key.as_bytes())
+        })
+        .count();
+    if one_line && keys >= 2 {
+        "\nhint: the spec came as one line: curl's -d strips a file's line breaks; post it with --data-binary @FILE"
+    } else {
+        ""
+    }
+}
+
 async fn post_installer(
     State(server): State<Shared>,
     ConnectInfo(client): ConnectInfo<std::net::SocketAddr>,
@@ -140,7 +158,12 @@ async fn post_installer(
     .await;
     let (yaml, spec) = match parsed {
         Ok(parsed) => parsed,
-        Err(error) => return text(StatusCode::BAD_REQUEST, error.to_string()),
+        Err(error) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("{error}{}", flattened_hint(&body)),
+            );
+        }
     };
     // Resolved now, so that an unknown add-on or version is refused at once, and kept: what
     // the installer's URL installs is fixed from now on.
