@@ -34,17 +34,14 @@ pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     let public = PathBuf::from(format!("{}.pub", args.prefix.display()));
     // A folder that is not there is most likely a typo: a key is not left in a tree of
     // folders made for it.
-    if let Some(folder) = args
-        .prefix
-        .parent()
-        .filter(|folder| !folder.as_os_str().is_empty())
+    if let Some(folder) = args.prefix.parent()
+        && !folder.as_os_str().is_empty()
+        && !folder.is_dir()
     {
-        if !folder.is_dir() {
-            anyhow::bail!(
-                "{} is not a folder; create it first, or give a PREFIX in a folder that exists",
-                folder.display()
-            );
-        }
+        anyhow::bail!(
+            "{} is not a folder; create it first, or give a PREFIX in a folder that exists",
+            folder.display()
+        );
     }
     for path in [&private, &public] {
         if path.exists() {
