@@ -40,6 +40,20 @@ pub struct RootArgs {
     root: PathBuf,
 }
 
+impl RootArgs {
+    /// The root, for a command that reads what is there: one that is not a folder is a
+    /// mistyped --root or BERTH_ROOT, not a node with nothing installed.
+    pub fn existing(&self) -> anyhow::Result<&std::path::Path> {
+        if !self.root.is_dir() {
+            anyhow::bail!(
+                "{} is not a folder (--root, or BERTH_ROOT): there is no node's filesystem there",
+                self.root.display()
+            );
+        }
+        Ok(&self.root)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Install or update the add-ons of an Installer spec on this node.

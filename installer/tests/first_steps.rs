@@ -282,7 +282,8 @@ fn running_under(root: &std::path::Path) -> Vec<String> {
 }
 
 /// An add-on name that is not installed, given to `health` or `rollback`: the installed one it
-/// is a typo of, else the installed ones, else that nothing is installed where Berth looked.
+/// is a typo of, else the installed ones, else that nothing is installed where Berth looked;
+/// and a root that does not exist is named as that.
 #[test]
 fn a_mistyped_addon_name_gets_the_installed_one_it_is_near() {
     let (_dist, node, _) = installed();
@@ -291,6 +292,28 @@ fn a_mistyped_addon_name_gets_the_installed_one_it_is_near() {
         assert!(said.contains("did you mean `plain`?"), "{command}: {said}");
         let said = failed(&node.berth(&[command, "everything"]));
         assert!(said.contains("installed here: plain"), "{command}: {said}");
+    }
+    // A root that is not there is a mistyped BERTH_ROOT, not a node with nothing installed.
+    let nowhere = node.root.path().join("nowhere");
+    for command in [
+        &["status"][..],
+        &["health", "plain"],
+        &["rollback", "plain"],
+    ] {
+        let said = failed(
+            &node
+                .command(command)
+                .env("BERTH_ROOT", &nowhere)
+                .output()
+                .unwrap(),
+        );
+        assert!(
+            said.contains(&format!(
+                "{} is not a folder (--root, or BERTH_ROOT)",
+                nowhere.display()
+            )),
+            "{command:?}: {said}"
+        );
     }
     let empty = Node::new();
     let said = failed(&empty.berth(&["health", "plain"]));

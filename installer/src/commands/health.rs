@@ -24,7 +24,7 @@ pub struct HealthArgs {
 
 /// Exit 0 when Available, 1 when not (or the add-on is not installed).
 pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
-    let layout = Layout::new(&args.root.root);
+    let layout = Layout::new(args.root.existing()?);
     let state = StateStore::new(layout.state_dir()).load(&args.addon)?;
     let Some(current) = &state.current else {
         bail!(

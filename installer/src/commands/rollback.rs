@@ -32,7 +32,7 @@ pub struct RollbackArgs {
 /// Applies an add-on's previous version again from the packages kept on this node.
 pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let layout = Layout::new(&args.root.root);
+    let layout = Layout::new(args.root.existing()?);
     let lock = NodeLock::acquire(
         &layout.lock_file(),
         &format!("berth rollback {}", args.addon),

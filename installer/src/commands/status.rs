@@ -47,7 +47,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn show_once(args: &StatusArgs) -> anyhow::Result<ExitCode> {
-    let layout = Layout::new(&args.root.root);
+    let layout = Layout::new(args.root.existing()?);
     let (states, damaged) = berth::state::load_as_seen(&layout)?;
     // The other records are shown all the same; a damaged one is named, and the exit status
     // says something is wrong.
