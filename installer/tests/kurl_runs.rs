@@ -165,6 +165,27 @@ fn declared_fields_are_checked_and_their_defaults_filled_in() {
         "{refused}"
     );
     let spec = dist.spec("spec.yaml", &[("a", "version: latest")]);
+    // A mistyped field from --set is blamed on --set, and one from the node's configuration
+    // on its file, not on the spec, which is right.
+    let refused = failed(&node.install(&spec, &dist.url(), &["--set", "a.prot=9090"]));
+    assert!(
+        refused.contains("--set a.prot: spec.a.prot is not a field of a; did you mean `port`?")
+            && !refused.contains(&spec.display().to_string()),
+        "{refused}"
+    );
+    let node_config = node.root.path().join("etc/berth/node.yaml");
+    fs_err::create_dir_all(node_config.parent().unwrap()).unwrap();
+    fs_err::write(&node_config, "a:\n  prot: 9090\n").unwrap();
+    let refused = failed(&node.install(&spec, &dist.url(), &[]));
+    assert!(
+        refused.contains(&format!(
+            "{}: spec.a.prot is not a field of a",
+            node_config.display()
+        )),
+        "{refused}"
+    );
+    fs_err::remove_file(&node_config).unwrap();
+    assert!(trace(&trace_file).is_empty(), "nothing ran");
     succeeded(&node.install(&spec, &dist.url(), &[]));
     assert_eq!(take_trace(&trace_file), ["port=8080"]);
     // The default is part of the configuration the record keeps (and hashes).

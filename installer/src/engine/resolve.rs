@@ -68,8 +68,12 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         .iter()
         .map(|(name, addon)| (name.clone(), (addon.version.clone(), addon.config.clone())))
         .collect();
+    // Which fields came from the node's configuration, so that a refused one is blamed on
+    // the file it came from (and one from --set on --set), not on the spec.
+    let mut from_node_config = std::collections::BTreeSet::new();
     for (name, fields) in node_overrides(&settings.layout.node_config())? {
         if let Some((version, config)) = requested.get_mut(&name) {
+            from_node_config.extend(fields.keys().map(|field| (name.clone(), field.clone())));
             apply_fields(version, config, fields);
         }
     }
@@ -170,6 +174,27 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         versions
             .apply_fields(&name, &version, &mut config)
             .map_err(|error| match (error, spec.addons.get(&name)) {
+                (VersionsError::Fields(refused), _)
+                    if source
+                        .overrides
+                        .iter()
+                        .any(|(addon, field, _)| *addon == name && *field == refused.field) =>
+                {
+                    EngineError::BadOverride {
+                        text: format!("{name}.{}", refused.field),
+                        problem: refused.message,
+                    }
+                }
+                (VersionsError::Fields(refused), _)
+                    if from_node_config.contains(&(name.clone(), refused.field.clone())) =>
+                {
+                    EngineError::Spec(SpecError {
+                        path: settings.layout.node_config(),
+                        line: None,
+                        problem: refused.message,
+                        hint: None,
+                    })
+                }
                 // A field refused is named by its line, as a YAML error is.
                 (VersionsError::Fields(refused), Some(addon)) => EngineError::Spec(SpecError {
                     path: source.spec_path.clone(),
