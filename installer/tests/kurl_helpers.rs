@@ -647,3 +647,21 @@ fn the_api_address_and_health_helpers_answer_as_kurls_do() {
     assert!(!healthy(), "nothing listening is not healthy");
     assert!(started.elapsed() < Duration::from_secs(15));
 }
+
+/// kURL's log helpers colour their lines where asked (BERTH_COLOR=1, or a terminal), and never
+/// under NO_COLOR.
+#[test]
+fn no_color_turns_the_log_helpers_colours_off() {
+    let coloured = with_library("logSuccess done", &[("BERTH_COLOR", "1")]);
+    assert!(
+        printed(&coloured).contains("\u{1b}[0;32m"),
+        "{}",
+        printed(&coloured)
+    );
+    let plain = with_library(
+        "logSuccess done; printf '%s' \"$GREEN$NC\"",
+        &[("BERTH_COLOR", "1"), ("NO_COLOR", "1")],
+    );
+    assert!(!printed(&plain).contains('\u{1b}'), "{:?}", printed(&plain));
+    assert!(printed(&plain).contains("done"));
+}

@@ -3,8 +3,9 @@
 # As in kURL, messages go to stderr (a hook's stdout stays its data) and bail ends the install.
 
 # kURL's colour variables, which add-ons also use in their own printf formats. They hold escape
-# sequences only when stdout is a terminal (or BERTH_COLOR=1): a hook's output goes to a log.
-if [ -t 1 ] || [ "${BERTH_COLOR:-}" = "1" ]; then
+# sequences only when stdout is a terminal (or BERTH_COLOR=1): a hook's output goes to a log;
+# and never under NO_COLOR (no-color.org), whatever else says.
+if [ -z "${NO_COLOR:-}" ] && { [ -t 1 ] || [ "${BERTH_COLOR:-}" = "1" ]; }; then
     GREEN='\033[0;32m'
     BLUE='\033[0;94m'
     LIGHT_BLUE='\033[0;34m'
