@@ -120,6 +120,30 @@ function __kubernetes_control_plane_seconds() {
     echo "$seconds"
 }
 
+# The folder of kubeadm's patches of the control plane's static pods (`--experimental-patches`).
+BERTH_KUBEADM_PATCHES=/opt/replicated/kubeadm-static-pod-patches
+
+# __kubernetes_static_pod_patches: prints kubeadm's --experimental-patches argument, after
+# writing the patches, where kubernetes-control-plane-timeout= is set; nothing where it is not
+# (the static pods are then kubeadm's, as kURL's are). With it, each control-plane component
+# may fail its liveness probe for as long as it may take to start: kubeadm's eight failures
+# (80 s) kill an API server that a slow machine's load keeps from answering in time, and its
+# restart costs that machine minutes of CPU, which slows the others past their own probes.
+function __kubernetes_static_pod_patches() {
+    rm -rf "$BERTH_KUBEADM_PATCHES"
+    [ -n "${KUBERNETES_CONTROL_PLANE_TIMEOUT:-}" ] || return 0
+    local seconds failures component
+    seconds="$(__kubernetes_control_plane_seconds)" || exit 1
+    failures=$(((seconds + 9) / 10))
+    [ "$failures" -ge 8 ] || failures=8
+    mkdir -p "$BERTH_KUBEADM_PATCHES"
+    for component in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+        printf 'spec:\n  containers:\n    - name: %s\n      livenessProbe:\n        failureThreshold: %s\n' \
+            "$component" "$failures" >"$BERTH_KUBEADM_PATCHES/$component+strategic.yaml"
+    done
+    echo "--experimental-patches=$BERTH_KUBEADM_PATCHES"
+}
+
 # __kubernetes_wait_for_api: waits for the API server's health as kURL's
 # spinner_kubernetes_api_healthy does, up to kubernetes-control-plane-timeout= when it is set:
 # on a slow machine the API server restarts under load after kubeadm init has returned.
@@ -345,7 +369,7 @@ function kubernetes() {
     [ -n "$SERVICE_CIDR" ] || discover_service_subnet
     [ -n "$POD_CIDR" ] || discover_pod_subnet
     export SERVICE_CIDR POD_CIDR
-    local upload_certs=()
+    local upload_certs=() patches=()
     if [ "$HA_CLUSTER" = "1" ]; then
         CERT_KEY="$(kubeadm certs certificate-key)"
         export CERT_KEY
@@ -369,10 +393,12 @@ function kubernetes() {
     # manifests, etcd's data). A control plane that needs longer than kubeadm's wait to start
     # needs kubernetes-control-plane-timeout= instead: its startup probes restart it on the
     # same clock, try after try.
+    mapfile -t patches < <(__kubernetes_static_pod_patches)
     if ! cmd_retry 3 kubeadm init \
         --ignore-preflight-errors="${KUBERNETES_INIT_IGNORE_PREFLIGHT_ERRORS:-all}" \
         --config /opt/replicated/kubeadm.conf \
         "${upload_certs[@]+"${upload_certs[@]}"}" \
+        "${patches[@]+"${patches[@]}"}" \
         "${skip_phases[@]+"${skip_phases[@]}"}"; then
         # What kubeadm left (manifests, certificates, a half-made etcd) would make the next
         # run fail on it: the node goes back to where kubeadm reset leaves it.
@@ -562,14 +588,16 @@ function kubernetes_join() {
     # has not yet reported, and a refused pod is never retried. Its etcd member, announced to
     # the cluster already, would then cost the cluster its quorum. So etcd's manifest is
     # written once the Node shows its storage.
-    local first_step=()
+    local first_step=() patches=()
     if [ "${MASTER:-}" = "1" ]; then
         first_step=(--skip-phases=control-plane-join)
+        mapfile -t patches < <(__kubernetes_static_pod_patches)
     fi
     if ! kubeadm join \
         --ignore-preflight-errors=all \
         --config /opt/replicated/kubeadm.conf \
-        "${first_step[@]+"${first_step[@]}"}" ||
+        "${first_step[@]+"${first_step[@]}"}" \
+        "${patches[@]+"${patches[@]}"}" ||
         { [ "${MASTER:-}" = "1" ] && ! __kubernetes_join_control_plane; }; then
         kubeadm reset --force >/dev/null 2>&1 || true
         bail "kubeadm join failed (above); the node is as kubeadm reset leaves it, so the join command can run again once the cause is fixed"
@@ -583,7 +611,10 @@ function __kubernetes_join_control_plane() {
         logFail "the kubelet did not report this node's ephemeral storage within 180 s; etcd's static pod would be refused"
         return 1
     fi
-    kubeadm join phase control-plane-join all --config /opt/replicated/kubeadm.conf
+    local patches=()
+    [ ! -d "$BERTH_KUBEADM_PATCHES" ] || patches=("--experimental-patches=$BERTH_KUBEADM_PATCHES")
+    kubeadm join phase control-plane-join all --config /opt/replicated/kubeadm.conf \
+        "${patches[@]+"${patches[@]}"}"
 }
 
 # Whether this node's Node object, read with the kubelet's own credentials, shows allocatable

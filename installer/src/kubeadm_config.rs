@@ -151,6 +151,14 @@ fn non_empty(value: String, default: &str) -> String {
     }
 }
 
+/// The leader-election settings of the controller-manager and the scheduler where
+/// `KUBERNETES_CONTROL_PLANE_TIMEOUT` says the machine is slow (kubeadm's: 15 s, 10 s, 2 s).
+const SLOW_MACHINE_LEASES: [(&str, &str); 3] = [
+    ("leader-elect-lease-duration", "120s"),
+    ("leader-elect-renew-deadline", "60s"),
+    ("leader-elect-retry-period", "10s"),
+];
+
 /// Whether `text` is a Go duration of whole seconds, minutes and hours (`20m`, `1h30m`), more
 /// than none and at most a day, as kubeadm reads `timeoutForControlPlane`.
 fn is_duration(text: &str) -> bool {
@@ -269,6 +277,17 @@ fn cluster_configuration(
             });
         }
         cluster["apiServer"]["timeoutForControlPlane"] = Value::String(timeout);
+        // And longer leader leases: a controller-manager or scheduler that cannot renew its
+        // lease within 10 s (kubeadm's) exits, and a loaded API server often answers later;
+        // the controller-manager then restarts into a crash loop and never gives the nodes
+        // their pod ranges. A minute to renew, as a slow machine needs; a standby takes over
+        // a lost leader's work after two minutes rather than kubeadm's 15 s.
+        for component in ["controllerManager", "scheduler"] {
+            let arguments = &mut cluster[component]["extraArgs"];
+            for (name, value) in SLOW_MACHINE_LEASES {
+                arguments[name] = Value::String(value.to_string());
+            }
+        }
     }
     // kURL's v1beta2 template (before 1.26).
     if minor < 26 {
@@ -539,7 +558,8 @@ mod tests {
         assert!(render_with(Role::Init, &pairs).is_err());
     }
 
-    /// The control plane's timeout is kubeadm's unless set, and a set one is a duration.
+    /// The control plane's timeout is kubeadm's unless set, and a set one is a duration; with
+    /// it, the controller-manager and scheduler take longer leader leases.
     #[test]
     fn a_control_plane_timeout_is_set_only_when_given_and_only_as_a_duration() {
         let unset = render_with(Role::Init, &BASE).unwrap();
@@ -548,11 +568,23 @@ mod tests {
                 .get("timeoutForControlPlane")
                 .is_none()
         );
+        assert_eq!(
+            unset[1]["controllerManager"]["extraArgs"],
+            serde_json::json!({"profiling": "false"})
+        );
         for good in ["20m", "1h30m", "90s", "24h"] {
             let mut pairs = BASE.to_vec();
             pairs.push(("KUBERNETES_CONTROL_PLANE_TIMEOUT", good));
             let rendered = render_with(Role::Init, &pairs).unwrap();
             assert_eq!(rendered[1]["apiServer"]["timeoutForControlPlane"], good);
+            for component in ["controllerManager", "scheduler"] {
+                let arguments = &rendered[1][component]["extraArgs"];
+                assert_eq!(
+                    arguments["leader-elect-renew-deadline"], "60s",
+                    "{component}"
+                );
+                assert_eq!(arguments["profiling"], "false", "{component}");
+            }
         }
         for bad in [
             "20",

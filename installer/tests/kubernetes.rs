@@ -347,14 +347,30 @@ fn kubernetes_health(cluster: &Cluster, index: usize) -> (bool, String) {
     (output.status.success(), printed(&output))
 }
 
-/// One node: `kubeadm init` failing midway, then by Berth's hooks once the cause is gone, the
-/// control plane's pods Running, a Deployment Available; health that names a frozen scheduler and a stopped kubelet; a re-run that
-/// repairs the node (starts the kubelet) without running kubeadm init again; a reset, after
-/// which the node installs again from the installer's airgap bundle, the server out of reach.
+/// One node: `kubeadm init` failing midway, then by Berth's hooks once the cause is gone (with
+/// `kubernetes-control-plane-timeout=`, whose liveness patches the static pods carry), the
+/// control plane's pods Running, a Deployment Available; health that names a frozen scheduler
+/// and a stopped kubelet; a re-run that repairs the node (starts the kubelet) without running
+/// kubeadm init again; a reset, after which the node installs again from the installer's
+/// airgap bundle, the server out of reach, with kubeadm's own probes.
 #[test]
 fn one_node_is_probed_repaired_by_a_rerun_reset_and_installed_again() {
     let cluster = cluster(1);
-    let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
+    // As on a slow machine: the control plane may take ten minutes to start, and so to answer
+    // its liveness probes again (kubeadm's patches of the static pods).
+    let install_command = format!(
+        "curl -fsSL {}/{} | bash -s kubernetes-control-plane-timeout=10m",
+        cluster.served, cluster.id
+    );
+    let liveness_failures = |component: &str| {
+        let output = cluster.shell(
+            0,
+            &format!(
+                "awk '/livenessProbe:/ {{ probe = 1 }} probe && /failureThreshold:/ {{ print $2; exit }}' /etc/kubernetes/manifests/{component}.yaml"
+            ),
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
 
     // kubeadm init failing midway: a file where its control-plane phase writes the static
     // pods' manifests, after its certificate and kubeconfig phases wrote theirs. Recorded
@@ -402,6 +418,25 @@ fn one_node_is_probed_repaired_by_a_rerun_reset_and_installed_again() {
         printed(&install).contains("[init] Using Kubernetes version: v1.20.2"),
         "kubeadm init ran: {}",
         printed(&install)
+    );
+    for component in [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ] {
+        assert_eq!(liveness_failures(component), "60", "{component}");
+    }
+    let leases = cluster.shell(
+        0,
+        "grep -c -e '--leader-elect-renew-deadline=60s' /etc/kubernetes/manifests/kube-controller-manager.yaml /etc/kubernetes/manifests/kube-scheduler.yaml",
+    );
+    assert!(
+        String::from_utf8_lossy(&leases.stdout)
+            .lines()
+            .all(|line| line.ends_with(":1")),
+        "the slow machine's leader leases: {}",
+        printed(&leases)
     );
     let ready = || {
         let nodes = nodes(&cluster);
@@ -601,6 +636,8 @@ spec:
         ready,
         || cluster.account(),
     );
+    // Without the timeout, the static pods are kubeadm's own again.
+    assert_eq!(liveness_failures("kube-apiserver"), "8");
 }
 
 /// Whether machine `index` is as before any install: no configuration of Berth's containerd
