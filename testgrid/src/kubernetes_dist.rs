@@ -174,6 +174,7 @@ pub fn build(
 pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<PathBuf, String> {
     let dist = cache_root.join(format!("dist-{}", key(builder, artefacts)?));
     if dist.is_dir() {
+        check_hooks(builder, &dist)?;
         return Ok(dist);
     }
     fs_err::create_dir_all(cache_root).map_err(|error| error.to_string())?;
@@ -202,7 +203,37 @@ pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<Pat
             let _ = fs_err::remove_dir_all(&path);
         }
     }
+    check_hooks(builder, &dist)?;
     Ok(dist)
+}
+
+/// Fails unless the Kubernetes package of `dist` holds the hooks of this source tree: the
+/// builder embeds them, and a builder older than the source (a test run that built only the
+/// installer) would test hooks that are no longer the ones in the tree.
+fn check_hooks(builder: &Path, dist: &Path) -> Result<(), String> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../builder/hooks/kubernetes.sh");
+    let wanted = fs_err::read(&source).map_err(|error| error.to_string())?;
+    let package = dist.join(format!("kubernetes-{KUBERNETES_VERSION}.tar.gz"));
+    let file = fs_err::File::open(&package).map_err(|error| error.to_string())?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let hooks = format!("addons/kubernetes/{KUBERNETES_VERSION}/install.sh");
+    for entry in archive.entries().map_err(|error| error.to_string())? {
+        let mut entry = entry.map_err(|error| error.to_string())?;
+        if entry.path().map_err(|error| error.to_string())?.as_ref() == Path::new(&hooks) {
+            let mut packaged = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut packaged)
+                .map_err(|error| error.to_string())?;
+            if packaged != wanted {
+                return Err(format!(
+                    "{} packages Kubernetes hooks other than {}: it is older than the source; build it (cargo build -p berth-build) and run again",
+                    builder.display(),
+                    source.display()
+                ));
+            }
+            return Ok(());
+        }
+    }
+    Err(format!("{} holds no {hooks}", package.display()))
 }
 
 /// What a dist is built from, as a short hex key.
@@ -232,4 +263,53 @@ fn key(builder: &Path, artefacts: &Path) -> Result<String, String> {
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dist whose Kubernetes package holds `hooks` as its install.sh.
+    fn dist_with_hooks(hooks: &[u8]) -> tempfile::TempDir {
+        let dist = tempfile::tempdir().unwrap();
+        let file = fs_err::File::create(
+            dist.path()
+                .join(format!("kubernetes-{KUBERNETES_VERSION}.tar.gz")),
+        )
+        .unwrap();
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            file,
+            flate2::Compression::fast(),
+        ));
+        let mut header = tar::Header::new_gnu();
+        header.set_size(hooks.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder
+            .append_data(
+                &mut header,
+                format!("addons/kubernetes/{KUBERNETES_VERSION}/install.sh"),
+                hooks,
+            )
+            .unwrap();
+        builder.into_inner().unwrap().finish().unwrap();
+        dist
+    }
+
+    #[test]
+    fn a_dist_from_a_builder_older_than_the_hooks_is_refused() {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../builder/hooks/kubernetes.sh");
+        let current = dist_with_hooks(&fs_err::read(source).unwrap());
+        assert_eq!(
+            check_hooks(Path::new("berth-build"), current.path()),
+            Ok(())
+        );
+        let stale = dist_with_hooks(b"function kubernetes() { :; }\n");
+        let error = check_hooks(Path::new("berth-build"), stale.path()).unwrap_err();
+        assert!(
+            error.contains("berth-build packages Kubernetes hooks other than"),
+            "{error}"
+        );
+        assert!(error.contains("cargo build -p berth-build"), "{error}");
+    }
 }
