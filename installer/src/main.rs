@@ -70,7 +70,7 @@ enum Command {
     #[command(name = "join-command")]
     JoinCommandLine(commands::join_command::JoinCommandArgs),
     /// Publish a join parameter (hooks call this through `berth_set_join_param`).
-    #[command(subcommand)]
+    #[command(subcommand, hide = true)]
     JoinParam(commands::join_command::JoinParamCommand),
     /// Run host preflights alone: HostPreflight FILEs, or those `install` would run for --spec.
     #[command(
@@ -101,10 +101,10 @@ enum Command {
     /// Verify a package against its `.sha256` file and unpack it, refusing unsafe paths.
     Unpack(commands::unpack::UnpackArgs),
     /// Edit a kustomization.yaml (the insert_* helpers call this).
-    #[command(subcommand)]
+    #[command(subcommand, hide = true)]
     Kustomization(commands::kustomization::KustomizationCommand),
     /// kURL's utility commands hooks run as `$BIN_KURL` (a link to `berth` named `kurl`).
-    #[command(subcommand)]
+    #[command(subcommand, hide = true)]
     Kurl(commands::kurl::KurlCommand),
     /// kubeadm's configuration as kURL renders it, from a hook session's variables.
     #[command(name = "kubeadm-config", hide = true)]
@@ -117,6 +117,15 @@ enum Command {
     /// On the first node: move an add-on across the nodes by a rollout, and follow it.
     #[command(subcommand)]
     Rollout(commands::rollout::RolloutCommand),
+    /// Print berth's version.
+    Version,
+    /// Print the completions of berth's commands and flags for SHELL, to source or to keep
+    /// (bash: `berth completion bash > /etc/bash_completion.d/berth`).
+    Completion {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -165,6 +174,23 @@ fn main() -> ExitCode {
         Command::Fleet(command) => commands::fleet::run(command),
         Command::Nodes(args) => commands::fleet::nodes(args),
         Command::Rollout(command) => commands::rollout::run(command),
+        Command::Version => {
+            show!("berth {}", env!("CARGO_PKG_VERSION"));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completion { shell } => {
+            // Of the commands people run: clap_complete would offer the hidden ones too.
+            let full = Cli::command();
+            let mut shown = clap::Command::new("berth")
+                .version(env!("CARGO_PKG_VERSION"))
+                .subcommands(
+                    full.get_subcommands()
+                        .filter(|command| !command.is_hide_set())
+                        .cloned(),
+                );
+            clap_complete::generate(shell, &mut shown, "berth", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

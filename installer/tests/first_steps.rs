@@ -323,3 +323,45 @@ fn a_mistyped_addon_name_gets_the_installed_one_it_is_near() {
         "{said}"
     );
 }
+
+/// `berth --help` lists the commands people run, not those hooks call; `version` prints what
+/// `--version` does; `completion bash` is a bash script that registers berth's completions.
+#[test]
+fn help_hides_the_hooks_commands_and_version_and_completion_work() {
+    let node = Node::new();
+    let help = succeeded(&node.berth(&["--help"]));
+    for hidden in ["join-param", "kustomization", "kurl ", "kubeadm-config"] {
+        assert!(!help.contains(hidden), "--help lists {hidden}: {help}");
+    }
+    for listed in ["install", "status", "version", "completion"] {
+        assert!(help.contains(listed), "--help lacks {listed}: {help}");
+    }
+    // Hidden, the hooks' commands still run.
+    succeeded(&node.berth(&["join-param", "--help"]));
+    let version = succeeded(&node.berth(&["version"]));
+    assert_eq!(
+        version.trim(),
+        succeeded(&node.berth(&["--version"])).trim()
+    );
+    assert!(version.starts_with("berth "), "{version}");
+
+    let completion = node.berth(&["completion", "bash"]);
+    assert!(completion.status.success(), "{}", text(&completion.stderr));
+    let script = tempfile::NamedTempFile::new().unwrap();
+    fs_err::write(script.path(), &completion.stdout).unwrap();
+    let registered = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("source \"$1\" && complete -p berth")
+        .arg("bash")
+        .arg(script.path())
+        .output()
+        .unwrap();
+    assert!(
+        registered.status.success() && text(&registered.stdout).contains("berth"),
+        "{}{}",
+        text(&registered.stdout),
+        text(&registered.stderr)
+    );
+    assert!(!text(&completion.stdout).contains("join-param"));
+    failed(&node.berth(&["completion", "cmd.exe"]));
+}
