@@ -365,3 +365,50 @@ fn help_hides_the_hooks_commands_and_version_and_completion_work() {
     assert!(!text(&completion.stdout).contains("join-param"));
     failed(&node.berth(&["completion", "cmd.exe"]));
 }
+
+/// On a terminal, `berth reset` asks first, no by default: anything but yes changes nothing;
+/// yes, or `--yes`, resets. Without a terminal (scripts) nothing is asked.
+#[test]
+fn reset_asks_on_a_terminal_and_takes_yes() {
+    support::require("script", "bsdutils");
+    let (dist, node, spec) = installed();
+    // `script` gives the command a terminal, and writes what it is given to it.
+    let on_terminal = |command: &str, answer: &str| {
+        let mut child = std::process::Command::new("script")
+            .args([
+                "-qec",
+                &format!("{} {command}", env!("CARGO_BIN_EXE_berth")),
+                "/dev/null",
+            ])
+            .env("BERTH_ROOT", node.root.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), answer.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let state = node.root.path().join("var/lib/berth/state/plain.json");
+    for answer in ["\n", "n\n", "maybe\n"] {
+        let output = on_terminal("reset", answer);
+        let said = text(&output.stdout);
+        assert!(!output.status.success(), "{answer:?}: {said}");
+        assert!(said.contains("Reset this node?"), "{said}");
+        assert!(
+            said.contains("not confirmed; nothing was changed"),
+            "{said}"
+        );
+        assert!(state.exists(), "{answer:?} reset the node");
+    }
+    let output = on_terminal("reset", "y\n");
+    assert!(output.status.success(), "{}", text(&output.stdout));
+    assert!(!state.exists());
+
+    succeeded(&node.install(&spec, &dist.url(), &[]));
+    let output = on_terminal("reset --yes", "");
+    let said = text(&output.stdout);
+    assert!(output.status.success(), "{said}");
+    assert!(!said.contains("Reset this node?"), "{said}");
+    assert!(!state.exists());
+}

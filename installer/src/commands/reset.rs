@@ -14,6 +14,9 @@ pub struct ResetArgs {
     /// Print what was done as JSON.
     #[arg(long)]
     json: bool,
+    /// Reset without asking (asked only on a terminal, as kubeadm reset asks).
+    #[arg(long, short = 'y', visible_alias = "force")]
+    yes: bool,
     #[command(flatten)]
     hook_timeout: HookTimeout,
     #[command(flatten)]
@@ -23,6 +26,10 @@ pub struct ResetArgs {
 /// Runs each add-on's reset hook, then removes what Berth placed on this node.
 pub fn run(args: ResetArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
+    if !args.yes && declined(&layout) {
+        say!("berth: reset: not confirmed; nothing was changed");
+        return Ok(ExitCode::FAILURE);
+    }
     let lock = NodeLock::acquire(&layout.lock_file(), "berth reset")?;
     let report = berth::engine::reset::reset(
         &layout,
@@ -51,4 +58,28 @@ pub fn run(args: ResetArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks on the terminal whether to reset, no by default; true when the answer is not yes.
+/// Without a terminal on standard input (a script, a test grid), nothing is asked.
+fn declined(layout: &Layout) -> bool {
+    use std::io::{BufRead as _, IsTerminal as _, Write as _};
+    if !std::io::stdin().is_terminal() {
+        return false;
+    }
+    let Ok(mut tty) = fs_err::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        return false;
+    };
+    let _ = write!(
+        tty,
+        "Reset this node? Each add-on's reset hook runs, then everything Berth placed under {} goes. (y/N) ",
+        layout.root().display()
+    );
+    let mut answer = String::new();
+    let _ = std::io::BufReader::new(tty).read_line(&mut answer);
+    !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
 }
