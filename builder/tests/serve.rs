@@ -509,6 +509,16 @@ fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_ke
         &format!("{}/bundle/{installer}.tar.gz", serving.url),
     ]);
     assert!(fetched.status.success(), "{}", text(&fetched.stderr));
+    // Signed, it is still the same bytes on every download (deterministic signatures).
+    let again = curl(&[
+        "-fsS",
+        &format!("{}/bundle/{installer}.tar.gz", serving.url),
+    ]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        again.stdout == fs_err::read(&bundle).unwrap(),
+        "a second download of the signed bundle differs"
+    );
     let listed = text(
         &Command::new("tar")
             .arg("tzf")

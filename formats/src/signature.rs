@@ -172,15 +172,21 @@ impl SigningKey {
         }
     }
 
-    /// The signature file's text for `message`: base64 of the DER signature.
+    /// The signature file's text for `message`: base64 of the DER signature. Deterministic
+    /// (RFC 6979): the same key signs the same bytes into the same signature, so a signed
+    /// release or bundle is as reproducible as an unsigned one.
     pub fn sign(&self, file: &str, message: &[u8]) -> Result<String, SignatureError> {
-        let signature =
-            self.pair
-                .sign(&SystemRandom::new(), message)
-                .map_err(|_| SignatureError::Sign {
-                    file: file.to_string(),
-                })?;
-        Ok(base64::engine::general_purpose::STANDARD.encode(signature.as_ref()))
+        use p256::ecdsa::signature::Signer as _;
+        use p256::pkcs8::DecodePrivateKey as _;
+        let refused = |_| SignatureError::Sign {
+            file: file.to_string(),
+        };
+        let key = p256::ecdsa::SigningKey::from_pkcs8_der(&self.pkcs8).map_err(refused)?;
+        let signature: p256::ecdsa::Signature =
+            key.try_sign(message).map_err(|_| SignatureError::Sign {
+                file: file.to_string(),
+            })?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes()))
     }
 }
 
@@ -249,6 +255,30 @@ fn pem_body(text: &str, label: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same key signs the same bytes into the same signature (what makes a signed bundle
+    /// reproducible), which verifies; other bytes get another.
+    #[test]
+    fn signatures_are_deterministic_and_verify() {
+        let key = SigningKey::generate().unwrap();
+        let first = key.sign("versions.json", b"{\"a\": 1}").unwrap();
+        let reloaded = SigningKey::from_pem("key", &key.to_pem()).unwrap();
+        assert_eq!(
+            reloaded.sign("versions.json", b"{\"a\": 1}").unwrap(),
+            first
+        );
+        assert_ne!(key.sign("versions.json", b"{\"a\": 2}").unwrap(), first);
+        assert!(
+            verify(
+                &[key.public()],
+                "versions.json",
+                b"{\"a\": 1}",
+                "versions.json.sig",
+                &first
+            )
+            .is_ok()
+        );
+    }
 
     #[test]
     fn a_signature_verifies_with_its_key_alone_and_keys_read_back() {
