@@ -442,19 +442,24 @@ impl Cell<'_> {
             .to_string())
     }
 
-    /// Fails unless every add-on Berth installed on `node` is Available, probed now.
+    /// Fails unless every add-on Berth installed on `node` is Available within five minutes:
+    /// probed at once, and again every ten seconds while it is not (a probe that meets a
+    /// loaded machine, just after another node joined, times out and is tried again, as
+    /// `kubectl wait` would); the last probe of each add-on is printed.
     fn healthy(&mut self, step: &str, node: &dyn Node) -> anyhow::Result<()> {
         let status = self.script(&format!("{step}: add-ons"), node, "berth status --json")?;
         let records: Vec<serde_json::Value> = serde_json::from_str(&status.stdout)
             .context("berth status --json printed no list of add-ons")?;
-        let mut script = String::from("failed=0\n");
+        let mut script = String::from(
+            "failed=0\nhealthy() {\n    local attempt said\n    for attempt in $(seq 30); do\n        said=\"$(berth health \"$1\" 2>&1)\" && { printf '%s\\n' \"$said\"; return 0; }\n        sleep 10\n    done\n    printf '%s\\n' \"$said\"\n    return 1\n}\n",
+        );
         for record in &records {
             let name = record["name"].as_str().unwrap_or_default();
             if !super::specs::is_plain_id(name) {
                 bail!("berth status named an add-on `{name}`");
             }
             let word = berth_formats::shell::word(name);
-            script.push_str(&format!("berth health {word} || failed=1\n"));
+            script.push_str(&format!("healthy {word} || failed=1\n"));
         }
         script.push_str("exit \"$failed\"\n");
         self.script(step, node, &script)?;
