@@ -123,9 +123,9 @@ function __kubernetes_control_plane_seconds() {
 # The folder of kubeadm's patches of the control plane's static pods (`--experimental-patches`).
 BERTH_KUBEADM_PATCHES=/opt/replicated/kubeadm-static-pod-patches
 
-# __kubernetes_static_pod_patches: prints kubeadm's --experimental-patches argument, after
-# writing the patches, where kubernetes-control-plane-timeout= is set; nothing where it is not
-# (the static pods are then kubeadm's, as kURL's are). With it, each control-plane component
+# __kubernetes_static_pod_patches: writes kubeadm's patches of the static pods where
+# kubernetes-control-plane-timeout= is set, and removes any where it is not (the static pods
+# are then kubeadm's, as kURL's are). With it, each control-plane component
 # may fail its liveness probe for as long as it may take to start: kubeadm's eight failures
 # (80 s) kill an API server that a slow machine's load keeps from answering in time, and its
 # restart costs that machine minutes of CPU, which slows the others past their own probes.
@@ -141,7 +141,13 @@ function __kubernetes_static_pod_patches() {
         printf 'spec:\n  containers:\n    - name: %s\n      livenessProbe:\n        failureThreshold: %s\n' \
             "$component" "$failures" >"$BERTH_KUBEADM_PATCHES/$component+strategic.yaml"
     done
-    echo "--experimental-patches=$BERTH_KUBEADM_PATCHES"
+}
+
+# __kubernetes_patches_arguments: sets the array `patches` to kubeadm's argument for the
+# patches __kubernetes_static_pod_patches wrote, or to nothing where it wrote none.
+function __kubernetes_patches_arguments() {
+    patches=()
+    [ ! -d "$BERTH_KUBEADM_PATCHES" ] || patches=("--experimental-patches=$BERTH_KUBEADM_PATCHES")
 }
 
 # __kubernetes_wait_for_api: waits for the API server's health as kURL's
@@ -393,7 +399,8 @@ function kubernetes() {
     # manifests, etcd's data). A control plane that needs longer than kubeadm's wait to start
     # needs kubernetes-control-plane-timeout= instead: its startup probes restart it on the
     # same clock, try after try.
-    mapfile -t patches < <(__kubernetes_static_pod_patches)
+    __kubernetes_static_pod_patches
+    __kubernetes_patches_arguments
     if ! cmd_retry 3 kubeadm init \
         --ignore-preflight-errors="${KUBERNETES_INIT_IGNORE_PREFLIGHT_ERRORS:-all}" \
         --config /opt/replicated/kubeadm.conf \
@@ -591,7 +598,8 @@ function kubernetes_join() {
     local first_step=() patches=()
     if [ "${MASTER:-}" = "1" ]; then
         first_step=(--skip-phases=control-plane-join)
-        mapfile -t patches < <(__kubernetes_static_pod_patches)
+        __kubernetes_static_pod_patches
+        __kubernetes_patches_arguments
     fi
     if ! kubeadm join \
         --ignore-preflight-errors=all \
@@ -611,8 +619,8 @@ function __kubernetes_join_control_plane() {
         logFail "the kubelet did not report this node's ephemeral storage within 180 s; etcd's static pod would be refused"
         return 1
     fi
-    local patches=()
-    [ ! -d "$BERTH_KUBEADM_PATCHES" ] || patches=("--experimental-patches=$BERTH_KUBEADM_PATCHES")
+    local patches
+    __kubernetes_patches_arguments
     kubeadm join phase control-plane-join all --config /opt/replicated/kubeadm.conf \
         "${patches[@]+"${patches[@]}"}"
 }

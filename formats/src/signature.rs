@@ -120,6 +120,8 @@ impl PublicKey {
 /// A vendor's signing key.
 pub struct SigningKey {
     pair: EcdsaKeyPair,
+    /// The same key for signing: ring's signatures are randomised, p256's deterministic.
+    signer: p256::ecdsa::SigningKey,
     pkcs8: Vec<u8>,
 }
 
@@ -138,15 +140,20 @@ impl SigningKey {
     }
 
     fn from_pkcs8(what: &str, der: &[u8]) -> Result<Self, SignatureError> {
+        use p256::pkcs8::DecodePrivateKey as _;
+        let bad = |message: String| SignatureError::BadKey {
+            what: what.to_string(),
+            expected: "PRIVATE KEY (PKCS#8, ECDSA P-256)",
+            message,
+        };
         let pair =
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, der, &SystemRandom::new())
-                .map_err(|error| SignatureError::BadKey {
-                    what: what.to_string(),
-                    expected: "PRIVATE KEY (PKCS#8, ECDSA P-256)",
-                    message: error.to_string(),
-                })?;
+                .map_err(|error| bad(error.to_string()))?;
+        let signer =
+            p256::ecdsa::SigningKey::from_pkcs8_der(der).map_err(|error| bad(error.to_string()))?;
         Ok(Self {
             pair,
+            signer,
             pkcs8: der.to_vec(),
         })
     }
@@ -177,15 +184,12 @@ impl SigningKey {
     /// release or bundle is as reproducible as an unsigned one.
     pub fn sign(&self, file: &str, message: &[u8]) -> Result<String, SignatureError> {
         use p256::ecdsa::signature::Signer as _;
-        use p256::pkcs8::DecodePrivateKey as _;
-        let refused = |_| SignatureError::Sign {
-            file: file.to_string(),
-        };
-        let key = p256::ecdsa::SigningKey::from_pkcs8_der(&self.pkcs8).map_err(refused)?;
         let signature: p256::ecdsa::Signature =
-            key.try_sign(message).map_err(|_| SignatureError::Sign {
-                file: file.to_string(),
-            })?;
+            self.signer
+                .try_sign(message)
+                .map_err(|_| SignatureError::Sign {
+                    file: file.to_string(),
+                })?;
         Ok(base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes()))
     }
 }

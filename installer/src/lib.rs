@@ -38,5 +38,6 @@ pub mod plan;
 pub mod session;
 pub mod state;
 pub mod support_bundle;
+pub mod terminal;
 pub mod trust;
 pub mod unpack;

@@ -62,11 +62,13 @@ fn extracted_bundle(dist: &TestDist, spec: &Path) -> tempfile::TempDir {
     folder
 }
 
-/// `bash install.sh airgap` in the bundle, in a new network namespace (only a down loopback).
-fn install_offline(bundle: &Path, node: &Node) -> Output {
+/// `bash install.sh airgap WORDS…` in the bundle, in a new network namespace (only a down
+/// loopback).
+fn install_offline(bundle: &Path, node: &Node, words: &[&str]) -> Output {
     require("unshare", "util-linux");
     Command::new("unshare")
         .args(["-n", "bash", "install.sh", "airgap"])
+        .args(words)
         .current_dir(bundle)
         .env("BERTH_ROOT", node.root.path())
         .envs(node.envs.iter().map(|(key, value)| (key, value)))
@@ -86,7 +88,7 @@ fn a_bundle_installs_with_no_network_at_all() {
     let bundle = extracted_bundle(&dist, &spec);
 
     let node = Node::new();
-    let output = install_offline(bundle.path(), &node);
+    let output = install_offline(bundle.path(), &node, &[]);
     let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{all}");
     assert!(all.contains("hello from the bundle, AIRGAP=1"), "{all}");
@@ -107,7 +109,7 @@ fn a_bundled_file_that_does_not_match_its_index_is_refused() {
     fs_err::write(&changed, "function hello() {\n    echo changed\n}\n").unwrap();
 
     let node = Node::new();
-    let output = install_offline(bundle.path(), &node);
+    let output = install_offline(bundle.path(), &node, &[]);
     let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
     assert!(!output.status.success(), "{all}");
     assert!(
@@ -196,16 +198,7 @@ fn the_scripts_take_the_runs_timeouts() {
     let bundle = extracted_bundle(&dist, &spec);
     let trace = dist.addons.root().join("trace");
     let node = Node::new().env("TRACE", &trace);
-    let install = |words: &[&str]| {
-        Command::new("bash")
-            .args(["install.sh", "airgap"])
-            .args(words)
-            .current_dir(bundle.path())
-            .env("BERTH_ROOT", node.root.path())
-            .envs(node.envs.iter().map(|(key, value)| (key, value)))
-            .output()
-            .unwrap()
-    };
+    let install = |words: &[&str]| install_offline(bundle.path(), &node, words);
     let runs = || {
         fs_err::read_to_string(&trace)
             .unwrap_or_default()
@@ -257,7 +250,7 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
     // The extracted bundle's install.sh, as before.
     let extracted = extracted_bundle(&dist, &spec);
     let plain = on_containerd();
-    let output = install_offline(extracted.path(), &plain);
+    let output = install_offline(extracted.path(), &plain, &[]);
     assert!(output.status.success(), "{}", text(&output.stderr));
 
     // From the file, as a stream.

@@ -173,8 +173,8 @@ pub fn build(
 /// of other keys are removed once a new one is in place.
 pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<PathBuf, String> {
     let dist = cache_root.join(format!("dist-{}", key(builder, artefacts)?));
+    // The key holds the hooks' source, and a dist is checked against it once, when built.
     if dist.is_dir() {
-        check_hooks(builder, &dist)?;
         return Ok(dist);
     }
     fs_err::create_dir_all(cache_root).map_err(|error| error.to_string())?;
@@ -190,6 +190,7 @@ pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<Pat
         &building.path().join("cache"),
         &[],
     )?;
+    check_hooks(builder, &built)?;
     if let Err(error) = fs_err::rename(&built, &dist) {
         // Another test put the same dist in place first.
         if !dist.is_dir() {
@@ -203,15 +204,19 @@ pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<Pat
             let _ = fs_err::remove_dir_all(&path);
         }
     }
-    check_hooks(builder, &dist)?;
     Ok(dist)
+}
+
+/// The source of the Kubernetes hooks the builder embeds.
+fn hooks_source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../builder/hooks/kubernetes.sh")
 }
 
 /// Fails unless the Kubernetes package of `dist` holds the hooks of this source tree: the
 /// builder embeds them, and a builder older than the source (a test run that built only the
 /// installer) would test hooks that are no longer the ones in the tree.
 fn check_hooks(builder: &Path, dist: &Path) -> Result<(), String> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../builder/hooks/kubernetes.sh");
+    let source = hooks_source();
     let wanted = fs_err::read(&source).map_err(|error| error.to_string())?;
     let package = dist.join(format!("kubernetes-{KUBERNETES_VERSION}.tar.gz"));
     let file = fs_err::File::open(&package).map_err(|error| error.to_string())?;
@@ -249,6 +254,7 @@ fn key(builder: &Path, artefacts: &Path) -> Result<String, String> {
         .unwrap_or_default();
     hasher.update(format!("\n{} {}\n", metadata.len(), modified.as_nanos()));
     hasher.update(KUBERNETES_MANIFEST);
+    hasher.update(fs_err::read(hooks_source()).map_err(|error| error.to_string())?);
     for name in OWN_ADDONS {
         for entry in walkdir::WalkDir::new(own_addons().join(name)).sort_by_file_name() {
             let entry = entry.map_err(|error| error.to_string())?;
@@ -298,8 +304,7 @@ mod tests {
 
     #[test]
     fn a_dist_from_a_builder_older_than_the_hooks_is_refused() {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../builder/hooks/kubernetes.sh");
-        let current = dist_with_hooks(&fs_err::read(source).unwrap());
+        let current = dist_with_hooks(&fs_err::read(hooks_source()).unwrap());
         assert_eq!(
             check_hooks(Path::new("berth-build"), current.path()),
             Ok(())

@@ -63,23 +63,12 @@ pub fn run(args: ResetArgs) -> anyhow::Result<ExitCode> {
 /// Asks on the terminal whether to reset, no by default; true when the answer is not yes.
 /// Without a terminal on standard input (a script, a test grid), nothing is asked.
 fn declined(layout: &Layout) -> bool {
-    use std::io::{BufRead as _, IsTerminal as _, Write as _};
-    if !std::io::stdin().is_terminal() {
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         return false;
     }
-    let Ok(mut tty) = fs_err::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        return false;
-    };
-    let _ = write!(
-        tty,
+    berth::terminal::ask(&format!(
         "Reset this node? Each add-on's reset hook runs, then everything Berth placed under {} goes. (y/N) ",
         layout.root().display()
-    );
-    let mut answer = String::new();
-    let _ = std::io::BufReader::new(tty).read_line(&mut answer);
-    !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
+    ))
+    .is_some_and(|answer| !matches!(answer.as_str(), "y" | "Y" | "yes" | "Yes"))
 }

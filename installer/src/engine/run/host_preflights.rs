@@ -264,23 +264,15 @@ impl Run<'_> {
 /// kURL's `confirmY` on warnings: asks on the terminal, yes by default. Returns whether the
 /// user declined; without a terminal nothing is asked and the run goes on.
 fn confirm(reporter: &dyn Reporter) -> bool {
-    use std::io::{BufRead as _, Write as _};
-    let Ok(mut tty) = fs_err::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        reporter.step(
-            "host preflights have warnings; no terminal to ask on, going on (to silence them: spec.kurl.excludeBuiltinHostPreflights: true leaves out the host preflights, the built-in checks of CPUs, memory and clock among them, as kURL's does)",
-        );
-        return false;
-    };
-    let _ = write!(
-        tty,
-        "Host preflights have warnings; going on may fail later. Continue? (Y/n) "
-    );
-    let mut answer = String::new();
-    let mut reader = std::io::BufReader::new(tty);
-    let _ = reader.read_line(&mut answer);
-    matches!(answer.trim(), "n" | "N")
+    match crate::terminal::ask(
+        "Host preflights have warnings; going on may fail later. Continue? (Y/n) ",
+    ) {
+        Some(answer) => matches!(answer.as_str(), "n" | "N"),
+        None => {
+            reporter.step(
+                "host preflights have warnings; no terminal to ask on, going on (to silence them: spec.kurl.excludeBuiltinHostPreflights: true leaves out the host preflights, the built-in checks of CPUs, memory and clock among them, as kURL's does)",
+            );
+            false
+        }
+    }
 }
