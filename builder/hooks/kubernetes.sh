@@ -750,6 +750,7 @@ function kubernetes_reset() {
         rm -f "$saved"
     fi
     rm -f /root/.kube/config /etc/crictl.yaml /opt/replicated/kubeadm.conf /etc/kubernetes/audit.yaml
+    rm -rf "$BERTH_KUBEADM_PATCHES"
     # What kube-proxy, the kubelet and the CNI plugins left in iptables goes with them: their
     # chains and the rules that jump to them, each table rewritten at once, the rest kept.
     local table

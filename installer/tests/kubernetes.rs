@@ -583,7 +583,8 @@ spec:
     }
     let left = cluster.shell(
         0,
-        "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf 2>/dev/null; true",
+        "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf 2>/dev/null; \
+         ls -d /opt/replicated/kubeadm-static-pod-patches 2>/dev/null; true",
     );
     assert_eq!(
         String::from_utf8_lossy(&left.stdout).trim(),
