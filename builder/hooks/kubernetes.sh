@@ -193,15 +193,21 @@ function __kubernetes_check_join() {
         logWarn "no curl on this node: the join command's token and CA are checked by kubeadm join alone"
         return 0
     fi
-    # Four tries: a busy first node (a slow machine, its API server restarting) answers late.
-    local info="" attempt
-    for attempt in 1 2 3 4; do
+    # A busy first node (a slow machine, its API server restarting) answers late: tried for a
+    # minute, or for as long as kubernetes-control-plane-timeout= gives a slow cluster.
+    local info="" seconds=60 deadline
+    if [ -n "${KUBERNETES_CONTROL_PLANE_TIMEOUT:-}" ]; then
+        seconds="$(__kubernetes_control_plane_seconds)" || exit 1
+    fi
+    deadline=$((SECONDS + seconds))
+    while :; do
         info="$(curl -fsSk --max-time 15 "https://$address/api/v1/namespaces/kube-public/configmaps/cluster-info")" && break
         info=""
-        [ "$attempt" = 4 ] || sleep 5
+        [ "$SECONDS" -lt "$deadline" ] || break
+        sleep 5
     done
     if [ -z "$info" ]; then
-        bail "the cluster's API does not answer at $address (the join command's kubernetes-master-address; four tries in about a minute); check that this node reaches it"
+        bail "the cluster's API does not answer at $address (the join command's kubernetes-master-address; tried for ${seconds}s); check that this node reaches it, and on slow machines give kubernetes-control-plane-timeout= a longer duration"
     fi
     token_id="${KUBEADM_TOKEN%%.*}"
     if ! grep -q "\"jws-kubeconfig-$token_id\"" <<<"$info"; then
