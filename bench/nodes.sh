@@ -80,7 +80,7 @@ cpu_total=$(cpu)
 # Every simulated node is listed with its 3 add-ons (the first node, which has none, too), once
 # the first node has saved its last batch of reports (a fraction of a second after the last).
 for _ in $(seq 50); do
-    listed=$("$berth" nodes --json --root "$work/first" | python3 -c 'import json, sys; nodes = json.load(sys.stdin); print(sum(len(n["addons"]) == 3 for n in nodes))')
+    listed=$("$berth" nodes --json --root "$work/first" | python3 -c 'import json, sys; nodes = json.load(sys.stdin)["items"]; print(sum(len(n["addons"]) == 3 for n in nodes))')
     [ "$listed" -eq "$nodes" ] && break
     sleep 0.1
 done

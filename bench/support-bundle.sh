@@ -55,7 +55,7 @@ with open(sys.argv[1], "w") as out:
 PY
 
 start=$(now)
-"$berth" support-bundle --root "$node" --output "$work/node.tar.gz" >/dev/null 2>"$work/bundle.log"
+"$berth" support-bundle --root "$node" --out "$work/node.tar.gz" >/dev/null 2>"$work/bundle.log"
 bundle_seconds=$(echo "$(now) - $start" | bc)
 start=$(now)
 tar czf "$work/tar.tar.gz" -C "$node" var/lib/berth/state var/lib/berth/installers var/log/berth
@@ -94,7 +94,7 @@ peak() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 before=$(peak "$server")
 start=$(now)
 /usr/bin/time -f '%M' -o "$work/command.rss" \
-    "$berth" support-bundle --root "$first" --nodes all --wait 10m --output "$work/fleet.tar.gz" >/dev/null 2>"$work/fleet.log" ||
+    "$berth" support-bundle --root "$first" --nodes all --wait 10m --out "$work/fleet.tar.gz" >/dev/null 2>"$work/fleet.log" ||
     { cat "$work/fleet.log" >&2; exit 1; }
 fleet_seconds=$(echo "$(now) - $start" | bc)
 collected=$(tar xzOf "$work/fleet.tar.gz" fleet/nodes.json | python3 -c 'import json, sys; print(sum(n["bundle"] == "collected" for n in json.load(sys.stdin)))')

@@ -98,8 +98,10 @@ struct ResolveArgs {
 #[derive(Args, Clone)]
 pub struct FetchArgs {
     /// Where packages are written.
-    #[arg(long, short = 'o', value_name = "DIR")]
+    #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    #[command(flatten)]
+    no_format: berth_formats::output::NoOutputFormat,
     /// Architecture whose images are packaged (`amd64`, `arm64`, `arm/v7`).
     #[arg(long, default_value = "amd64")]
     arch: String,
@@ -190,11 +192,11 @@ struct CheckArgs {
 struct InspectArgs {
     /// A `<name>-<version>.tar.gz` package.
     package: PathBuf,
-    /// Print the package index as JSON.
-    #[arg(long)]
-    json: bool,
+    // `-o json|yaml`: the package index (`package.json`) as the package holds it.
+    #[command(flatten)]
+    output: berth_formats::output::OutputArgs,
     /// Print the package's software bill of materials (CycloneDX 1.5 JSON).
-    #[arg(long, conflicts_with = "json")]
+    #[arg(long, conflicts_with_all = ["output", "json"])]
     sbom: bool,
 }
 

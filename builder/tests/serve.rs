@@ -636,7 +636,7 @@ fn a_bundle_stores_a_blob_that_three_add_ons_share_once() {
         spec.to_str().unwrap(),
         "--from",
         dist.to_str().unwrap(),
-        "-o",
+        "--out",
         bundle.to_str().unwrap(),
         "--allow-new-glibc",
     ]);
@@ -732,7 +732,7 @@ fn a_host_built_node_binary_is_shipped_by_default_only_when_allowed_and_the_port
         let output = Command::new(&builder)
             .args(["bundle", "--spec", spec.to_str().unwrap(), "--from"])
             .arg(&dist.dist)
-            .arg("-o")
+            .arg("--out")
             .arg(&bundle)
             .args(extra)
             .output()
@@ -1236,7 +1236,7 @@ fn operator_values_are_quoted_in_the_scripts() {
         dist.dist.to_str().unwrap(),
         "--berth",
         berth_binary().to_str().unwrap(),
-        "-o",
+        "--out",
         out.path().to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
@@ -1417,8 +1417,8 @@ fn a_downgrade_the_script_refuses_goes_through_with_allow_downgrade() {
         .output()
         .unwrap();
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert_eq!(status[0]["current"]["version"], "1.0.0", "{status}");
-    assert_eq!(status[0]["last"]["version"], "2.0.0", "{status}");
+    assert_eq!(status["addons"][0]["currentVersion"], "1.0.0", "{status}");
+    assert_eq!(status["addons"][0]["lastVersion"], "2.0.0", "{status}");
 
     // Run again, nothing is to do; with the script's force-reapply word, the hooks run again.
     let again = run_script(&script(&older), root.path(), &[]);

@@ -38,6 +38,11 @@ pub fn a_second_to_a_day(text: &str) -> Result<Duration, String> {
     parse(text, Duration::from_secs(1)..=DAY)
 }
 
+/// clap's value parser for how far back to look (`--since`): one second to a year.
+pub fn a_second_to_a_year(text: &str) -> Result<Duration, String> {
+    parse(text, Duration::from_secs(1)..=366 * DAY)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,9 +8,10 @@
 //! [`fields`] and its components' [`health`] probes. Both sides read the Installer
 //! [`spec`] and resolve its add-on [`versions`] against `versions.json` (the builder to write
 //! an installer's [`lock`], the node when it has none). Both quote values for bash with
-//! [`shell`], read durations with [`duration`], print errors with [`report`] and tables with
-//! [`table`]; [`name`] checks every add-on name and version that becomes a path. Between nodes, a [`rollout`] says how an
-//! add-on moves across the fleet, and [`fleet`] holds what the nodes say to the first node.
+//! [`shell`], read durations with [`duration`], print errors with [`report`], tables with
+//! [`table`] and documents with [`output`]; [`name`] checks every add-on name and version
+//! that becomes a path. Between nodes, a [`rollout`] says how an add-on moves across the
+//! fleet, and [`fleet`] holds what the nodes say to the first node.
 
 pub mod archive;
 pub mod bundle;
@@ -26,6 +27,7 @@ pub mod lock;
 pub mod manifest;
 pub mod name;
 pub mod oci;
+pub mod output;
 pub mod package_index;
 pub mod release;
 pub mod report;

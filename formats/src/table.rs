@@ -16,27 +16,42 @@ pub fn render<const N: usize>(
     align: [Align; N],
     rows: &[[String; N]],
 ) -> String {
-    let mut widths = header.map(|title| title.chars().count());
+    let rows: Vec<Vec<String>> = rows.iter().map(|row| row.to_vec()).collect();
+    render_columns(&header, &align, &rows)
+}
+
+/// As [`render`], for a table whose columns are known only when it is printed (`-o wide`
+/// adds some): each row as long as `header`, each column aligned as `align` says (the last
+/// alignment holds for the columns after it).
+pub fn render_columns(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|title| title.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: [&str; N]| {
+    let line = |cells: Vec<&str>| {
         let padded: Vec<String> = cells
             .iter()
-            .zip(widths)
-            .zip(align)
-            .map(|((cell, width), align)| match align {
-                Align::Left => format!("{cell:<width$}"),
-                Align::Right => format!("{cell:>width$}"),
+            .zip(&widths)
+            .enumerate()
+            .map(|(column, (cell, &width))| {
+                match align
+                    .get(column)
+                    .or(align.last())
+                    .copied()
+                    .unwrap_or(Align::Left)
+                {
+                    Align::Left => format!("{cell:<width$}"),
+                    Align::Right => format!("{cell:>width$}"),
+                }
             })
             .collect();
         format!("{}\n", padded.join("  ").trim_end())
     };
-    let mut text = line(header);
+    let mut text = line(header.to_vec());
     for row in rows {
-        text.push_str(&line(row.each_ref().map(String::as_str)));
+        text.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     text
 }

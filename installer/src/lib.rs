@@ -10,6 +10,7 @@
 //! [`join`] keeps what a new node needs and builds its command; [`last_installer`] remembers
 //! the installer the node ran last; [`network_interfaces`] answers kURL's `kurl netutil`;
 //! [`health`] probes each add-on's components and sums them up as Available and Degraded;
+//! [`status`] makes the node's status document from the records and a probe;
 //! [`fleet`] moves an add-on across the nodes by a rollout.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
@@ -37,6 +38,7 @@ pub mod phase;
 pub mod plan;
 pub mod session;
 pub mod state;
+pub mod status;
 pub mod support_bundle;
 pub mod terminal;
 pub mod trust;

@@ -57,17 +57,34 @@ impl Decision {
         )
     }
 
-    pub fn name(&self) -> &'static str {
+    /// The decision's word, as the plan's table and documents print it.
+    pub fn kind(&self) -> berth_formats::output::Decision {
+        use berth_formats::output::Decision as Kind;
         match self {
-            Decision::Install => "Install",
-            Decision::Upgrade { .. } => "Upgrade",
-            Decision::Downgrade { .. } => "Downgrade",
-            Decision::Reapply { .. } => "Reapply",
-            Decision::Retry { .. } => "Retry",
-            Decision::AlreadyApplied => "AlreadyApplied",
-            Decision::Repair { .. } => "Repair",
-            Decision::DowngradeRefused { .. } => "DowngradeRefused",
-            Decision::Rollback { .. } => "Rollback",
+            Decision::Install => Kind::Install,
+            Decision::Upgrade { .. } => Kind::Upgrade,
+            Decision::Downgrade { .. } => Kind::Downgrade,
+            Decision::Reapply { .. } => Kind::Reapply,
+            Decision::Retry { .. } => Kind::Retry,
+            Decision::AlreadyApplied => Kind::AlreadyApplied,
+            Decision::Repair { .. } => Kind::Repair,
+            Decision::DowngradeRefused { .. } => Kind::DowngradeRefused,
+            Decision::Rollback { .. } => Kind::Rollback,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// The version in place the decision replaces.
+    pub fn from(&self) -> Option<&str> {
+        match self {
+            Decision::Upgrade { from }
+            | Decision::Downgrade { from }
+            | Decision::DowngradeRefused { from }
+            | Decision::Rollback { from } => Some(from),
+            _ => None,
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use berth_formats::spec::InstallerSpec;
 use support::network::{Host, Network};
-use support::{Containerd, Server, TestDist, text, wait_until};
+use support::{Containerd, Server, TestDist, conforms, text, wait_until};
 
 /// The installer's server binary, built beside `berth` when the workspace is built.
 fn berth_build_binary() -> PathBuf {
@@ -55,10 +55,13 @@ impl Node {
             .unwrap()
     }
 
+    /// `berth status -o json`'s add-ons.
     fn status(&self) -> Vec<serde_json::Value> {
-        let output = self.berth(&["status", "--json"]);
+        let output = self.berth(&["status", "-o", "json"]);
         assert!(output.status.success(), "{}", text(&output.stderr));
-        serde_json::from_slice(&output.stdout).unwrap()
+        let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        conforms("node-status.v1.json", &document);
+        document["addons"].as_array().unwrap().clone()
     }
 
     /// What `url` answers, fetched from this host.
@@ -159,8 +162,17 @@ fn a_node_installs_from_the_served_script_and_another_joins_it() {
         let status = node.status();
         assert!(!status.is_empty());
         for addon in &status {
-            assert_eq!(addon["progressing"]["reason"], "Succeeded", "{addon}");
-            assert_eq!(addon["available"]["status"], true, "{addon}");
+            let condition = |kind: &str| {
+                addon["conditions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|condition| condition["type"] == kind)
+                    .unwrap()
+                    .clone()
+            };
+            assert_eq!(condition("Progressing")["reason"], "Succeeded", "{addon}");
+            assert_eq!(condition("Available")["status"], "True", "{addon}");
         }
     }
     for node in [&joining, &first] {

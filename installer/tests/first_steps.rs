@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{Node, TestDist, failed, succeeded, text};
+use support::{Node, TestDist, conforms, failed, succeeded, text};
 
 /// An add-on with no images, in two versions, and a node with the first one installed.
 fn installed() -> (TestDist, Node, std::path::PathBuf) {
@@ -36,13 +36,10 @@ fn plan_and_status_on_an_installed_node_need_no_arguments() {
     let shown = succeeded(&plan);
     let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
     assert_eq!(plan["addons"][0]["name"], "plain", "{shown}");
-    assert_eq!(
-        plan["addons"][0]["decision"]["action"], "alreadyApplied",
-        "{shown}"
-    );
+    assert_eq!(plan["addons"][0]["decision"], "AlreadyApplied", "{shown}");
 
     let status = text(&node.berth(&["status"]).stdout);
-    let id = plan["id"].as_str().unwrap();
+    let id = plan["installer"].as_str().unwrap();
     assert!(
         status.contains(&format!(
             "installer {id} from {}",
@@ -68,7 +65,16 @@ fn a_node_with_nothing_installed_says_so() {
         text(&status.stdout).starts_with("no add-on is installed on this node"),
         "{shown}"
     );
-    assert_eq!(text(&node.berth(&["status", "--json"]).stdout).trim(), "[]");
+    let output = node.berth(&["status", "--json"]);
+    succeeded(&output);
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    conforms("node-status.v1.json", &document);
+    assert_eq!(document["addons"], serde_json::json!([]), "{document:#}");
+    assert_eq!(
+        document["installer"],
+        serde_json::Value::Null,
+        "{document:#}"
+    );
     let plan = failed(&node.berth(&["plan"]));
     assert!(
         plan.contains("give the Installer spec with --spec"),
@@ -411,4 +417,101 @@ fn reset_asks_on_a_terminal_and_takes_yes() {
     assert!(output.status.success(), "{said}");
     assert!(!said.contains("Reset this node?"), "{said}");
     assert!(!state.exists());
+}
+
+/// Every command that reports prints its result for scripts with `-o json|yaml` (`--json` the
+/// same as `-o json`): one document each, following its schema in docs/schemas/, in the
+/// words the tables print; `install` too, when it ends. `-o` is a format, never a path.
+#[test]
+fn reports_print_documents_in_the_tables_words_and_o_is_the_format() {
+    let (dist, node, spec) = installed();
+    let document = |arguments: &[&str]| -> serde_json::Value {
+        let output = node.berth(arguments);
+        let shown = succeeded(&output);
+        if arguments.contains(&"yaml") {
+            serde_norway::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {shown}"))
+        } else {
+            serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {shown}"))
+        }
+    };
+
+    // install (run again: nothing to do) prints the node's status when it ends.
+    let url = dist.url();
+    let spec_path = spec.to_str().unwrap();
+    let installed = document(&["install", "--spec", spec_path, "--dist", &url, "-o", "json"]);
+    conforms("node-status.v1.json", &installed);
+    assert_eq!(installed["kind"], "NodeStatus");
+    assert_eq!(installed["installer"]["dist"], url, "{installed:#}");
+    let plain = &installed["addons"][0];
+    assert_eq!(plain["name"], "plain");
+    assert_eq!(plain["currentVersion"], "1.0.0");
+    let types: Vec<&str> = plain["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|condition| condition["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["Available", "Degraded", "Progressing"], "{plain:#}");
+    // Conditions' statuses are the strings Kubernetes and the table use.
+    assert_eq!(plain["conditions"][0]["status"], "True", "{plain:#}");
+    assert_eq!(plain["conditions"][1]["status"], "Unknown", "{plain:#}");
+    assert_eq!(plain["conditions"][2]["reason"], "Succeeded", "{plain:#}");
+    assert!(installed["hostPreflights"].is_object() || installed["hostPreflights"].is_null());
+
+    // status: the same document in JSON, YAML and with --json.
+    let status = document(&["status", "-o", "json"]);
+    conforms("node-status.v1.json", &status);
+    let yaml = document(&["status", "-o", "yaml"]);
+    conforms("node-status.v1.json", &yaml);
+    assert_eq!(yaml["addons"], status["addons"]);
+    assert_eq!(document(&["status", "--json"])["kind"], "NodeStatus");
+
+    // plan: the decision is the table's word.
+    let plan = document(&["plan", "-o", "yaml"]);
+    conforms("plan.v1.json", &plan);
+    assert_eq!(plan["addons"][0]["decision"], "AlreadyApplied", "{plan:#}");
+    assert!(succeeded(&node.berth(&["plan"])).contains("AlreadyApplied"));
+    let wide = succeeded(&node.berth(&["plan", "-o", "wide"]));
+    assert!(
+        wide.contains("PACKAGE") && wide.contains("sha256:"),
+        "{wide}"
+    );
+
+    // health: its own document.
+    let health = document(&["health", "plain", "-o", "json"]);
+    conforms("addon-health.v1.json", &health);
+    assert_eq!(
+        health["conditions"][0]["reason"], "NoComponents",
+        "{health:#}"
+    );
+
+    // status -o wide: more columns.
+    let wide = succeeded(&node.berth(&["status", "-o", "wide"]));
+    assert!(wide.lines().next().unwrap().contains("APPLIED"), "{wide}");
+
+    // -o is a format: a path given to it is refused with the formats, and nothing is written.
+    let refused = failed(&node.berth(&["status", "-o", "status.json"]));
+    assert!(
+        refused.contains("table") && refused.contains("yaml"),
+        "{refused}"
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let refused = failed(
+        &node
+            .command(&["support-bundle", "-o", "json"])
+            .current_dir(scratch.path())
+            .output()
+            .unwrap(),
+    );
+    assert!(refused.contains("--out"), "{refused}");
+    assert_eq!(fs_err::read_dir(scratch.path()).unwrap().count(), 0);
+
+    // reset: what it did.
+    let reset = document(&["reset", "--yes", "-o", "json"]);
+    conforms("reset-report.v1.json", &reset);
+    assert_eq!(reset["hooks"], serde_json::json!([]), "{reset:#}");
+    assert!(
+        !reset["removed"].as_array().unwrap().is_empty(),
+        "{reset:#}"
+    );
 }

@@ -19,8 +19,10 @@ fn installed_node(dist: &TestDist, spec: &std::path::Path) -> Node {
 
 /// The first node's registry, by node name.
 fn registered(first: &Node) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let nodes: Vec<serde_json::Value> =
-        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    let nodes: Vec<serde_json::Value> = items(
+        &succeeded_bytes(&first.berth(&["nodes", "--json"])),
+        "NodeList",
+    );
     nodes
         .into_iter()
         .map(|node| (node["name"].as_str().unwrap().to_string(), node))
@@ -184,8 +186,10 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     };
     let (second_id, stranger_id) = (machine(&second), machine(&stranger));
     assert_ne!(second_id, stranger_id);
-    let listed: Vec<serde_json::Value> =
-        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    let listed: Vec<serde_json::Value> = items(
+        &succeeded_bytes(&first.berth(&["nodes", "--json"])),
+        "NodeList",
+    );
     assert_eq!(
         listed
             .iter()
@@ -389,10 +393,10 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     );
     succeeded(&first.berth(&["rollout", "apply", &stalled]));
     let status = |name: &str| -> serde_json::Value {
-        let records: Vec<serde_json::Value> = serde_json::from_slice(&succeeded_bytes(
-            &first.berth(&["rollout", "status", name, "--json"]),
-        ))
-        .unwrap();
+        let records: Vec<serde_json::Value> = items(
+            &succeeded_bytes(&first.berth(&["rollout", "status", name, "--json"])),
+            "RolloutList",
+        );
         records[0].clone()
     };
     wait_until(
@@ -477,17 +481,23 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
             .filter(|node| node["name"] == host_name.as_str())
             .count()
     };
-    let listed: Vec<serde_json::Value> =
-        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    let listed: Vec<serde_json::Value> = items(
+        &succeeded_bytes(&first.berth(&["nodes", "--json"])),
+        "NodeList",
+    );
     assert_eq!(named(&listed), 3, "{listed:#?}");
     let gone = machine(&same_host[0]);
     succeeded(&first.berth(&["fleet", "remove", &gone[..8]]));
-    let listed: Vec<serde_json::Value> =
-        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    let listed: Vec<serde_json::Value> = items(
+        &succeeded_bytes(&first.berth(&["nodes", "--json"])),
+        "NodeList",
+    );
     assert_eq!(named(&listed), 2);
     succeeded(&same_host[0].run("join", &spec, &dist.url(), &worker_params));
-    let listed: Vec<serde_json::Value> =
-        serde_json::from_slice(&succeeded_bytes(&first.berth(&["nodes", "--json"]))).unwrap();
+    let listed: Vec<serde_json::Value> = items(
+        &succeeded_bytes(&first.berth(&["nodes", "--json"])),
+        "NodeList",
+    );
     assert_eq!(named(&listed), 3);
     assert!(listed.iter().any(|node| node["machineId"] == gone.as_str()));
     succeeded(&same_host[0].berth(&["fleet", "report"]));
@@ -539,10 +549,10 @@ fn a_fleet_upgrade_installs_only_the_package_its_rollout_pinned() {
         "  addon: hello\n  version: 2.0.0\n  placements: [{name: canaries, matchLabels: {canary: 'true'}}]\n",
     );
     let target = || -> serde_json::Value {
-        let records: Vec<serde_json::Value> = serde_json::from_slice(&succeeded_bytes(
-            &first.berth(&["rollout", "status", "pinned", "--json"]),
-        ))
-        .unwrap();
+        let records: Vec<serde_json::Value> = items(
+            &succeeded_bytes(&first.berth(&["rollout", "status", "pinned", "--json"])),
+            "RolloutList",
+        );
         records[0]["targets"][0].clone()
     };
     let finished = || {

@@ -130,14 +130,14 @@ fn a_killed_demo_container_degrades_demo_and_running_the_installer_again_repairs
     );
     assert_eq!(
         node.decisions(&spec, &dist.url(), &[]),
-        [("demo".to_string(), "repair".to_string())]
+        [("demo".to_string(), "Repair".to_string())]
     );
     succeeded(&node.install(&spec, &dist.url(), &[]));
     succeeded(&node.berth(&["health", "demo"]));
     // Healthy again, a run again has nothing to do.
     assert_eq!(
         node.decisions(&spec, &dist.url(), &[]),
-        [("demo".to_string(), "alreadyApplied".to_string())]
+        [("demo".to_string(), "AlreadyApplied".to_string())]
     );
     let history = node.status()["demo"]["health"]["history"].clone();
     let degraded: Vec<(String, String)> = history
@@ -304,7 +304,7 @@ fn an_upgrade_that_never_becomes_healthy_is_failed_and_rollback_brings_back_a_he
     assert_eq!(node.berth(&["health", "flaky"]).status.code(), Some(1));
     // Run again, the failed spec retries the add-on.
     let plan = node.decisions(&second, &dist.url(), &[]);
-    assert_eq!(plan, [("flaky".to_string(), "retry".to_string())]);
+    assert_eq!(plan, [("flaky".to_string(), "Retry".to_string())]);
 
     // Back to 1.0.0, which is healthy: Succeeded and Available.
     succeeded(&node.berth(&["rollback", "flaky"]));

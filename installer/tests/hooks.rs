@@ -248,8 +248,8 @@ fn addons_that_finished_before_a_failure_are_not_run_again() {
     assert_eq!(
         node.decisions(&spec, &dist.url(), &[]),
         [
-            ("a".into(), "alreadyApplied".into()),
-            ("b".into(), "retry".into())
+            ("a".into(), "AlreadyApplied".into()),
+            ("b".into(), "Retry".into())
         ]
     );
     succeeded(&node.install(&spec, &dist.url(), &[]));
@@ -316,7 +316,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "no record",
         &spec_v1,
         &[],
-        "install",
+        "Install",
         &["demo 1.0.0 greeting=hi"],
         true,
     );
@@ -324,7 +324,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "nothing changed",
         &spec_v1,
         &[],
-        "alreadyApplied",
+        "AlreadyApplied",
         &["demo_already_applied"],
         true,
     );
@@ -332,7 +332,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "config changed with --set",
         &spec_v1,
         &["--set", "demo.greeting=hello"],
-        "reapply",
+        "Reapply",
         &["demo 1.0.0 greeting=hello"],
         true,
     );
@@ -340,7 +340,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "config back as the spec has it",
         &spec_v1,
         &[],
-        "reapply",
+        "Reapply",
         &["demo 1.0.0 greeting=hi"],
         true,
     );
@@ -348,7 +348,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "another installer id",
         &spec_other_id,
         &[],
-        "reapply",
+        "Reapply",
         &["demo 1.0.0 greeting=hi"],
         true,
     );
@@ -356,7 +356,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "forced",
         &spec_other_id,
         &["--force-reapply"],
-        "reapply",
+        "Reapply",
         &["demo 1.0.0 greeting=hi"],
         true,
     );
@@ -369,7 +369,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "package changed",
         &spec_other_id,
         &[],
-        "reapply",
+        "Reapply",
         &["demo 1.0.0 greeting=hi"],
         true,
     );
@@ -379,7 +379,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "newer version",
         &spec_v2,
         &[],
-        "upgrade",
+        "Upgrade",
         &["demo 2.0.0 greeting=hi"],
         true,
     );
@@ -387,7 +387,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "older version refused",
         &spec_v1,
         &[],
-        "downgradeRefused",
+        "DowngradeRefused",
         &[],
         false,
     );
@@ -397,7 +397,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "older version allowed",
         &spec_v1,
         &["--allow-downgrade"],
-        "downgrade",
+        "Downgrade",
         &["demo 1.0.0 greeting=hi"],
         true,
     );
@@ -424,7 +424,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "reapply that fails",
         &failing,
         &[],
-        "reapply",
+        "Reapply",
         &["demo failing"],
         false,
     );
@@ -434,7 +434,7 @@ fn every_row_of_the_decision_rule_through_the_engine() {
         "last run failed",
         &failing,
         &[],
-        "retry",
+        "Retry",
         &["demo 1.0.0 greeting=hi"],
         true,
     );
@@ -522,7 +522,7 @@ fn a_run_killed_mid_hook_is_completed_by_the_next_run() {
 
     assert_eq!(
         node.decisions(spec, &dist.url(), &[]),
-        [("slow".into(), "retry".into())]
+        [("slow".into(), "Retry".into())]
     );
     // The re-run ends the killed run's session (its hook is still waiting) before its own
     // hook starts; only then is the hook released, so an orphan left alive would trace too.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use support::kubelet_host::cgroup_root;
 use support::kubernetes_cluster::{BUSYBOX, Cluster, SPEC, nodes, wait_or_explain};
-use support::{printed, wait_until};
+use support::{conforms, printed, wait_until};
 
 /// Builds the dist and boots `count` machines for it.
 fn cluster(count: usize) -> Cluster {
@@ -392,12 +392,15 @@ fn one_node_is_probed_repaired_by_a_rerun_reset_and_installed_again() {
     let status = cluster.shell(0, "berth status --json");
     let records: serde_json::Value = serde_json::from_slice(&status.stdout)
         .unwrap_or_else(|error| panic!("{error}: {}", printed(&status)));
-    let kubernetes = records
+    conforms("node-status.v1.json", &records);
+    let kubernetes = records["addons"]
         .as_array()
-        .and_then(|records| records.iter().find(|record| record["name"] == "kubernetes"))
+        .and_then(|addons| addons.iter().find(|addon| addon["name"] == "kubernetes"))
         .unwrap_or_else(|| panic!("no kubernetes in {records:#}"));
     assert_eq!(
-        kubernetes["progressing"]["reason"], "Failed",
+        kubernetes["conditions"][2],
+        serde_json::json!({"type": "Progressing", "status": "False", "reason": "Failed",
+            "message": kubernetes["conditions"][2]["message"], "lastTransitionTime": kubernetes["conditions"][2]["lastTransitionTime"]}),
         "{kubernetes:#}"
     );
     let left = cluster.shell(

@@ -377,7 +377,7 @@ fn kurls_test_grid_specs_naming_kubernetes_plan_against_a_dist_of_kurls_folders(
                 kubernetes["version"],
                 support::kurl_dist::KUBERNETES_VERSION
             );
-            assert_eq!(kubernetes["decision"]["action"], "install", "{name}");
+            assert_eq!(kubernetes["decision"], "Install", "{name}");
             planned += 1;
         } else {
             let said = printed(&output);

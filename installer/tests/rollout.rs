@@ -13,7 +13,7 @@ use std::time::Duration;
 use support::fleet::{
     Fleet, HookRun, Machine, most_at_once, rollout_file, states, status, stdout_of, wait_for_state,
 };
-use support::{TestDist, wait_until};
+use support::{TestDist, items, wait_until};
 
 /// demo's versions, and 2.0.1: the same fields, but its install and join hooks fail.
 fn dist() -> TestDist {
@@ -165,8 +165,10 @@ fn demo_rolls_out_across_six_hosts_canaries_first_two_at_a_time() {
             "the primary first: {runs:#?}"
         );
     }
-    let nodes: Vec<serde_json::Value> =
-        serde_json::from_str(&stdout_of(&first.berth(&["nodes", "--json"]))).unwrap();
+    let nodes: Vec<serde_json::Value> = items(
+        stdout_of(&first.berth(&["nodes", "--json"])).as_bytes(),
+        "NodeList",
+    );
     for node in &nodes {
         let demo = &node["addons"][0];
         assert_eq!(demo["current"], "2.0.0", "{node:#}");

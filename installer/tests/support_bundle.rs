@@ -165,7 +165,7 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
 
     let out = specs.path().join("bundle.tar.gz");
     let output = node
-        .command(&["support-bundle", "--output", out.to_str().unwrap()])
+        .command(&["support-bundle", "--out", out.to_str().unwrap()])
         .output()
         .unwrap();
     let said = succeeded(&output);
@@ -428,7 +428,7 @@ fn a_bundle_of_a_node_with_a_killed_container_and_a_failed_run_says_what_is_wron
     let output = node
         .command(&[
             "support-bundle",
-            "--output",
+            "--out",
             out.to_str().unwrap(),
             "--redact",
             redactor.to_str().unwrap(),
@@ -493,7 +493,7 @@ fn the_first_node_gathers_every_nodes_bundle_in_one_archive_and_names_a_node_cut
         "all",
         "--wait",
         "120s",
-        "--output",
+        "--out",
         out.to_str().unwrap(),
     ]);
     let said = succeeded(&output);
@@ -574,7 +574,7 @@ fn the_first_node_gathers_every_nodes_bundle_in_one_archive_and_names_a_node_cut
         "all",
         "--wait",
         "15s",
-        "--output",
+        "--out",
         again.to_str().unwrap(),
     ]);
     let took = started.elapsed();
@@ -744,7 +744,7 @@ fn kurls_in_cluster_collectors_run_through_kubectl_as_their_specs_say() {
     succeeded(&node.install(&spec, &dist.url(), &[]));
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("none.tar.gz");
-    succeeded(&node.berth(&["support-bundle", "--output", out.to_str().unwrap()]));
+    succeeded(&node.berth(&["support-bundle", "--out", out.to_str().unwrap()]));
     let opened = tempfile::tempdir().unwrap();
     let files = bundle_files(&untar(&out, opened.path()));
     let record = json(&files, "collector-errors/in-cluster-error.json");
@@ -772,7 +772,7 @@ fn kurls_in_cluster_collectors_run_through_kubectl_as_their_specs_say() {
         .command(&[
             "support-bundle",
             given.to_str().unwrap(),
-            "--output",
+            "--out",
             out.to_str().unwrap(),
         ])
         .env("HOME", node.root.path().join("root"))

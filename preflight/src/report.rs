@@ -103,6 +103,34 @@ impl Report {
         format!("exit {code}: {meaning}")
     }
 
+    /// Each check as the printed documents carry it (`berth preflight -o json`, and the
+    /// node's status).
+    pub fn checks(&self) -> Vec<berth_formats::output::PreflightCheck> {
+        self.results
+            .iter()
+            .map(|result| berth_formats::output::PreflightCheck {
+                title: result.title.clone(),
+                outcome: result.outcome.word().to_string(),
+                message: result.message.clone(),
+                analyzer: result.kind.clone(),
+                origin: result.origin.clone(),
+                uri: Some(result.uri.clone()).filter(|uri| !uri.is_empty()),
+                ignored: result.ignored,
+            })
+            .collect()
+    }
+
+    /// The document `berth preflight -o json|yaml` prints.
+    pub fn document(&self) -> berth_formats::output::PreflightReport {
+        berth_formats::output::PreflightReport {
+            api_version: berth_formats::output::ApiVersion::V1,
+            kind: berth_formats::output::PreflightReportKind::PreflightReport,
+            summary: self.summary(),
+            checks: self.checks(),
+            milliseconds: self.milliseconds,
+        }
+    }
+
     /// `3 passed, 1 warning, 0 failed, 2 without outcome`.
     pub fn summary(&self) -> String {
         format!(

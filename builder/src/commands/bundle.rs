@@ -16,8 +16,10 @@ pub struct BundleArgs {
     #[arg(long)]
     spec: PathBuf,
     /// The bundle to write (`.tar.gz`; `.tar.zst` with `--compression zstd`).
-    #[arg(long, short = 'o')]
+    #[arg(long)]
     out: PathBuf,
+    #[command(flatten)]
+    no_format: berth_formats::output::NoOutputFormat,
     /// How the bundle is compressed: gzip (`tar xzf` reads it anywhere) or zstd (several times
     /// faster to write and to read; extracting its scripts by hand needs zstd on the node).
     #[arg(long, default_value = "gzip", value_name = "gzip|zstd")]

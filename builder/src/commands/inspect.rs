@@ -11,9 +11,17 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let index = berth_build::package::inspect::read_index(&args.package)?;
-    if args.json {
-        show_text!("{}", String::from_utf8_lossy(&index.to_bytes()));
-        return Ok(ExitCode::SUCCESS);
+    match args.output.format() {
+        // The index's own bytes, as the package holds them.
+        berth_formats::output::Format::Json => {
+            show_text!("{}", String::from_utf8_lossy(&index.to_bytes()));
+            return Ok(ExitCode::SUCCESS);
+        }
+        format @ berth_formats::output::Format::Yaml => {
+            berth_formats::output::write_document(format, &index, &mut std::io::stdout())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
     }
     show!("{} {} ({})", index.name, index.version, index.arch);
     show!("inputs {}", index.inputs_digest);

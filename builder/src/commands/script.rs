@@ -16,8 +16,10 @@ pub struct ScriptArgs {
     #[arg(long)]
     dist_url: String,
     /// Where the scripts are written.
-    #[arg(long, short = 'o')]
+    #[arg(long)]
     out: PathBuf,
+    #[command(flatten)]
+    no_format: berth_formats::output::NoOutputFormat,
     /// Sign the scripts' lock with this private key (PEM), and have them name its public key
     /// as the one the node checks the dist with [default: the PEM text of
     /// $BERTH_SIGNING_KEY, if set; else unsigned].

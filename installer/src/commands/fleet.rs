@@ -27,8 +27,8 @@ pub enum FleetCommand {
         /// Where the other nodes reach this one (the listening address unless given).
         #[arg(long)]
         advertise: Option<String>,
-        /// How long the join token lasts (`24h`, `90m`).
-        #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+        /// How long the join token lasts (`24h`, `90m`; a bare number is seconds).
+        #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = berth::join::parse_ttl)]
         token_ttl: Duration,
         /// This node's name in the fleet (its host name unless given).
         #[arg(long)]
@@ -98,9 +98,8 @@ pub enum RoleArg {
 
 #[derive(clap::Args)]
 pub struct NodesArgs {
-    /// Print the registry as JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: berth_formats::output::OutputArgs,
     #[command(flatten)]
     root: RootArgs,
 }
@@ -202,7 +201,8 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
     if serving == first_node::Serving::Stopped {
         eprintln!("{}", NOT_SERVING);
     }
-    if args.json {
+    let format = args.output.format();
+    if format.is_document() {
         let mut value = serde_json::to_value(&records)?;
         for (node, record) in value.as_array_mut().into_iter().flatten().zip(&records) {
             for addon in node["addons"].as_array_mut().into_iter().flatten() {
@@ -218,7 +218,11 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        show!("{}", serde_json::to_string_pretty(&value)?);
+        let list = berth_formats::output::List::new(
+            "NodeList",
+            value.as_array().cloned().unwrap_or_default(),
+        );
+        berth_formats::output::write_document(format, &list, &mut std::io::stdout())?;
         return Ok(ExitCode::SUCCESS);
     }
     show!("{}", nodes_table(&records, &rollouts));

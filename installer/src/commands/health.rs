@@ -4,9 +4,13 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use berth::health::{self, HealthRecord, RuntimeOnce};
+use berth::health::{self, RuntimeOnce};
 use berth::layout::Layout;
 use berth::state::StateStore;
+use berth_formats::output::{
+    AddonHealth, AddonHealthKind, ApiVersion, Condition, ConditionStatus, ConditionType, Format,
+    OutputArgs,
+};
 use berth_formats::table::{self, Align};
 
 use crate::RootArgs;
@@ -15,9 +19,8 @@ use crate::RootArgs;
 pub struct HealthArgs {
     /// The add-on to probe.
     addon: String,
-    /// Print the add-on's health record as JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
     #[command(flatten)]
     root: RootArgs,
 }
@@ -33,60 +36,81 @@ pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
             StateStore::new(layout.state_dir()).not_installed_hint(&args.addon)
         );
     };
-    let Some(record) = health::check(&layout, &state, &RuntimeOnce::new()) else {
-        if args.json {
-            show!("null");
-        } else {
-            show!(
-                "{} {} lists no components (no health.yaml): Available as applied",
-                args.addon,
-                current.target.version
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
+    let document = match health::check(&layout, &state, &RuntimeOnce::new()) {
+        Some(record) => berth::status::addon_health(&record),
+        // Nothing to probe: Available as applied, as `berth status` says.
+        None => AddonHealth {
+            api_version: ApiVersion::V1,
+            kind: AddonHealthKind::AddonHealth,
+            name: args.addon.clone(),
+            version: current.target.version.clone(),
+            checked_at: berth::state::now(),
+            conditions: vec![Condition {
+                kind: ConditionType::Available,
+                status: ConditionStatus::True,
+                reason: "NoComponents".into(),
+                message: "it lists no components (no health.yaml): Available as applied".into(),
+                last_transition_time: None,
+            }],
+            components: Vec::new(),
+        },
     };
-    if args.json {
-        show!("{}", serde_json::to_string_pretty(&record)?);
+    let format = args.output.format();
+    if format.is_document() {
+        let _ = berth_formats::output::write_document(format, &document, &mut std::io::stdout());
     } else {
-        show(&record);
+        show(&document, format == Format::Wide);
     }
-    Ok(if record.available() {
+    let available = document
+        .conditions
+        .iter()
+        .any(|c| c.kind == ConditionType::Available && c.status == ConditionStatus::True);
+    Ok(if available {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
 }
 
-fn show(record: &HealthRecord) {
-    let rows: Vec<[String; 5]> = record
-        .components
-        .iter()
-        .map(|component| {
-            let condition = component.conditions.first();
-            [
-                component.name.clone(),
-                component.probe.clone(),
-                if component.required { "yes" } else { "no" }.into(),
-                condition.map_or_else(String::new, |c| c.status.clone()),
-                condition.map_or_else(String::new, |c| format!("{}: {}", c.reason, c.message)),
-            ]
-        })
-        .collect();
-    show!(
-        "{}",
-        table::render(
-            ["COMPONENT", "PROBE", "REQUIRED", "HEALTHY", "REASON"],
-            [Align::Left; 5],
-            &rows
-        )
-        .trim_end_matches('\n')
-    );
-    for condition in &record.conditions {
+fn show(document: &AddonHealth, wide: bool) {
+    if !document.components.is_empty() {
+        let mut header = vec!["COMPONENT", "PROBE", "REQUIRED", "HEALTHY", "REASON"];
+        if wide {
+            header.push("OBJECTS");
+        }
+        let rows: Vec<Vec<String>> = document
+            .components
+            .iter()
+            .map(|component| {
+                let mut row = vec![
+                    component.name.clone(),
+                    component.probe.clone(),
+                    if component.required { "yes" } else { "no" }.into(),
+                    component.healthy.as_str().into(),
+                    format!("{}: {}", component.reason, component.message),
+                ];
+                if wide {
+                    let objects: Vec<String> = component
+                        .objects
+                        .iter()
+                        .map(|object| format!("{}/{}", object.kind, object.name))
+                        .collect();
+                    row.push(objects.join(","));
+                }
+                row
+            })
+            .collect();
         show!(
-            "{} {}: {} ({})",
-            record.name,
+            "{}",
+            table::render_columns(&header, &[Align::Left], &rows).trim_end_matches('\n')
+        );
+    }
+    for condition in &document.conditions {
+        show!(
+            "{} {:?}: {} ({})",
+            document.name,
             condition.kind,
-            condition.status,
+            condition.status.as_str(),
             condition.message
         );
     }

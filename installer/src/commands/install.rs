@@ -14,6 +14,7 @@ use berth::layout::Layout;
 use berth::node_lock::NodeLock;
 use berth::plan::Permissions;
 use berth_formats::lock::Lock;
+use berth_formats::output::{ApiVersion, Format, OutputArgs, PlanDocument, PlanKind};
 use berth_formats::spec::flags::check_word;
 use berth_formats::spec::parse_scalar;
 use berth_formats::table::{self, Align};
@@ -60,9 +61,8 @@ pub struct SpecArgs {
     /// arguments may hold join secrets.
     #[arg(long)]
     params_from_stdin: bool,
-    /// Print as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs,
     #[command(flatten)]
     pub(crate) root: RootArgs,
 }
@@ -252,7 +252,7 @@ fn execute(
 ) -> anyhow::Result<ExitCode> {
     if plan_only || run.dry_run {
         let plan = engine::plan(source, &settings)?;
-        print_plan(&plan, args.json, &mut std::io::stdout())?;
+        print_plan(&plan, args.output.format(), &mut std::io::stdout())?;
         return Ok(if plan.refused().is_empty() {
             ExitCode::SUCCESS
         } else {
@@ -279,7 +279,7 @@ fn execute(
         }
     };
     // Shown as a step: a closed standard error must not stop the install.
-    let _ = print_plan(&plan, false, &mut std::io::stderr());
+    let _ = print_plan(&plan, Format::Table, &mut std::io::stderr());
     JoinStore::new(settings.layout.join_file())
         .record_installer(&plan.id, run.scripts_url.as_deref())?;
     // A plan that refuses to go on leaves the node on the installer it had.
@@ -308,6 +308,12 @@ fn execute(
         "berth: done in {:.1}s; see `berth status`",
         started.elapsed().as_secs_f64()
     );
+    // For a script: the node as the run left it, as `berth status -o json` prints it.
+    let format = args.output.format();
+    if format.is_document() {
+        let status = berth::status::collect(&settings.layout)?;
+        berth_formats::output::write_document(format, &status, &mut std::io::stdout())?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -568,32 +574,53 @@ fn params_from_stdin() -> anyhow::Result<Vec<String>> {
         .collect()
 }
 
-fn print_plan(plan: &Plan, json: bool, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
-    if json {
-        serde_json::to_writer_pretty(&mut *out, plan)?;
-        writeln!(out)?;
+fn print_plan(plan: &Plan, format: Format, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    if format.is_document() {
+        let document = PlanDocument {
+            api_version: ApiVersion::V1,
+            kind: PlanKind::Plan,
+            installer: plan.id.clone(),
+            addons: plan
+                .addons
+                .iter()
+                .map(|addon| berth_formats::output::PlannedAddon {
+                    name: addon.name.clone(),
+                    version: addon.version.clone(),
+                    decision: addon.decision.kind(),
+                    from: addon.decision.from().map(str::to_string),
+                    reason: addon.reason.clone(),
+                })
+                .collect(),
+        };
+        berth_formats::output::write_document(format, &document, out)?;
         return Ok(());
     }
-    let rows: Vec<[String; 4]> = plan
+    let wide = format == Format::Wide;
+    let mut header = vec!["NAME", "VERSION", "DECISION", "REASON"];
+    if wide {
+        header.extend(["FROM", "PACKAGE"]);
+    }
+    let rows: Vec<Vec<String>> = plan
         .addons
         .iter()
         .map(|addon| {
-            [
+            let mut row = vec![
                 addon.name.clone(),
                 addon.version.clone(),
                 addon.decision.name().to_string(),
                 addon.reason.clone(),
-            ]
+            ];
+            if wide {
+                row.push(addon.decision.from().unwrap_or("-").to_string());
+                row.push(addon.target.package_digest.to_string());
+            }
+            row
         })
         .collect();
     write!(
         out,
         "{}",
-        table::render(
-            ["NAME", "VERSION", "DECISION", "REASON"],
-            [Align::Left; 4],
-            &rows
-        )
+        table::render_columns(&header, &[Align::Left], &rows)
     )?;
     Ok(())
 }

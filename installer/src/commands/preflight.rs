@@ -51,8 +51,13 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    if args.install.json {
-        show!("{}", serde_json::to_string_pretty(&report)?);
+    let format = args.install.output.format();
+    if format.is_document() {
+        let _ = berth_formats::output::write_document(
+            format,
+            &report.document(),
+            &mut std::io::stdout(),
+        );
     } else {
         show!(
             "{}",

@@ -6,14 +6,15 @@ use anyhow::Context as _;
 use berth::layout::Layout;
 use berth::node_lock::NodeLock;
 
+use berth_formats::output::{ApiVersion, OutputArgs, ResetReport, ResetReportKind};
+
 use crate::RootArgs;
 use crate::commands::{HookTimeout, Stderr};
 
 #[derive(clap::Args)]
 pub struct ResetArgs {
-    /// Print what was done as JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Reset without asking (asked only on a terminal, as kubeadm reset asks).
     #[arg(long, short = 'y', visible_alias = "force")]
     yes: bool,
@@ -47,8 +48,20 @@ pub fn run(args: ResetArgs) -> anyhow::Result<ExitCode> {
             let _ = fs_err::remove_dir(layout.root().join(folder));
         }
     }
-    if args.json {
-        show!("{}", serde_json::to_string_pretty(&report)?);
+    let format = args.output.format();
+    if format.is_document() {
+        let document = ResetReport {
+            api_version: ApiVersion::V1,
+            kind: ResetReportKind::ResetReport,
+            hooks: report.hooks,
+            images: report.images,
+            removed: report
+                .removed
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect(),
+        };
+        let _ = berth_formats::output::write_document(format, &document, &mut std::io::stdout());
     } else {
         say!(
             "berth: reset: {} hook(s) ran, {} image(s) and {} path(s) removed",

@@ -36,9 +36,8 @@ pub enum RolloutCommand {
     Status {
         /// A rollout's name (all of them unless given).
         name: Option<String>,
-        /// Print the records as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: berth_formats::output::OutputArgs,
         #[command(flatten)]
         root: RootArgs,
     },
@@ -109,7 +108,7 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        RolloutCommand::Status { name, json, root } => {
+        RolloutCommand::Status { name, output, root } => {
             let layout = Layout::new(&root.root);
             if first_node::check_first_node(&paths(&layout))? == first_node::Serving::Stopped {
                 eprintln!("{}", crate::commands::fleet::NOT_SERVING);
@@ -119,8 +118,13 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
                 let record = rollouts::find(&mut records, name)?.clone();
                 records = vec![record];
             }
-            if json {
-                show!("{}", serde_json::to_string_pretty(&records)?);
+            if output.format().is_document() {
+                let list = berth_formats::output::List::new("RolloutList", records);
+                berth_formats::output::write_document(
+                    output.format(),
+                    &list,
+                    &mut std::io::stdout(),
+                )?;
             } else if records.is_empty() {
                 show!("no rollouts; `berth rollout apply FILE` starts one");
             } else {

@@ -1,22 +1,21 @@
 //! `berth status`: each add-on's versions and conditions (its components probed live), and
-//! the installer the node runs.
+//! the installer the node runs: a table, or the node's status document (`-o json|yaml`).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use berth::health::{HealthRecord, RuntimeOnce};
-use berth::last_installer::LastInstaller;
 use berth::layout::Layout;
-use berth::state::{AddonState, Reason};
+use berth_formats::output::{
+    AddonStatus, ConditionStatus, ConditionType, Format, NodeStatus, OutputArgs,
+};
 use berth_formats::table::{self, Align};
 
 use crate::RootArgs;
 
 #[derive(clap::Args)]
 pub struct StatusArgs {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Probe and print again every --interval, until interrupted.
     #[arg(long)]
     watch: bool,
@@ -48,128 +47,128 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
 
 fn show_once(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(args.root.existing()?);
-    let (states, damaged) = berth::state::load_as_seen(&layout)?;
+    let status = berth::status::collect(&layout)?;
     // The other records are shown all the same; a damaged one is named, and the exit status
     // says something is wrong.
-    let status = if damaged.is_empty() {
+    let code = if status.damaged_records.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     };
-    for damage in &damaged {
+    for damage in &status.damaged_records {
         say!("berth: {damage}");
     }
-    let health = berth::health::check_all(&layout, &states, &RuntimeOnce::new());
-    if args.json {
-        // Each add-on's record, with `health`: its components (the Addon API's shape) and
-        // the Available and Degraded conditions they make, when it lists components.
-        let mut shown = Vec::new();
-        for state in &states {
-            let mut value = serde_json::to_value(state)?;
-            if let (Some(record), Some(object)) = (health.get(&state.name), value.as_object_mut()) {
-                object.insert("health".into(), serde_json::to_value(record)?);
-            }
-            shown.push(value);
-        }
-        show!("{}", serde_json::to_string_pretty(&shown)?);
-        return Ok(status);
+    print(&status, args.output.format(), &layout);
+    Ok(code)
+}
+
+/// The document, or the table made from it.
+pub fn print(status: &NodeStatus, format: Format, layout: &Layout) {
+    if format.is_document() {
+        let _ = berth_formats::output::write_document(format, status, &mut std::io::stdout());
+        return;
     }
-    if states.is_empty() && damaged.is_empty() {
+    if status.addons.is_empty() && status.damaged_records.is_empty() {
         show!(
             "no add-on is installed on this node ({} holds no records)",
             layout.state_dir().display()
         );
-        show_host_preflights(&layout);
-        return Ok(status);
+        show_host_preflights(status);
+        return;
     }
-    let rows: Vec<[String; 7]> = states
-        .iter()
-        .map(|state| row(state, health.get(&state.name)))
-        .collect();
+    let wide = format == Format::Wide;
+    let mut header = vec![
+        "NAME",
+        "VERSION",
+        "CURRENT",
+        "LAST",
+        "AVAILABLE",
+        "DEGRADED",
+        "PROGRESSING",
+    ];
+    if wide {
+        header.extend(["APPLIED", "COMPONENTS"]);
+    }
+    let rows: Vec<Vec<String>> = status.addons.iter().map(|addon| row(addon, wide)).collect();
     show!(
         "{}",
-        table::render(
-            [
-                "NAME",
-                "VERSION",
-                "CURRENT",
-                "LAST",
-                "AVAILABLE",
-                "DEGRADED",
-                "PROGRESSING"
-            ],
-            [Align::Left; 7],
-            &rows
-        )
-        .trim_end_matches('\n')
+        table::render_columns(&header, &[Align::Left], &rows).trim_end_matches('\n')
     );
-    // What the node runs: the installer `berth plan` takes when given no spec.
-    if let Ok(Some(last)) = LastInstaller::load(&layout) {
-        show!("\ninstaller {} from {}", last.id, last.dist);
+    if let Some(installer) = &status.installer {
+        show!("\ninstaller {} from {}", installer.id, installer.dist);
     }
-    show_host_preflights(&layout);
-    for state in &states {
-        if let Some(progressing) = state
-            .progressing
-            .as_ref()
-            .filter(|p| matches!(p.reason, Reason::Failed | Reason::Interrupted))
+    show_host_preflights(status);
+    for addon in &status.addons {
+        if let Some(progressing) = addon
+            .condition(ConditionType::Progressing)
+            .filter(|c| matches!(c.reason.as_str(), "Failed" | "Interrupted"))
         {
-            show!("\n{}: {}", state.name, progressing.message);
+            show!("\n{}: {}", addon.name, progressing.message);
         }
-        if let Some(degraded) = health
-            .get(&state.name)
-            .filter(|record| record.degraded())
-            .and_then(|record| record.condition("Degraded"))
+        if let Some(degraded) = addon
+            .condition(ConditionType::Degraded)
+            .filter(|c| c.status == ConditionStatus::True)
         {
-            show!("\n{}: Degraded: {}", state.name, degraded.message);
+            show!("\n{}: Degraded: {}", addon.name, degraded.message);
         }
     }
-    Ok(status)
 }
 
 /// The last host preflights' results: the summary, and each check that warned or failed.
-fn show_host_preflights(layout: &Layout) {
-    if let Some(record) = berth::engine::PreflightRecord::load(layout) {
+fn show_host_preflights(status: &NodeStatus) {
+    if let Some(preflights) = &status.host_preflights {
         show!(
             "\nhost preflights of {} ({}): {}; {}",
-            record.run,
-            record.role,
-            record.report.summary(),
-            record.decision
+            preflights.run,
+            preflights.role,
+            preflights.summary,
+            preflights.decision
         );
-        for result in &record.report.results {
-            if result.outcome >= berth_preflight::Outcome::Warn {
-                show!(
-                    "  {} {}: {}",
-                    result.outcome.word(),
-                    result.title,
-                    result.message
-                );
+        for check in &preflights.checks {
+            if matches!(check.outcome.as_str(), "WARN" | "FAIL") {
+                show!("  {} {}: {}", check.outcome, check.title, check.message);
             }
         }
     }
 }
 
-/// One add-on's line. AVAILABLE is what its components say when it lists any, else whether
-/// a version is in place; DEGRADED is `-` for an add-on that lists no components.
-fn row(state: &AddonState, health: Option<&HealthRecord>) -> [String; 7] {
-    let version = |applied: &Option<berth::state::Applied>| {
-        applied
-            .as_ref()
-            .map_or_else(|| "-".to_string(), |a| a.target.version.clone())
+/// One add-on's line: the conditions' statuses, PROGRESSING's reason (the last run's outcome
+/// while none is under way); `-` where nothing is known.
+fn row(addon: &AddonStatus, wide: bool) -> Vec<String> {
+    let text = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
+    let status = |kind| {
+        addon
+            .condition(kind)
+            .map_or("-", |c| match c.status {
+                ConditionStatus::Unknown => "-",
+                status => status.as_str(),
+            })
+            .to_string()
     };
-    let word = |flag: bool| if flag { "True" } else { "False" }.to_string();
-    let applied = state.available.as_ref().is_some_and(|c| c.status);
-    [
-        state.name.clone(),
-        state.desired.clone().unwrap_or_else(|| "-".into()),
-        version(&state.current),
-        version(&state.last),
-        word(health.map_or(applied, HealthRecord::available)),
-        health.map_or_else(|| "-".into(), |record| word(record.degraded())),
-        state
-            .progressing
-            .as_ref()
-            .map_or_else(|| "-".into(), |c| c.reason.to_string()),
-    ]
+    let mut row = vec![
+        addon.name.clone(),
+        text(&addon.desired_version),
+        text(&addon.current_version),
+        text(&addon.last_version),
+        status(ConditionType::Available),
+        status(ConditionType::Degraded),
+        addon
+            .condition(ConditionType::Progressing)
+            .filter(|c| c.status != ConditionStatus::Unknown)
+            .map_or_else(|| "-".into(), |c| c.reason.clone()),
+    ];
+    if wide {
+        let healthy = addon
+            .components
+            .iter()
+            .filter(|c| c.healthy == ConditionStatus::True)
+            .count();
+        row.push(text(&addon.applied_at));
+        row.push(if addon.components.is_empty() {
+            "-".into()
+        } else {
+            format!("{healthy}/{} healthy", addon.components.len())
+        });
+    }
+    row
 }

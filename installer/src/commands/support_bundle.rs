@@ -19,10 +19,13 @@ pub struct SupportBundleArgs {
     #[arg(value_name = "SPEC")]
     specs: Vec<PathBuf>,
     /// Where to write the bundle (a .tar.gz); `support-bundle-<UTC time>.tar.gz` here if not given.
-    #[arg(long, short)]
-    output: Option<PathBuf>,
-    /// Journals and log files of this long ago at most (`2h`, `30m`, `3d`).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    no_format: berth_formats::output::NoOutputFormat,
+    /// Journals and log files of this long ago at most (`2h`, `30m`, `3d`; a bare number is
+    /// seconds).
+    #[arg(long, value_name = "DURATION", value_parser = berth_formats::duration::a_second_to_a_year)]
     since: Option<Duration>,
     /// troubleshoot Redactor files, applied besides the default redactors.
     #[arg(long = "redact", value_name = "FILE")]
@@ -40,9 +43,9 @@ pub struct SupportBundleArgs {
     /// asked through its agent, in one archive with a folder per node.
     #[arg(long, value_name = "all|NAME", num_args = 1..)]
     nodes: Vec<String>,
-    /// With --nodes: how long to wait for the nodes' bundles (`90s`, `5m`); a node that has
-    /// not sent its bundle by then is listed as missing.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    /// With --nodes: how long to wait for the nodes' bundles (`90s`, `5m`; a bare number is
+    /// seconds); a node that has not sent its bundle by then is listed as missing.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = berth_formats::duration::a_second_to_a_day)]
     wait: Duration,
     #[command(flatten)]
     root: RootArgs,
@@ -67,7 +70,7 @@ impl SupportBundleArgs {
 pub fn run(args: SupportBundleArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
     let output = args
-        .output
+        .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(support_bundle::default_name()));
     let terminal = std::io::stderr().is_terminal();

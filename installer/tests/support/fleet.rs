@@ -9,7 +9,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use super::network::{Host, Network};
-use super::{Containerd, Server, TestDist, text, wait_until};
+use super::{Containerd, Server, TestDist, items, text, wait_until};
 
 /// One host of the fleet.
 pub struct Machine {
@@ -114,10 +114,10 @@ pub fn most_at_once(runs: &[&HookRun]) -> usize {
 
 /// The rollout's record on the first node.
 pub fn status(first: &Machine, name: &str) -> serde_json::Value {
-    let records: Vec<serde_json::Value> = serde_json::from_str(&stdout_of(
-        &first.berth(&["rollout", "status", name, "--json"]),
-    ))
-    .unwrap();
+    let records: Vec<serde_json::Value> = items(
+        stdout_of(&first.berth(&["rollout", "status", name, "--json"])).as_bytes(),
+        "RolloutList",
+    );
     records.into_iter().next().unwrap()
 }
 
@@ -273,8 +273,10 @@ impl Fleet {
             "every node reporting demo 1.0.0",
             Duration::from_secs(60),
             || {
-                let nodes: Vec<serde_json::Value> =
-                    serde_json::from_str(&stdout_of(&first.berth(&["nodes", "--json"]))).unwrap();
+                let nodes: Vec<serde_json::Value> = items(
+                    stdout_of(&first.berth(&["nodes", "--json"])).as_bytes(),
+                    "NodeList",
+                );
                 nodes.len() == count
                     && nodes
                         .iter()

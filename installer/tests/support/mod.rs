@@ -18,6 +18,31 @@ pub struct Node {
     pub envs: Vec<(String, String)>,
 }
 
+/// Fails unless `document` follows its published JSON Schema, `docs/schemas/<file>`.
+pub fn conforms(file: &str, document: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/schemas")
+        .join(file);
+    let schema: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(document)
+        .map(|error| error.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{file}: {errors:#?}\n{document:#}");
+}
+
+/// The items of a list document (`berth nodes -o json`: `NodeList`; `berth rollout status -o
+/// json`: `RolloutList`).
+pub fn items(bytes: &[u8], kind: &str) -> Vec<serde_json::Value> {
+    let document: serde_json::Value = serde_json::from_slice(bytes)
+        .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(bytes)));
+    assert_eq!(document["apiVersion"], "berth/v1", "{document:#}");
+    assert_eq!(document["kind"], kind, "{document:#}");
+    document["items"].as_array().unwrap().clone()
+}
+
 impl Node {
     pub fn new() -> Self {
         Self {
@@ -70,11 +95,12 @@ impl Node {
             .unwrap()
     }
 
-    /// `berth plan --json`: each add-on's decision, by name.
+    /// `berth plan -o json`: each add-on's decision, by name.
     pub fn decisions(&self, spec: &Path, dist: &str, extra: &[&str]) -> Vec<(String, String)> {
         let mut arguments = vec![
             "plan",
-            "--json",
+            "-o",
+            "json",
             "--spec",
             spec.to_str().unwrap(),
             "--dist",
@@ -84,6 +110,7 @@ impl Node {
         let output = self.berth(&arguments);
         let plan: serde_json::Value = serde_json::from_slice(&output.stdout)
             .unwrap_or_else(|_| panic!("plan printed no JSON: {}", text(&output.stderr)));
+        conforms("plan.v1.json", &plan);
         plan["addons"]
             .as_array()
             .unwrap()
@@ -91,20 +118,42 @@ impl Node {
             .map(|addon| {
                 (
                     addon["name"].as_str().unwrap().to_string(),
-                    addon["decision"]["action"].as_str().unwrap().to_string(),
+                    addon["decision"].as_str().unwrap().to_string(),
                 )
             })
             .collect()
     }
 
-    /// `berth status --json`, by add-on name.
+    /// `berth status -o json` (checked against its schema), by add-on name: each add-on's
+    /// record as the node keeps it, its `progressing` as the command saw it (a run that
+    /// stopped reads Interrupted) and `health` as the command's probe left it.
     pub fn status(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
-        let output = self.berth(&["status", "--json"]);
+        let output = self.berth(&["status", "-o", "json"]);
         assert!(output.status.success(), "{}", text(&output.stderr));
-        let states: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
-        states
-            .into_iter()
-            .map(|state| (state["name"].as_str().unwrap().to_string(), state))
+        let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        conforms("node-status.v1.json", &document);
+        let read = |path: PathBuf| {
+            fs_err::read(&path)
+                .ok()
+                .map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).unwrap())
+        };
+        document["addons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|addon| {
+                let name = addon["name"].as_str().unwrap().to_string();
+                let mut record = read(self.install_dir().join(format!("state/{name}.json")))
+                    .unwrap_or_else(|| panic!("{name} has no record"));
+                let progressing = &addon["conditions"][2];
+                assert_eq!(progressing["type"], "Progressing");
+                record["progressing"]["reason"] = progressing["reason"].clone();
+                record["progressing"]["message"] = progressing["message"].clone();
+                if let Some(health) = read(self.install_dir().join(format!("health/{name}.json"))) {
+                    record["health"] = health;
+                }
+                (name, record)
+            })
             .collect()
     }
 

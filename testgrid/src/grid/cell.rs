@@ -448,12 +448,15 @@ impl Cell<'_> {
     /// `kubectl wait` would); the last probe of each add-on is printed.
     fn healthy(&mut self, step: &str, node: &dyn Node) -> anyhow::Result<()> {
         let status = self.script(&format!("{step}: add-ons"), node, "berth status --json")?;
-        let records: Vec<serde_json::Value> = serde_json::from_str(&status.stdout)
-            .context("berth status --json printed no list of add-ons")?;
+        let document: serde_json::Value = serde_json::from_str(&status.stdout)
+            .context("berth status --json printed no status document")?;
+        let records = document["addons"]
+            .as_array()
+            .context("berth status --json listed no add-ons")?;
         let mut script = String::from(
             "failed=0\nhealthy() {\n    local attempt said\n    for attempt in $(seq 30); do\n        said=\"$(berth health \"$1\" 2>&1)\" && { printf '%s\\n' \"$said\"; return 0; }\n        sleep 10\n    done\n    printf '%s\\n' \"$said\"\n    return 1\n}\n",
         );
-        for record in &records {
+        for record in records {
             let name = record["name"].as_str().unwrap_or_default();
             if !super::specs::is_plain_id(name) {
                 bail!("berth status named an add-on `{name}`");
