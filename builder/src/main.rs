@@ -177,7 +177,7 @@ struct BuildArgs {
     force: bool,
     /// Sign the dist with this private key (PEM) once built [default: the PEM text of
     /// $BERTH_SIGNING_KEY, if set; else unsigned].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", visible_alias = "key")]
     signing_key: Option<PathBuf>,
 }
 

@@ -402,7 +402,7 @@ fn every_rendered_script_passes_shellcheck() {
             // The release must be the key's own: sign the dist first.
             let (ok, _, stderr) =
                 dist.build
-                    .run(&["sign", dist.dist.to_str().unwrap(), "--key", key]);
+                    .run(&["sign", dist.dist.to_str().unwrap(), "--signing-key", key]);
             assert!(ok, "{stderr}");
             arguments.extend(["--signing-key", key]);
         }

@@ -515,3 +515,32 @@ fn reports_print_documents_in_the_tables_words_and_o_is_the_format() {
         "{reset:#}"
     );
 }
+
+/// One name for each key, and the names cosign and zarf users bring: a public key is
+/// `--trust-key` (or `--key`, as `cosign verify` and `zarf package deploy` take it); a
+/// near miss is told the right flag rather than to pass it as a value.
+#[test]
+fn key_flags_take_one_name_and_the_common_alias() {
+    let (dist, _node, _) = installed();
+    let scratch = tempfile::tempdir().unwrap();
+    let missing = scratch.path().join("vendor.pub");
+    let node = Node::new();
+    for flag in ["--trust-key", "--key"] {
+        let said = failed(&node.berth(&[
+            "verify",
+            dist.dist.path().to_str().unwrap(),
+            flag,
+            missing.to_str().unwrap(),
+        ]));
+        assert!(said.contains("vendor.pub"), "{flag}: {said}");
+        assert!(!said.contains("unexpected argument"), "{flag}: {said}");
+    }
+    let said = failed(&node.berth(&[
+        "verify",
+        dist.dist.path().to_str().unwrap(),
+        "--trusted-key",
+        missing.to_str().unwrap(),
+    ]));
+    assert!(said.contains("--trust-key"), "{said}");
+    assert!(!said.contains("'-- --trusted-key'"), "{said}");
+}

@@ -29,7 +29,7 @@ pub struct BundleArgs {
     arch: String,
     /// Sign the bundle's versions.json and lock with this private key (PEM) [default: the
     /// PEM text of $BERTH_SIGNING_KEY, if set; else unsigned].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", visible_alias = "key")]
     signing_key: Option<PathBuf>,
     #[command(flatten)]
     release: ReleaseArgs,

@@ -18,7 +18,12 @@ pub struct VerifyProvenanceArgs {
     /// The add-on folder it names (`addons/<name>/<version>`), to build again.
     addon: PathBuf,
     /// The vendor's public key (PEM) the envelope must be signed with (repeatable).
-    #[arg(long = "trust-key", value_name = "FILE", required = true)]
+    #[arg(
+        long = "trust-key",
+        value_name = "FILE",
+        visible_alias = "key",
+        required = true
+    )]
     trust_keys: Vec<PathBuf>,
     #[command(flatten)]
     fetch: FetchArgs,

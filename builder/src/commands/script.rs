@@ -23,7 +23,7 @@ pub struct ScriptArgs {
     /// Sign the scripts' lock with this private key (PEM), and have them name its public key
     /// as the one the node checks the dist with [default: the PEM text of
     /// $BERTH_SIGNING_KEY, if set; else unsigned].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", visible_alias = "key")]
     signing_key: Option<PathBuf>,
     #[command(flatten)]
     release: ReleaseArgs,

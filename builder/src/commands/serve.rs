@@ -19,7 +19,7 @@ pub struct ServeArgs {
     listen: String,
     /// Sign each bundle's versions.json and lock with this private key (PEM) [default: the
     /// PEM text of $BERTH_SIGNING_KEY, if set; else unsigned].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", visible_alias = "key")]
     signing_key: Option<PathBuf>,
     /// The URL clients reach this server at [default: http://<listen>].
     #[arg(long)]

@@ -20,7 +20,7 @@ pub struct SignArgs {
     /// The dist folder: versions.json and every package's .sha256 are signed.
     dist: PathBuf,
     /// The private key (PEM) [default: the PEM text of $BERTH_SIGNING_KEY].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "signing-key", value_name = "FILE", visible_alias = "key")]
     key: Option<PathBuf>,
     /// How long the signed release stays current: nodes refuse it after that (`30d`, `1y`).
     /// Each signing stamps versions.json as a newer release than the one before; sign again

@@ -46,7 +46,7 @@ pub struct SpecArgs {
     /// A vendor's public key (PEM) this run trusts, besides those kept in
     /// /etc/berth/trusted-keys/ (repeatable): versions.json, each package's .sha256 and the
     /// lock must then carry a signature of one of them.
-    #[arg(long = "trust-key", value_name = "FILE")]
+    #[arg(long = "trust-key", value_name = "FILE", visible_alias = "key")]
     trust_keys: Vec<PathBuf>,
     /// Override an add-on field for this node: `addon.field=value` (repeatable).
     #[arg(long = "set", value_name = "ADDON.FIELD=VALUE")]

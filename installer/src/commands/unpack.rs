@@ -14,7 +14,7 @@ pub struct UnpackArgs {
     to: PathBuf,
     /// A vendor's public key (PEM) the `.sha256` must be signed with (its `.sig` beside it),
     /// besides those kept in /etc/berth/trusted-keys/ (repeatable).
-    #[arg(long = "trust-key", value_name = "FILE")]
+    #[arg(long = "trust-key", value_name = "FILE", visible_alias = "key")]
     trust_keys: Vec<PathBuf>,
     #[command(flatten)]
     root: crate::RootArgs,

@@ -27,7 +27,7 @@ pub struct VerifyArgs {
     target: PathBuf,
     /// A vendor's public key (PEM) to check signatures with, besides those kept in
     /// /etc/berth/trusted-keys/ (repeatable). With none, digests alone are checked.
-    #[arg(long = "trust-key", value_name = "FILE")]
+    #[arg(long = "trust-key", value_name = "FILE", visible_alias = "key")]
     trust_keys: Vec<PathBuf>,
     #[command(flatten)]
     root: RootArgs,
