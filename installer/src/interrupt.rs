@@ -5,7 +5,7 @@
 //! lock is released as the process exits. A second signal ends Berth at once: the next run
 //! continues from the records, as after `kill -9`.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
@@ -15,6 +15,10 @@ use nix::unistd::Pid;
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// The process group of the hook session running now, 0 when none runs.
 static SESSION_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// Set while a question waits on the terminal: a signal then ends Berth at once, as the user
+/// who pressed Ctrl-C at a prompt means, rather than once the question is answered.
+static ASKING: AtomicBool = AtomicBool::new(false);
 
 /// How long hooks get to end after SIGTERM before their group is killed.
 const GRACE: Duration = Duration::from_secs(5);
@@ -33,6 +37,9 @@ pub fn install() -> std::io::Result<()> {
     let _ = INSTALLED.set(());
     std::thread::spawn(move || {
         for signal in signals.forever() {
+            if ASKING.load(Ordering::SeqCst) {
+                end_at_the_question(signal);
+            }
             if RECEIVED.swap(signal, Ordering::SeqCst) != 0 {
                 // The second signal: stop now.
                 end_session(Signal::SIGKILL);
@@ -41,9 +48,23 @@ pub fn install() -> std::io::Result<()> {
             // The session ends: bash exits, the run records the interruption, and dropping
             // the session gives what the hooks started its grace period (see `end_group`).
             end_session(Signal::SIGTERM);
+            // Collectors' programs (host preflights, support bundles) run in groups of their
+            // own, which the terminal's signal does not reach.
+            berth_preflight::bundle::command::stop_all();
         }
     });
     Ok(())
+}
+
+/// Nothing is applied while a question waits: ends the session, and Berth, as a shell reports
+/// a command the signal ended.
+fn end_at_the_question(signal: i32) -> ! {
+    end_session(Signal::SIGKILL);
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        b"\nberth: interrupted at the question\n",
+    );
+    std::process::exit(128 + signal);
 }
 
 fn end_session(signal: Signal) {
@@ -64,6 +85,18 @@ pub(crate) fn end_group(group: Pid) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Runs `ask` (a question on the terminal) so that a signal meanwhile ends Berth at once; one
+/// that came before it does too, rather than being answered.
+pub(crate) fn while_asking<T>(ask: impl FnOnce() -> T) -> T {
+    ASKING.store(true, Ordering::SeqCst);
+    if let Some(signal) = received() {
+        end_at_the_question(signal as i32);
+    }
+    let answer = ask();
+    ASKING.store(false, Ordering::SeqCst);
+    answer
 }
 
 /// The signal that interrupted the run, if one did.

@@ -11,8 +11,11 @@ pub fn ask(question: &str) -> Option<String> {
         .write(true)
         .open("/dev/tty")
         .ok()?;
-    let _ = write!(tty, "{question}");
     let mut answer = String::new();
-    let _ = std::io::BufReader::new(tty).read_line(&mut answer);
+    // Ctrl-C at the question (or before it) ends Berth then and there.
+    let _ = crate::interrupt::while_asking(|| {
+        let _ = write!(tty, "{question}");
+        std::io::BufReader::new(tty).read_line(&mut answer)
+    });
     Some(answer.trim().to_string())
 }

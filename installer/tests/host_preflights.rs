@@ -446,3 +446,78 @@ fn a_failing_preflight_leaves_containerd_and_the_files_as_they_were() {
     assert_ne!(containerd_state(&containerd), containerd_before);
     succeeded(&node.berth(&["reset"]));
 }
+
+/// Ctrl-C at the question host preflight warnings ask on a terminal ends the run at once
+/// (130, as a shell reports it), with no hook run, rather than once the question is answered.
+#[test]
+fn ctrl_c_at_the_warnings_question_ends_the_run_at_once() {
+    support::require("script", "bsdutils");
+    let taken = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (dist, trace) = dist_with_preflight(&port_check(port, "warn"));
+    let spec = dist.spec("installer.yaml", &[("traced", "version: 1.0.0")]);
+    let node = Node::new();
+    // `script` gives berth a terminal; what is written to its input is typed there.
+    let mut child = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!(
+                "{} install --spec {} --dist {}",
+                env!("CARGO_BIN_EXE_berth"),
+                spec.display(),
+                dist.url()
+            ),
+            "/dev/null",
+        ])
+        .env("BERTH_ROOT", node.root.path())
+        .env("TRACE", &trace)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut typing = child.stdin.take().unwrap();
+    let mut screen = child.stdout.take().unwrap();
+    // Read the terminal until the question shows, then press Ctrl-C; the input stays open.
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut shown = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while let Ok(count) = std::io::Read::read(&mut screen, &mut buffer) {
+            if count == 0 {
+                break;
+            }
+            shown.extend_from_slice(&buffer[..count]);
+            let _ = lines.send(String::from_utf8_lossy(&shown).into_owned());
+        }
+    });
+    let mut shown = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !shown.contains("Continue? (Y/n)") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        shown = seen
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no question within a minute: {shown}"));
+    }
+    std::io::Write::write_all(&mut typing, b"\x03").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let ended = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            // The run waits on: stop it, so that the failure leaves nothing behind.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("berth did not end within 5 s of one Ctrl-C: {shown}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    while let Ok(more) = seen.try_recv() {
+        shown = more;
+    }
+    assert_eq!(ended.code(), Some(130), "{shown}");
+    assert!(shown.contains("interrupted at the question"), "{shown}");
+    assert!(take_trace(&trace).is_empty(), "a hook ran: {shown}");
+    drop(typing);
+}

@@ -841,3 +841,60 @@ fn kurls_in_cluster_collectors_run_through_kubectl_as_their_specs_say() {
         "{requests:#?}"
     );
 }
+
+/// Ctrl-C during a support bundle stops the collectors' programs, which run in process groups
+/// of their own that the terminal's signal misses, writes no bundle, and exits 130.
+#[test]
+fn an_interrupted_bundle_stops_its_collectors_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // A collector that would run for minutes, named so that it can be found.
+    let marker = format!("{}", 4000 + std::process::id() % 1000);
+    let spec = dir.path().join("slow.yaml");
+    fs_err::write(
+        &spec,
+        format!(
+            "apiVersion: troubleshoot.sh/v1beta2\nkind: SupportBundle\nmetadata: {{name: slow}}\nspec:\n  hostCollectors:\n    - run: {{collectorName: slow, command: sleep, args: [\"{marker}\"]}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("bundle.tar.gz");
+    let node = Node::new();
+    let mut child = node
+        .command(&[
+            "support-bundle",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--collector-timeout",
+            "10m",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sleeping = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &format!("sleep {marker}$")])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    wait_until("the collector to run", Duration::from_secs(120), sleeping);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut ended = None;
+    wait_until("berth to end after Ctrl-C", Duration::from_secs(10), || {
+        ended = child.try_wait().unwrap();
+        ended.is_some()
+    });
+    let output = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(ended.unwrap().code(), Some(130), "{said}");
+    assert!(said.contains("no bundle was written"), "{said}");
+    assert!(!sleeping(), "the collector still runs");
+    assert!(!out.exists(), "a bundle was written");
+}

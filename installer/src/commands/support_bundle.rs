@@ -82,7 +82,15 @@ pub fn run(args: SupportBundleArgs) -> anyhow::Result<ExitCode> {
     if !args.nodes.is_empty() {
         return fleet_bundle(&args, &layout, &output, &progress);
     }
+    // Ctrl-C stops the collectors' programs (in process groups of their own, which the
+    // terminal's signal misses) and writes no bundle: one cut short would read as whole.
+    berth::interrupt::install()?;
     let collected = support_bundle::collect(&layout, &args.options(), &progress)?;
+    if let Some(signal) = berth::interrupt::received() {
+        anyhow::bail!(
+            "interrupted ({signal}): the collectors were stopped and no bundle was written"
+        );
+    }
     support_bundle::write(&collected, &output)?;
     let files = collected.staging.files();
     let bytes: u64 = files.values().map(|file| file.bytes).sum();

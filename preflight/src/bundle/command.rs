@@ -17,9 +17,53 @@ pub struct Ran {
     pub dropped: u64,
 }
 
+/// The process groups of the programs running now: each runs in a group of its own, which a
+/// terminal's Ctrl-C never reaches, so [`stop_all`] ends them.
+static RUNNING: std::sync::Mutex<std::collections::BTreeSet<i32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+/// Set by [`stop_all`]: no program starts from then on.
+static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Kills every program running for a collector, with what it started, and refuses to start
+/// more (Ctrl-C during a support bundle or host preflights).
+pub fn stop_all() {
+    STOPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let running = RUNNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for group in running.iter() {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(*group),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// Whether [`stop_all`] was called.
+pub fn stopped() -> bool {
+    STOPPED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+fn running(group: i32, now: bool) {
+    let mut running = RUNNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if now {
+        running.insert(group);
+    } else {
+        running.remove(&group);
+    }
+}
+
 /// Runs `command` with nothing on its input, for at most `timeout`, keeping at most `bound`
 /// bytes of each output stream (the first ones).
 pub fn run(command: &mut Command, timeout: Duration, bound: u64) -> std::io::Result<Ran> {
+    if stopped() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "not run: the collection was interrupted",
+        ));
+    }
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -27,6 +71,14 @@ pub fn run(command: &mut Command, timeout: Duration, bound: u64) -> std::io::Res
         // Its own process group: the deadline kills what it started too.
         .process_group(0)
         .spawn()?;
+    running(child.id() as i32, true);
+    // A stop between the start and the line above.
+    if stopped() {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
     // Each pipe is read on a thread of its own, which says what it read on a channel: one
     // that a program outside the group keeps open is given up on, never waited for.
     let read = |pipe: Option<Box<dyn Read + Send>>| {
@@ -69,6 +121,7 @@ pub fn run(command: &mut Command, timeout: Duration, bound: u64) -> std::io::Res
     // What it started may hold the pipes open after it ended: they go with its group, and
     // a pipe still open a moment later (held by a program that left the group) is given up.
     let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+    running(pid.as_raw(), false);
     let grace = Duration::from_secs(2);
     let (stdout, dropped_out) = stdout.recv_timeout(grace).unwrap_or_default();
     let (stderr, dropped_err) = stderr.recv_timeout(grace).unwrap_or_default();
