@@ -18,7 +18,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         format @ berth_formats::output::Format::Yaml => {
-            berth_formats::output::write_document(format, &index, &mut std::io::stdout())?;
+            let _ = berth_formats::output::write_document(format, &index, &mut std::io::stdout());
             return Ok(ExitCode::SUCCESS);
         }
         _ => {}

@@ -222,7 +222,7 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
             "NodeList",
             value.as_array().cloned().unwrap_or_default(),
         );
-        berth_formats::output::write_document(format, &list, &mut std::io::stdout())?;
+        let _ = berth_formats::output::write_document(format, &list, &mut std::io::stdout());
         return Ok(ExitCode::SUCCESS);
     }
     show!("{}", nodes_table(&records, &rollouts));

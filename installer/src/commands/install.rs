@@ -312,7 +312,8 @@ fn execute(
     let format = args.output.format();
     if format.is_document() {
         let status = berth::status::collect(&settings.layout)?;
-        berth_formats::output::write_document(format, &status, &mut std::io::stdout())?;
+        // A reader that went away (`| head`) does not undo a finished run.
+        let _ = berth_formats::output::write_document(format, &status, &mut std::io::stdout());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -120,11 +120,11 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
             }
             if output.format().is_document() {
                 let list = berth_formats::output::List::new("RolloutList", records);
-                berth_formats::output::write_document(
+                let _ = berth_formats::output::write_document(
                     output.format(),
                     &list,
                     &mut std::io::stdout(),
-                )?;
+                );
             } else if records.is_empty() {
                 show!("no rollouts; `berth rollout apply FILE` starts one");
             } else {
