@@ -15,8 +15,7 @@ use berth_formats::versions::compare_versions;
 use crate::phase::Step;
 use crate::state::{AddonState, Outcome, Reason, Target};
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "action", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Install,
     Upgrade {

@@ -69,7 +69,7 @@ pub fn addon_status(state: &AddonState, health: Option<&HealthRecord>) -> AddonS
     };
     let probed = |kind: ConditionType| {
         health
-            .and_then(|record| record.condition(condition_name(kind)))
+            .and_then(|record| record.condition(kind.as_str()))
             .map(|condition| health_condition(kind, condition))
     };
     let available = probed(ConditionType::Available).unwrap_or_else(|| match state.available {
@@ -85,7 +85,7 @@ pub fn addon_status(state: &AddonState, health: Option<&HealthRecord>) -> AddonS
     let degraded = probed(ConditionType::Degraded).unwrap_or_else(|| Condition {
         kind: ConditionType::Degraded,
         status: ConditionStatus::Unknown,
-        reason: "NoComponents".into(),
+        reason: NO_COMPONENTS.into(),
         message: "the add-on's health.yaml lists no components".into(),
         last_transition_time: None,
     });
@@ -113,6 +113,29 @@ pub fn addon_status(state: &AddonState, health: Option<&HealthRecord>) -> AddonS
     }
 }
 
+/// The reason of a condition an add-on without components cannot probe.
+const NO_COMPONENTS: &str = "NoComponents";
+
+/// `berth health`'s document for an add-on whose version `version` is in place and which lists
+/// no components: nothing to probe, so Available as applied, as `berth status` says.
+pub fn addon_health_without_components(name: &str, version: &str) -> AddonHealth {
+    AddonHealth {
+        api_version: ApiVersion::V1,
+        kind: AddonHealthKind::AddonHealth,
+        name: name.to_string(),
+        version: version.to_string(),
+        checked_at: state::now(),
+        conditions: vec![Condition {
+            kind: ConditionType::Available,
+            status: ConditionStatus::True,
+            reason: NO_COMPONENTS.into(),
+            message: "it lists no components (no health.yaml): Available as applied".into(),
+            last_transition_time: None,
+        }],
+        components: Vec::new(),
+    }
+}
+
 /// `berth health`'s document: one probe's conditions and components.
 pub fn addon_health(record: &HealthRecord) -> AddonHealth {
     AddonHealth {
@@ -125,19 +148,11 @@ pub fn addon_health(record: &HealthRecord) -> AddonHealth {
             .into_iter()
             .filter_map(|kind| {
                 record
-                    .condition(condition_name(kind))
+                    .condition(kind.as_str())
                     .map(|condition| health_condition(kind, condition))
             })
             .collect(),
         components: components(record),
-    }
-}
-
-fn condition_name(kind: ConditionType) -> &'static str {
-    match kind {
-        ConditionType::Available => "Available",
-        ConditionType::Degraded => "Degraded",
-        ConditionType::Progressing => "Progressing",
     }
 }
 

@@ -258,7 +258,14 @@ fn a_grid_runs_on_a_vm_and_its_report_opens_in_chromium() {
     let console = fs_err::read_to_string(passing.join("primary-1.console.log")).unwrap();
     assert!(console.contains("Linux version"), "a kernel booted");
     let status = fs_err::read_to_string(passing.join("primary-1.status.json")).unwrap();
-    assert!(status.contains("\"version\": \"2.0.0\""), "{status}");
+    let document: berth_formats::output::NodeStatus =
+        serde_json::from_str(&status).unwrap_or_else(|error| panic!("{error}: {status}"));
+    let demo = document.addons.iter().find(|addon| addon.name == "demo");
+    assert_eq!(
+        demo.and_then(|addon| addon.current_version.as_deref()),
+        Some("2.0.0"),
+        "{status}"
+    );
 
     let junit = fs_err::read_to_string(report.join("junit.xml")).unwrap();
     assert!(

@@ -551,7 +551,7 @@ mod tests {
             dir: dir.path().join("fleet"),
             log_dir: dir.path().join("log"),
         };
-        let bundles = Bundles::new(&paths);
+        let bundles = with_room(Bundles::new(&paths));
         let nodes = ["m1".to_string(), "m2".to_string()];
         bundles
             .ask("b1", &nodes, None, Duration::from_secs(60))
@@ -641,12 +641,19 @@ mod tests {
         fs_err::metadata(path).unwrap().permissions().mode() & 0o777
     }
 
+    /// Bundles whose disk has a gibibyte of room, whatever the disk the tests run on holds:
+    /// a nearly full test machine must not look like a full first node.
+    fn with_room(mut bundles: Bundles) -> Bundles {
+        bundles.room = |_| 1 << 30;
+        bundles
+    }
+
     fn asked(dir: &Path, nodes: &[&str]) -> (FleetPaths, Bundles) {
         let paths = FleetPaths {
             dir: dir.join("fleet"),
             log_dir: dir.join("log"),
         };
-        let bundles = Bundles::new(&paths);
+        let bundles = with_room(Bundles::new(&paths));
         let nodes: Vec<String> = nodes.iter().map(|node| node.to_string()).collect();
         bundles
             .ask("b1", &nodes, None, Duration::from_secs(60))

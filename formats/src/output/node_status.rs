@@ -137,6 +137,17 @@ pub enum ConditionType {
     Progressing,
 }
 
+impl ConditionType {
+    /// The word the documents and the tables use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionType::Available => "Available",
+            ConditionType::Degraded => "Degraded",
+            ConditionType::Progressing => "Progressing",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ConditionStatus {
     True,

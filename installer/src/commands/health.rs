@@ -7,10 +7,7 @@ use anyhow::bail;
 use berth::health::{self, RuntimeOnce};
 use berth::layout::Layout;
 use berth::state::StateStore;
-use berth_formats::output::{
-    AddonHealth, AddonHealthKind, ApiVersion, Condition, ConditionStatus, ConditionType, Format,
-    OutputArgs,
-};
+use berth_formats::output::{AddonHealth, ConditionStatus, ConditionType, Format, OutputArgs};
 use berth_formats::table::{self, Align};
 
 use crate::RootArgs;
@@ -38,22 +35,9 @@ pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
     };
     let document = match health::check(&layout, &state, &RuntimeOnce::new()) {
         Some(record) => berth::status::addon_health(&record),
-        // Nothing to probe: Available as applied, as `berth status` says.
-        None => AddonHealth {
-            api_version: ApiVersion::V1,
-            kind: AddonHealthKind::AddonHealth,
-            name: args.addon.clone(),
-            version: current.target.version.clone(),
-            checked_at: berth::state::now(),
-            conditions: vec![Condition {
-                kind: ConditionType::Available,
-                status: ConditionStatus::True,
-                reason: "NoComponents".into(),
-                message: "it lists no components (no health.yaml): Available as applied".into(),
-                last_transition_time: None,
-            }],
-            components: Vec::new(),
-        },
+        None => {
+            berth::status::addon_health_without_components(&args.addon, &current.target.version)
+        }
     };
     let format = args.output.format();
     if format.is_document() {
@@ -107,9 +91,9 @@ fn show(document: &AddonHealth, wide: bool) {
     }
     for condition in &document.conditions {
         show!(
-            "{} {:?}: {} ({})",
+            "{} {}: {} ({})",
             document.name,
-            condition.kind,
+            condition.kind.as_str(),
             condition.status.as_str(),
             condition.message
         );

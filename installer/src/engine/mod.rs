@@ -164,33 +164,25 @@ impl RunSettings {
 }
 
 /// One add-on of the plan.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct PlannedAddon {
     pub name: String,
     pub version: String,
     pub decision: Decision,
     pub reason: String,
-    #[serde(skip)]
     pub target: Target,
-    #[serde(skip)]
     pub config: Map<String, Value>,
     /// The record the decision was made from.
-    #[serde(skip)]
     pub record: AddonState,
     /// The add-on's record on the node is damaged (`record` is blank): the run moves it aside.
-    #[serde(skip)]
     pub record_damaged: bool,
     /// The lock's digest of the package's `package.json`, which checks the package when an
     /// airgap bundle carries it unpacked.
-    #[serde(skip)]
     pub bundled_index: Option<berth_formats::Sha256Digest>,
     /// The spec's `s3Override`: hooks see it as kURL's `<ADDON>_S3_OVERRIDE`; the package
     /// itself still comes from the dist, checked by its digest.
-    #[serde(skip)]
     pub s3_override: Option<String>,
     /// How its package is compressed (from the lock or `versions.json`), which names its file.
-    #[serde(skip)]
     pub compression: Compression,
 }
 
@@ -202,16 +194,13 @@ impl PlannedAddon {
 }
 
 /// Every add-on of the spec, in install order, with what the run will do to it.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct Plan {
     pub id: String,
     pub addons: Vec<PlannedAddon>,
     /// `spec.kurl.airgap`.
-    #[serde(skip)]
     pub airgap: bool,
     /// `spec.kurl` and kURL's other settings sections, by spec key, for the hooks' variables.
-    #[serde(skip)]
     pub settings: BTreeMap<String, Map<String, Value>>,
 }
 

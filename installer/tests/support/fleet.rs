@@ -16,8 +16,42 @@ pub struct Machine {
     pub name: String,
     pub host: Host,
     pub containerd: Containerd,
-    pub root: tempfile::TempDir,
+    pub root: MemoryDisk,
     pub logs: tempfile::TempDir,
+}
+
+/// A folder on a disk of its own, in memory: what a machine's disk holds and has free is the
+/// machine's, not the test host's (the first node refuses nodes' bundles when its disk is
+/// nearly full, as a nearly full test host would look).
+pub struct MemoryDisk {
+    folder: tempfile::TempDir,
+}
+
+impl MemoryDisk {
+    fn mount() -> MemoryDisk {
+        let folder = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=2g,mode=0755", "berth-test"])
+            .arg(folder.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount a tmpfs on {:?}", folder.path());
+        MemoryDisk { folder }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.folder.path()
+    }
+}
+
+impl Drop for MemoryDisk {
+    fn drop(&mut self) {
+        // Lazily: a process of the machine that has not yet ended keeps it busy.
+        let _ = std::process::Command::new("umount")
+            .arg("--lazy")
+            .arg(self.folder.path())
+            .status();
+    }
 }
 
 impl Machine {
@@ -26,7 +60,7 @@ impl Machine {
             name: name.to_string(),
             containerd: Containerd::start_in(&host),
             host,
-            root: tempfile::tempdir().unwrap(),
+            root: MemoryDisk::mount(),
             logs: tempfile::tempdir().unwrap(),
         }
     }
