@@ -444,7 +444,8 @@ fn failure(host: &dyn Host, work: &Work, folder: &Path) -> String {
         .addon(&work.addon)
         .and_then(|facts| facts.progressing)
         .filter(|condition| {
-            condition.reason == "Failed" && condition.since.as_str() >= started.trim()
+            matches!(condition.reason.as_str(), "Failed" | "Interrupted")
+                && condition.since.as_str() >= started.trim()
         });
     let message = match recorded {
         Some(condition) => condition.message,

@@ -78,8 +78,9 @@ pub enum Reason {
     Succeeded,
     /// Progressing (false): the last run failed, or was refused.
     Failed,
-    /// Progressing (false): a run stopped part-way and no run is under way. `berth status`
-    /// shows it; it is never recorded, since a record cannot know its run has ended.
+    /// Progressing (false): a run stopped part-way: recorded when a signal (Ctrl-C, SIGTERM,
+    /// SIGHUP) stopped it, and shown by `berth status` for a run that was killed (its records
+    /// still say Installing…) once no run holds the node's lock.
     Interrupted,
     /// Available: a version is in place.
     Applied,

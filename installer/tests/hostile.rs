@@ -453,14 +453,78 @@ fn sigint_and_sigterm_end_the_hooks_and_record_the_interruption() {
             || !alive(child),
         );
         let state = &node.status()["slow"];
-        assert_eq!(state["progressing"]["reason"], "Failed", "{signal}");
+        assert_eq!(state["progressing"]["reason"], "Interrupted", "{signal}");
         let message = state["progressing"]["message"].as_str().unwrap();
         assert!(
-            message.contains(&format!("SIG{signal}")),
+            message.contains(&format!("interrupted by SIG{signal} at its install step")),
             "{signal}: {message}"
         );
         assert!(lock_is_free(&node));
     }
+}
+
+/// Ctrl-C after an add-on's hook finished, while Berth waits for its components: the run ends
+/// at once (not when the health wait would), and the record says what happened — the version
+/// the hook put in place, interrupted at the health step — not that the hook failed.
+#[test]
+fn ctrl_c_after_a_hook_finished_records_the_interruption_and_the_version_in_place() {
+    let mut dist = TestDist::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = dist.addon(
+        "waits",
+        "1.0.0",
+        "function waits() { touch \"$FINISHED\"; }\n",
+    );
+    fs_err::write(
+        folder.join("health.yaml"),
+        format!(
+            "components:\n  - name: never\n    command: {{run: [test, -e, '{}']}}\n",
+            scratch.path().join("never").display()
+        ),
+    )
+    .unwrap();
+    dist.package(&folder);
+    dist.write_versions();
+    let spec = dist.spec("spec.yaml", &[("waits", "version: 1.0.0")]);
+    let node = Node::new().env("FINISHED", scratch.path().join("finished"));
+    let mut command = node.install_command(&spec, &dist.url());
+    command.args(["--health-timeout", "10m"]);
+    let mut run = spawn_quietly(&mut command);
+    wait_until("the hook to finish", Duration::from_secs(60), || {
+        scratch.path().join("finished").exists()
+    });
+    wait_until("the health wait", Duration::from_secs(30), || {
+        node.status()["waits"]["progressing"]["message"]
+            .as_str()
+            .is_some_and(|message| message.ends_with(": health"))
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = run.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "berth did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    let state = &node.status()["waits"];
+    assert_eq!(state["progressing"]["reason"], "Interrupted", "{state:#}");
+    let message = state["progressing"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("interrupted by SIGINT at its health step")
+            && message.contains("run the same command again"),
+        "{message}"
+    );
+    assert_eq!(state["current"]["version"], "1.0.0", "{state:#}");
+    assert!(lock_is_free(&node));
 }
 
 #[test]

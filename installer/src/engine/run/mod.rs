@@ -644,7 +644,7 @@ fn given_up_attempt(state: &mut AddonState, asked_before: Option<&str>) {
     let failed = state
         .progressing
         .as_ref()
-        .is_some_and(|condition| condition.reason == Reason::Failed);
+        .is_some_and(|condition| matches!(condition.reason, Reason::Failed | Reason::Interrupted));
     if !failed {
         return;
     }

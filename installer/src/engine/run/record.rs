@@ -124,8 +124,9 @@ impl Run<'_> {
     }
 
     /// Marks every add-on the run did not finish as Failed: the culprit with the error and the
-    /// tail of its output, the others as stopped by it. An add-on already in place stays
-    /// Available.
+    /// tail of its output, the others as stopped by it; or, when a signal stopped the run, as
+    /// Interrupted at the step it had reached (its hook may have finished: the signal came
+    /// between steps). An add-on already in place stays Available.
     pub(super) fn fail_unfinished(&mut self, error: &EngineError) -> Result<(), EngineError> {
         let culprit = match error {
             EngineError::Fetch { name, .. }
@@ -146,18 +147,34 @@ impl Run<'_> {
                 attempt.outcome = Outcome::Failed;
             }
             let is_culprit = culprit.as_deref() == Some(member.planned.name.as_str());
-            let text = if is_culprit {
-                message.clone()
-            } else {
-                match (crate::interrupt::received(), &culprit) {
-                    (Some(signal), _) => {
-                        format!("not finished: interrupted by {}", signal.as_str())
+            let (reason, text) = match (crate::interrupt::received(), &culprit) {
+                (Some(signal), _) => {
+                    let step = state.attempt.as_ref().map(|attempt| attempt.phase);
+                    let at = match step {
+                        Some(step) => format!(" at its {step} step"),
+                        None => String::new(),
+                    };
+                    let mut text = format!(
+                        "interrupted by {}{at}; run the same command again to finish it",
+                        signal.as_str()
+                    );
+                    if is_culprit {
+                        text.push('\n');
+                        text.push_str(&message);
                     }
-                    (None, Some(culprit)) => format!("not finished: the run stopped at {culprit}"),
-                    (None, None) => format!("not finished: {}", first_line(&message)),
+                    (Reason::Interrupted, text)
                 }
+                _ if is_culprit => (Reason::Failed, message.clone()),
+                (None, Some(culprit)) => (
+                    Reason::Failed,
+                    format!("not finished: the run stopped at {culprit}"),
+                ),
+                (None, None) => (
+                    Reason::Failed,
+                    format!("not finished: {}", first_line(&message)),
+                ),
             };
-            state.set_progressing(false, Reason::Failed, text);
+            state.set_progressing(false, reason, text);
             match &state.current {
                 // In place, but not healthy: what the run waited for and did not see.
                 Some(current) if is_culprit && matches!(error, EngineError::Unhealthy { .. }) => {
