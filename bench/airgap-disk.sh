@@ -32,7 +32,7 @@ echo "generating add-ons, packages and the bundle..." >&2
 python3 bench/make-addons.py "$work/repository" 10 24 16
 "$berth_build" build "$work/repository/addons" --out "$work/dist" --cache-dir "$work/cache" >/dev/null 2>&1
 cp "$work/repository/versions.json" "$work/dist/versions.json"
-"$berth_build" bundle --spec "$work/repository/installer.yaml" --from "$work/dist" \
+"$berth_build" bundle --spec "$work/repository/installer.yaml" --dist "$work/dist" \
     --out "$work/bundle.tar.gz" >/dev/null 2>&1
 bundle_bytes=$(stat -c %s "$work/bundle.tar.gz")
 

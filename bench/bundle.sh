@@ -41,7 +41,7 @@ rm -f "$work/kurl-bundle.tar.gz"
 echo "berth-build bundle..." >&2
 start=$(now)
 /usr/bin/time -v -o "$work/berth.time" \
-    "$berth_build" bundle --spec "$spec" --from "$work/dist" --out "$work/bundle.tar.gz" >/dev/null 2>&1
+    "$berth_build" bundle --spec "$spec" --dist "$work/dist" --out "$work/bundle.tar.gz" >/dev/null 2>&1
 berth_seconds=$(elapsed "$start" "$(now)")
 berth_bytes=$(stat -c %s "$work/bundle.tar.gz")
 berth_rss=$(max_rss_kib "$work/berth.time")
@@ -49,7 +49,7 @@ berth_rss=$(max_rss_kib "$work/berth.time")
 echo "berth-build bundle --compression zstd..." >&2
 start=$(now)
 /usr/bin/time -v -o "$work/zstd.time" \
-    "$berth_build" bundle --spec "$spec" --from "$work/dist" -o "$work/bundle.tar.zst" \
+    "$berth_build" bundle --spec "$spec" --dist "$work/dist" --out "$work/bundle.tar.zst" \
     --compression zstd >/dev/null 2>&1
 zstd_seconds=$(elapsed "$start" "$(now)")
 zstd_bytes=$(stat -c %s "$work/bundle.tar.zst")

@@ -54,7 +54,7 @@ pids+=($!)
 export CONTAINERD_ADDRESS="$work/containerd/containerd.sock"
 for _ in $(seq 100); do ctr version >/dev/null 2>&1 && break; sleep 0.1; done
 
-nsenter --net="/run/netns/$namespace" "$berth_build" serve --from "$work/dist" --installers "$work/installers" --listen 127.0.0.1:18800 --berth "$berth" \
+nsenter --net="/run/netns/$namespace" "$berth_build" serve --dist "$work/dist" --installers "$work/installers" --listen 127.0.0.1:18800 --berth "$berth" \
     >"$work/serve.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do inside curl -fsS -o /dev/null http://127.0.0.1:18800/versions.json 2>/dev/null && break; sleep 0.1; done

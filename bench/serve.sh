@@ -57,7 +57,7 @@ for side in before after; do
     port=$((18900 + RANDOM % 500))
     extra=()
     [ "$side" = before ] || extra=(--installers "$work/installers-$side")
-    "$work/$side/berth-build" serve --from "$work/dist" --listen "127.0.0.1:$port" \
+    "$work/$side/berth-build" serve --dist "$work/dist" --listen "127.0.0.1:$port" \
         --berth "$work/$side/berth" "${extra[@]}" >"$work/serve-$side.log" 2>&1 &
     server_pid=$!
     url="http://127.0.0.1:$port"

@@ -96,7 +96,7 @@ fn serve_with(dist: &Path, extra: &[&str], port: u16) -> Serving {
             .arg(log.path().join("installers"));
     }
     let server = Server::spawn(
-        command.arg("--from").arg(dist).args(extra),
+        command.arg("--dist").arg(dist).args(extra),
         &log.path().join("serve.log"),
     );
     let url = format!("http://127.0.0.1:{port}");
@@ -304,7 +304,7 @@ fn a_berth_binary_other_than_the_script_expects_is_refused() {
         Command::new(env!("CARGO_BIN_EXE_berth-build"))
             .args(["serve", "--installers"])
             .arg(log.path().join("installers"))
-            .arg("--from")
+            .arg("--dist")
             .arg(&dist.dist)
             .args(["--listen", &format!("127.0.0.1:{port}"), "--berth"])
             .arg(other.path()),
@@ -390,7 +390,7 @@ fn every_rendered_script_passes_shellcheck() {
             "script",
             "--spec",
             spec.to_str().unwrap(),
-            "--from",
+            "--dist",
             dist.dist.to_str().unwrap(),
             "--dist-url",
             "http://127.0.0.1:1/dist",
@@ -634,7 +634,7 @@ fn a_bundle_stores_a_blob_that_three_add_ons_share_once() {
         "bundle",
         "--spec",
         spec.to_str().unwrap(),
-        "--from",
+        "--dist",
         dist.to_str().unwrap(),
         "--out",
         bundle.to_str().unwrap(),
@@ -730,7 +730,7 @@ fn a_host_built_node_binary_is_shipped_by_default_only_when_allowed_and_the_port
     let bundle = target.path().join("bundle.tar.gz");
     let run = |extra: &[&str]| {
         let output = Command::new(&builder)
-            .args(["bundle", "--spec", spec.to_str().unwrap(), "--from"])
+            .args(["bundle", "--spec", spec.to_str().unwrap(), "--dist"])
             .arg(&dist.dist)
             .arg("--out")
             .arg(&bundle)
@@ -797,7 +797,7 @@ fn an_s3_store_is_served_as_a_folder_is() {
     let log = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_berth-build"));
     command
-        .args(["serve", "--from", "s3://berth/channel", "--release", "r1"])
+        .args(["serve", "--dist", "s3://berth/channel", "--release", "r1"])
         .arg("--installers")
         .arg(log.path().join("installers"))
         .args(["--endpoint", &s3.endpoint, "--path-style"])
@@ -1008,7 +1008,7 @@ fn out_of_range_limits_are_refused_by_name_not_by_a_panic() {
         ("--installers-per-client", "0"),
     ] {
         let output = Command::new(env!("CARGO_BIN_EXE_berth-build"))
-            .args(["serve", flag, value, "--from", "/nonexistent"])
+            .args(["serve", flag, value, "--dist", "/nonexistent"])
             .output()
             .unwrap();
         let said = text(&output.stderr);
@@ -1232,7 +1232,7 @@ fn operator_values_are_quoted_in_the_scripts() {
         spec.to_str().unwrap(),
         "--dist-url",
         &dist_url,
-        "--from",
+        "--dist",
         dist.dist.to_str().unwrap(),
         "--berth",
         berth_binary().to_str().unwrap(),
@@ -1541,17 +1541,21 @@ fn serve_refuses_a_store_with_no_dist_and_takes_listen_colon_port() {
     };
     let missing = tempfile::tempdir().unwrap();
     let typo = missing.path().join("dsit");
-    let said = refuse(&["--from", typo.to_str().unwrap(), "--allow-new-glibc"]);
-    assert!(
-        said.contains(&format!("{} holds no dist to serve", typo.display())),
-        "{said}"
-    );
+    // `--from`, the flag's older name, still reads.
+    for flag in ["--dist", "--from"] {
+        let said = refuse(&[flag, typo.to_str().unwrap(), "--allow-new-glibc"]);
+        assert!(
+            said.contains(&format!("{} holds no dist to serve", typo.display()))
+                && said.contains("give --dist the folder"),
+            "{flag}: {said}"
+        );
+    }
 
     let dist = Dist::new();
     let port = free_port();
     let colon_port = format!(":{port}");
     let from = dist.dist.to_str().unwrap();
-    let said = refuse(&["--from", from, "--listen", &colon_port, "--allow-new-glibc"]);
+    let said = refuse(&["--dist", from, "--listen", &colon_port, "--allow-new-glibc"]);
     assert!(
         said.contains(&format!("as --public-url http://HOST:{port}")),
         "{said}"

@@ -43,6 +43,12 @@ pub fn a_second_to_a_year(text: &str) -> Result<Duration, String> {
     parse(text, Duration::from_secs(1)..=366 * DAY)
 }
 
+/// clap's value parser for how long something lasts unused or stays current (`--installer-idle`,
+/// `--expires-in`): one second to ten years.
+pub fn a_second_to_ten_years(text: &str) -> Result<Duration, String> {
+    parse(text, Duration::from_secs(1)..=10 * 366 * DAY)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -98,7 +98,7 @@ fn a_node_installs_from_the_served_script_and_another_joins_it() {
             .command(&berth_build_binary().display().to_string())
             .args([
                 "serve",
-                "--from",
+                "--dist",
                 &dist.url(),
                 "--listen",
                 &listen,

@@ -94,7 +94,7 @@ impl Cluster {
         let server = Server::spawn(
             server_host
                 .command(&berth_build.display().to_string())
-                .args(["serve", "--from"])
+                .args(["serve", "--dist"])
                 .arg(&dist)
                 .args(["--listen", &format!("{}:8800", server_host.address())])
                 .arg("--spec")

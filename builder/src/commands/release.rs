@@ -9,10 +9,15 @@ use super::upload::{StoreArgs, default_arch};
 /// Which release of which store a command reads.
 #[derive(clap::Args, Clone)]
 pub struct ReleaseArgs {
-    /// The store: a folder (a dist folder `berth-build build` wrote, or one `upload` wrote
-    /// to), or `s3://bucket/prefix`.
-    #[arg(long, default_value = "dist")]
-    pub from: String,
+    /// The dist to read: the folder `berth-build build --out` wrote; or, with --release, the
+    /// store `upload` wrote to (a folder, or `s3://bucket/prefix`). `--from` is its older name.
+    #[arg(
+        long = "dist",
+        alias = "from",
+        value_name = "DIR|s3://BUCKET/PREFIX",
+        default_value = "dist"
+    )]
+    pub dist: String,
     /// The release within the store (`dist/<release>/`); without it the store is one dist.
     #[arg(long)]
     pub release: Option<String>,
@@ -34,7 +39,7 @@ pub struct ReleaseArgs {
 
 impl ReleaseArgs {
     pub async fn open(&self) -> anyhow::Result<Release> {
-        let location = StoreLocation::parse(&self.from)?;
+        let location = StoreLocation::parse(&self.dist)?;
         let store = Store::open(&location, &self.store.settings()).await?;
         let prefix = match &self.release {
             Some(release) => release_key(self.staging, release, ""),

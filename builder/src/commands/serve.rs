@@ -37,7 +37,7 @@ pub struct ServeArgs {
     max_installers: u64,
     /// How long an installer must go unused (no script, bundle or post of it) before a full
     /// store lets a new one take its place (`30d`, `12h`).
-    #[arg(long, default_value = "30d", value_parser = idle_time)]
+    #[arg(long, default_value = "30d", value_name = "DURATION", value_parser = berth_formats::duration::a_second_to_ten_years)]
     installer_idle: Duration,
     /// New installers one client address may create in an hour; more are answered 429 with
     /// Retry-After.
@@ -75,12 +75,6 @@ fn is_every_address(listen: &str) -> bool {
         .is_ok_and(|address| address.ip().is_unspecified())
 }
 
-/// `--installer-idle`: from a second to ten years.
-fn idle_time(text: &str) -> Result<Duration, String> {
-    const TEN_YEARS: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
-    berth_formats::duration::parse(text, Duration::from_secs(1)..=TEN_YEARS)
-}
-
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let signing_key = berth_build::publish::sign::load_key(args.signing_key.as_deref())?;
     let listen = listen_address(&args.listen);
@@ -111,12 +105,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     super::runtime()?.block_on(async {
         let release = args.release.open().await?;
-        // A --from that names no dist (a typo, an empty folder) is refused now, not answered
+        // A --dist that names no dist (a typo, an empty folder) is refused now, not answered
         // 404 request after request.
         release.versions().await.with_context(|| {
             format!(
-                "{} holds no dist to serve\nhint: give --from the folder `berth-build build --out` wrote, or s3://BUCKET/PREFIX (with --release)",
-                args.release.from
+                "{} holds no dist to serve\nhint: give --dist the folder `berth-build build --out` wrote, or s3://BUCKET/PREFIX (with --release)",
+                args.release.dist
             )
         })?;
         // Each spec given is kept with its lock, as a posted one is.
@@ -146,7 +140,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("failed to listen on {listen}"))?;
         eprintln!(
             "serving {} at {public_url} ({} installers kept in {})",
-            args.release.from,
+            args.release.dist,
             server.installers.len(),
             installers_dir.display()
         );

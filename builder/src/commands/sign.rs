@@ -25,8 +25,8 @@ pub struct SignArgs {
     /// How long the signed release stays current: nodes refuse it after that (`30d`, `1y`).
     /// Each signing stamps versions.json as a newer release than the one before; sign again
     /// to renew.
-    #[arg(long, value_name = "DURATION", default_value = "365d")]
-    expires_in: humantime::Duration,
+    #[arg(long, value_name = "DURATION", default_value = "365d", value_parser = berth_formats::duration::a_second_to_ten_years)]
+    expires_in: std::time::Duration,
 }
 
 pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
@@ -72,7 +72,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<ExitCode> {
             sign::KEY_VARIABLE
         )
     })?;
-    let files = sign::sign_dist(&key, &args.dist, args.expires_in.into())?;
+    let files = sign::sign_dist(&key, &args.dist, args.expires_in)?;
     for file in &files {
         show!("signed {}", file.display());
     }

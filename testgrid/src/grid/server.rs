@@ -32,7 +32,7 @@ impl Server {
         let log = fs_err::File::create(out.join("serve.log"))?;
         let child = Command::new(builder)
             .arg("serve")
-            .arg("--from")
+            .arg("--dist")
             .arg(dist)
             .arg("--berth")
             .arg(berth)
