@@ -45,16 +45,28 @@ enum Command {
     /// Package one add-on folder (`addons/<name>/<version>`) into `<name>-<version>.tar.gz`.
     Package(PackageArgs),
     /// Package every add-on version under a folder, skipping those whose inputs are unchanged.
+    #[command(
+        after_help = "Output: a row per add-on version (built, unchanged or FAILED) and each failure's reason.\nExit status: 0 when every add-on packaged; 1 when one failed (the others are written)."
+    )]
     Build(BuildArgs),
     /// Check every Manifest and install.sh under the paths; exit non-zero on any problem.
+    #[command(
+        after_help = "Exit status: 0 when every file is sound; 1 when one has a problem (each is named, with its line)."
+    )]
     Check(CheckArgs),
     /// Show what a package holds: images, files, host packages.
+    #[command(
+        after_help = "Output: the package's images, files and host packages (-o json|yaml prints its package.json, the index the package carries)."
+    )]
     Inspect(InspectArgs),
     /// Resolve the closure of host packages (apt or rpm) on one target distro and print it.
     Resolve(ResolveArgs),
     /// Publish a built dist folder to a store (a folder or S3) under `dist/<release>/`.
     Upload(commands::upload::UploadArgs),
     /// Write the repository's versions.json from its add-on folders, or check it is current.
+    #[command(
+        after_help = "Exit status: 0 when versions.json was written, or with --check is current; 1 when --check finds it stale (what differs is said)."
+    )]
     Versions(commands::versions::VersionsArgs),
     /// Render an installer's install, join, upgrade and tasks scripts, with its lock.
     Script(commands::script::ScriptArgs),
@@ -68,6 +80,9 @@ enum Command {
     /// materials.
     Sign(commands::sign::SignArgs),
     /// Check a package's signed provenance, build its add-on again, and compare the bytes.
+    #[command(
+        after_help = "Exit status: 0 when the package built again is the same bytes; 1 when it differs or the statement's signature does not hold."
+    )]
     VerifyProvenance(commands::provenance::VerifyProvenanceArgs),
 }
 
@@ -256,5 +271,15 @@ mod help_tests {
     fn every_argument_has_help() {
         let missing = berth_testgrid::undocumented(&Cli::command());
         assert!(missing.is_empty(), "without help: {missing:#?}");
+    }
+
+    /// docs/cli/ holds this program's reference as its definitions say it.
+    #[test]
+    fn the_reference_is_the_command_lines_own() {
+        let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        if let Err(error) = berth_testgrid::cli_docs::check_reference(&Cli::command(), &repository)
+        {
+            panic!("{error}");
+        }
     }
 }

@@ -36,7 +36,13 @@ struct Cli {
 #[derive(clap::Args, Clone)]
 pub struct RootArgs {
     /// Root of the node's filesystem as Berth sees it (state, packages, logs hang off it).
-    #[arg(long, env = "BERTH_ROOT", default_value = "/", global = true)]
+    #[arg(
+        long,
+        env = "BERTH_ROOT",
+        value_name = "DIR",
+        default_value = "/",
+        global = true
+    )]
     root: PathBuf,
 }
 
@@ -57,14 +63,26 @@ impl RootArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Install or update the add-ons of an Installer spec on this node.
+    #[command(
+        after_help = "Output: the steps on standard error as they go; when the run ends, the node's status on standard output (the table, or with -o json|yaml the NodeStatus document, docs/schemas/node-status.v1.json).\nExit status: 0 when every add-on is applied; 1 when one is not (its record says which step failed and why; the same command again continues); 130 after Ctrl-C, 143 after SIGTERM."
+    )]
     Install(commands::install::InstallArgs),
     /// Print what `install` would do for each add-on, and why; change nothing.
+    #[command(
+        after_help = "Output: a line per add-on (-o wide adds FROM and PACKAGE; -o json|yaml prints the Plan document, docs/schemas/plan.v1.json).\nExit status: 0 when every add-on can be applied; 1 when one is refused (a downgrade) or the spec, lock or dist cannot be read."
+    )]
     Plan(commands::install::PlanArgs),
     /// Join this node to a cluster: fetch, load, preflight and each add-on's join hook, with
     /// the key=value parameters of the command the first node printed.
+    #[command(
+        after_help = "Output: the steps on standard error as they go; when the run ends, the node's status on standard output (the table, or with -o json|yaml the NodeStatus document, docs/schemas/node-status.v1.json).\nExit status: 0 when every add-on is applied; 1 when one is not (its record says which step failed and why; the same command again continues); 130 after Ctrl-C, 143 after SIGTERM."
+    )]
     Join(commands::install::JoinArgs),
     /// Upgrade this node to the spec: as kURL's upgrade, an install on the node that installed
     /// the cluster, each add-on's join hook on a node that joined it.
+    #[command(
+        after_help = "Output: the steps on standard error as they go; when the run ends, the node's status on standard output (the table, or with -o json|yaml the NodeStatus document, docs/schemas/node-status.v1.json).\nExit status: 0 when every add-on is applied; 1 when one is not (its record says which step failed and why; the same command again continues); 130 after Ctrl-C, 143 after SIGTERM."
+    )]
     Upgrade(commands::install::JoinArgs),
     /// Print the command that joins a new node to this one's cluster.
     #[command(name = "join-command")]
@@ -74,12 +92,15 @@ enum Command {
     JoinParam(commands::join_command::JoinParamCommand),
     /// Run host preflights alone: HostPreflight FILEs, or those `install` would run for --spec.
     #[command(
-        after_help = "Exit status, as troubleshoot's preflight: 0 every check passed, 2 a file or spec could not be read, 3 a check failed, 4 a check warned and none failed."
+        after_help = "Output: a line per check (-o json|yaml prints the PreflightReport document, docs/schemas/preflight-report.v1.json).\nExit status, as troubleshoot's preflight: 0 every check passed, 2 a file or spec could not be read, 3 a check failed, 4 a check warned and none failed."
     )]
     Preflight(commands::preflight::PreflightArgs),
     /// Go back to an add-on's previous version, from the packages kept on this node.
     Rollback(commands::rollback::RollbackArgs),
     /// Run each add-on's reset hook and remove what Berth placed on this node.
+    #[command(
+        after_help = "Output: what was reset and removed (-o json|yaml prints the ResetReport document, docs/schemas/reset-report.v1.json).\nExit status: 0 when the node is reset; 1 when it was not confirmed (nothing changed) or a step failed."
+    )]
     Reset(commands::reset::ResetArgs),
     /// On a control-plane node: remove another node from the cluster for good (drained, its
     /// etcd member and Node object gone), as kURL's ekco-purge-node.
@@ -87,13 +108,25 @@ enum Command {
     RemoveNode(commands::remove_node::RemoveNodeArgs),
     /// Show each add-on's desired, current and last version and its conditions, its
     /// components probed live.
+    #[command(
+        after_help = "Output: a line per add-on (-o wide adds APPLIED and COMPONENTS; -o json|yaml prints the NodeStatus document, docs/schemas/node-status.v1.json).\nExit status: 0; 1 when a record is damaged (the others are shown all the same)."
+    )]
     Status(commands::status::StatusArgs),
     /// Probe an add-on's components once; exit non-zero when it is not Available.
+    #[command(
+        after_help = "Output: a line per component and the conditions (-o wide adds OBJECTS; -o json|yaml prints the AddonHealth document, docs/schemas/addon-health.v1.json).\nExit status: 0 when the add-on is Available; 1 when it is not, or is not installed."
+    )]
     Health(commands::health::HealthArgs),
     /// Collect this node's support bundle: Berth's records, the host, the container runtime
     /// and the add-ons' own collectors, redacted, as troubleshoot.sh lays out a host bundle.
+    #[command(
+        after_help = "Output: the bundle's path on standard output.\nExit status: 0 when the bundle holds every node asked for; 1 when a node's bundle did not come (the archive names it) or none was written."
+    )]
     SupportBundle(commands::support_bundle::SupportBundleArgs),
     /// Check a whole dist or airgap bundle offline: signatures, digests, every package's files.
+    #[command(
+        after_help = "Exit status: 0 when every check passed; 1 when one failed (each is named)."
+    )]
     Verify(commands::verify::VerifyArgs),
     /// The signing keys this node keeps, for every dist or one dist's origin; remove one.
     #[command(subcommand)]
@@ -113,6 +146,9 @@ enum Command {
     #[command(subcommand)]
     Fleet(commands::fleet::FleetCommand),
     /// On the first node: every node that registered, its role, labels and add-ons.
+    #[command(
+        after_help = "Output: a line per node (-o json|yaml prints a NodeList: apiVersion berth/v1, kind, items)."
+    )]
     Nodes(commands::fleet::NodesArgs),
     /// On the first node: move an add-on across the nodes by a rollout, and follow it.
     #[command(subcommand)]
@@ -216,5 +252,15 @@ mod tests {
     fn every_argument_has_help() {
         let missing = berth_testgrid::undocumented(&Cli::command());
         assert!(missing.is_empty(), "without help: {missing:#?}");
+    }
+
+    /// docs/cli/ holds this program's reference as its definitions say it.
+    #[test]
+    fn the_reference_is_the_command_lines_own() {
+        let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        if let Err(error) = berth_testgrid::cli_docs::check_reference(&Cli::command(), &repository)
+        {
+            panic!("{error}");
+        }
     }
 }

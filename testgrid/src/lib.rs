@@ -2,6 +2,7 @@
 //! started per test with its own ports and folders, and stopped when dropped.
 
 pub mod apt;
+pub mod cli_docs;
 mod dist_build;
 mod file_server;
 pub mod grid;
@@ -17,6 +18,7 @@ pub mod rpm;
 mod runtimes;
 pub mod s3;
 
+pub use cli_docs::undocumented;
 pub use file_server::{Fault, FileServer};
 pub use kubernetes_api::{KubernetesApi, kubeconfig};
 pub use runtimes::{Containerd, Docker};
@@ -287,27 +289,4 @@ pub fn files_below(dir: &Path) -> Vec<String> {
         .collect();
     files.sort();
     files
-}
-
-/// Every argument and subcommand of `command`, to the deepest, that has no help text, by its
-/// path (`berth rollout resume name`): what a `--help` would show bare.
-pub fn undocumented(command: &clap::Command) -> Vec<String> {
-    fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
-        for argument in command.get_arguments() {
-            let id = argument.get_id().as_str();
-            if id != "help" && id != "version" && argument.get_help().is_none() {
-                missing.push(format!("{path} {id}"));
-            }
-        }
-        for sub in command.get_subcommands() {
-            let path = format!("{path} {}", sub.get_name());
-            if sub.get_about().is_none() && sub.get_name() != "help" {
-                missing.push(format!("{path} (no about)"));
-            }
-            walk(sub, &path, missing);
-        }
-    }
-    let mut missing = Vec::new();
-    walk(command, command.get_name(), &mut missing);
-    missing
 }

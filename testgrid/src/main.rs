@@ -24,6 +24,9 @@ struct Cli {
 enum Commands {
     /// Run every test of the GRID files on every OS of the OS spec (less each test's
     /// `unsupportedOSIDs`); exit 1 when a cell fails.
+    #[command(
+        after_help = "Output: a line per cell as it ends; the report (index.html, junit.xml, each cell's result.json and logs) in --out.\nExit status: 0 when every cell passed; 1 when a cell failed; 2 when the grid could not run (its files, the machines)."
+    )]
     Run(RunArgs),
     /// Join the reports of several shards into one.
     Merge {
@@ -31,7 +34,7 @@ enum Commands {
         #[arg(required = true)]
         shards: Vec<PathBuf>,
         /// Where the joined report goes.
-        #[arg(long, default_value = "testgrid-report")]
+        #[arg(long, value_name = "DIR", default_value = "testgrid-report")]
         out: PathBuf,
     },
     /// Build kURL's add-ons from the shared fixtures into a dist for the grid, through
@@ -110,10 +113,10 @@ struct RunArgs {
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     shard: Option<(usize, usize)>,
     /// Where the report goes.
-    #[arg(long, default_value = "testgrid-report")]
+    #[arg(long, value_name = "DIR", default_value = "testgrid-report")]
     out: PathBuf,
     /// The most one step may take.
-    #[arg(long, default_value = "20m", value_parser = berth_formats::duration::a_second_to_a_day)]
+    #[arg(long, value_name = "DURATION", default_value = "20m", value_parser = berth_formats::duration::a_second_to_a_day)]
     step_timeout: Duration,
     /// Cells run side by side with the qemu provider [default: as many as the machine's cores
     /// and memory hold, each cell's VMs taking --cpus and --memory each; the ssh provider runs
@@ -176,7 +179,7 @@ struct QemuArgs {
     #[arg(long, default_value = "50GiB", value_parser = parse_size)]
     disk: u64,
     /// The most a VM may take to answer over SSH after it starts or reboots.
-    #[arg(long, default_value = "10m", value_parser = berth_formats::duration::a_second_to_a_day)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = berth_formats::duration::a_second_to_a_day)]
     boot_timeout: Duration,
 }
 
@@ -234,6 +237,12 @@ fn main() -> ExitCode {
         eprintln!("berth-testgrid: cannot watch for Ctrl-C: {error}");
         return ExitCode::from(2);
     }
+    // A grid that cannot run exits 2, apart from 1, a cell that failed; the other commands
+    // exit 1 on failure, as berth's and berth-build's do.
+    let failure = match cli.command {
+        Commands::Run(_) => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
+    };
     let result = match cli.command {
         Commands::Run(args) => run(args),
         Commands::Merge { shards, out } => merge(&shards, &out),
@@ -256,7 +265,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             eprintln!("berth-testgrid: {error:#}");
-            ExitCode::from(2)
+            failure
         }
     }
 }
@@ -542,4 +551,28 @@ fn boot(
     }
     drop(vms);
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod help_tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    /// Every argument of every command, to the deepest subcommand, says what it is.
+    #[test]
+    fn every_argument_has_help() {
+        let missing = berth_testgrid::undocumented(&Cli::command());
+        assert!(missing.is_empty(), "without help: {missing:#?}");
+    }
+
+    /// docs/cli/ holds this program's reference as its definitions say it.
+    #[test]
+    fn the_reference_is_the_command_lines_own() {
+        let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        if let Err(error) = berth_testgrid::cli_docs::check_reference(&Cli::command(), &repository)
+        {
+            panic!("{error}");
+        }
+    }
 }

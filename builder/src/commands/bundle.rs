@@ -13,10 +13,10 @@ use super::upload::default_arch;
 #[derive(clap::Args)]
 pub struct BundleArgs {
     /// The Installer spec.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     spec: PathBuf,
     /// The bundle to write (`.tar.gz`; `.tar.zst` with `--compression zstd`).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     out: PathBuf,
     #[command(flatten)]
     no_format: berth_formats::output::NoOutputFormat,

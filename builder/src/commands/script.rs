@@ -10,13 +10,13 @@ use super::release::ReleaseArgs;
 #[derive(clap::Args)]
 pub struct ScriptArgs {
     /// The Installer spec.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     spec: PathBuf,
     /// The URL nodes download packages and the berth binary from (the release's folder).
-    #[arg(long)]
+    #[arg(long, value_name = "URL")]
     dist_url: String,
     /// Where the scripts are written.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     out: PathBuf,
     #[command(flatten)]
     no_format: berth_formats::output::NoOutputFormat,

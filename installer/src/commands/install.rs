@@ -28,11 +28,11 @@ use crate::commands::{HealthTimeout, HookTimeout, Stderr};
 pub struct SpecArgs {
     /// The Installer spec (kind: Installer) [default: the installer this node ran last, with
     /// its lock].
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub(crate) spec: Option<PathBuf>,
     /// Where packages and versions.json are: a folder or an http(s):// URL [default: where
     /// the node's last installer came from].
-    #[arg(long, env = "BERTH_DIST")]
+    #[arg(long, env = "BERTH_DIST", value_name = "DIR|URL")]
     dist: Option<String>,
     /// An airgap bundle to install from as a stream: its `.tar.gz` (a file, a mounted disk) or
     /// `-` for standard input. Its packages go straight into place, the bundle is never
@@ -41,7 +41,7 @@ pub struct SpecArgs {
     pub(crate) bundle: Option<PathBuf>,
     /// The installer's lock (lock.json): each add-on's version and package digest, pinned
     /// when its scripts were rendered; a package with another digest is refused.
-    #[arg(long, env = "BERTH_LOCK")]
+    #[arg(long, env = "BERTH_LOCK", value_name = "FILE")]
     lock: Option<PathBuf>,
     /// A vendor's public key (PEM) this run trusts, besides those kept in
     /// /etc/berth/trusted-keys/ (repeatable): versions.json, each package's .sha256 and the
@@ -89,7 +89,7 @@ pub struct RunArgs {
     #[command(flatten)]
     health_timeout: HealthTimeout,
     /// How long the join secrets hooks publish stay valid (`24h`, `90m`, `30s`).
-    #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = berth::join::parse_ttl)]
+    #[arg(long, env = "BERTH_JOIN_TTL", value_name = "DURATION", default_value = "24h", value_parser = berth::join::parse_ttl)]
     join_ttl: Duration,
     /// Where this installer's scripts are served (`<server>/<id>`); install.sh passes it, and
     /// `berth join-command` prints a join command that fetches join.sh from there.

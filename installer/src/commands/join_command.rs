@@ -52,7 +52,7 @@ pub enum JoinParamCommand {
         #[arg(long)]
         control_plane: bool,
         /// How long a secret stays valid.
-        #[arg(long, env = "BERTH_JOIN_TTL", default_value = "24h", value_parser = berth::join::parse_ttl)]
+        #[arg(long, env = "BERTH_JOIN_TTL", value_name = "DURATION", default_value = "24h", value_parser = berth::join::parse_ttl)]
         ttl: Duration,
         #[command(flatten)]
         root: RootArgs,

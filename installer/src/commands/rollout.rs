@@ -33,6 +33,9 @@ pub enum RolloutCommand {
     },
     /// Where each rollout, or the one named, stands: the strategy in force, and per node its
     /// state and times.
+    #[command(
+        after_help = "Output: a table per rollout (-o json|yaml prints a RolloutList: apiVersion berth/v1, kind, items)."
+    )]
     Status {
         /// A rollout's name (all of them unless given).
         name: Option<String>,
