@@ -644,6 +644,10 @@ fn inspect_shows_images_and_files_as_a_table_and_json() {
     assert!(table.contains("install.sh"), "{table}");
     let (ok, json, _) = builder.run(&["inspect", "--json", package.to_str().unwrap()]);
     assert!(ok);
+    berth_testgrid::conforms(
+        "package-index.v1.json",
+        &serde_json::from_str(&json).unwrap(),
+    );
     assert_eq!(
         PackageIndex::from_bytes(json.as_bytes()).unwrap(),
         read_index(&package)

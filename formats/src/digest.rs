@@ -83,6 +83,16 @@ impl Serialize for Sha256Digest {
     }
 }
 
+impl schemars::JsonSchema for Sha256Digest {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Sha256Digest".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"})
+    }
+}
+
 impl<'de> Deserialize<'de> for Sha256Digest {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;

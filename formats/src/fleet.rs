@@ -198,7 +198,7 @@ pub enum Outcome {
     Failed,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeInfo {
     /// The node's name: a label for people, which nodes on one host or cloned machines may
@@ -218,7 +218,7 @@ pub struct NodeInfo {
 }
 
 /// One add-on on a node: its versions and conditions, as `berth status` shows them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddonReport {
     #[serde(deserialize_with = "plain_name")]
@@ -247,7 +247,7 @@ pub struct AddonReport {
 }
 
 /// What the first node knows of a node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeRecord {
     #[serde(flatten)]

@@ -19,7 +19,7 @@ pub const PACKAGE_INDEX_FILE: &str = "package.json";
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The index of one add-on package.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PackageIndex {
     pub schema_version: u32,
@@ -41,7 +41,7 @@ pub struct PackageIndex {
 }
 
 /// One file of the package.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FileRecord {
     /// Path relative to the add-on folder, `/`-separated.
@@ -53,7 +53,7 @@ pub struct FileRecord {
 }
 
 /// One image of the package.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ImageRecord {
     /// The add-on's name for it (the Manifest's `image <name>`).

@@ -57,7 +57,7 @@ pub const DEFAULT_MAX_CONCURRENCY: Size = Size::Count(1);
 /// The longest duration a rollout may give: longer ones are mistakes, and would overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Rollout {
     pub api_version: String,
@@ -66,14 +66,14 @@ pub struct Rollout {
     pub spec: RolloutSpec,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Metadata {
     #[serde(deserialize_with = "plain_name")]
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RolloutSpec {
     #[serde(deserialize_with = "plain_name")]
@@ -101,7 +101,7 @@ pub struct RolloutSpec {
 }
 
 /// Nodes chosen by role and labels, with the version and configuration they get.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Placement {
     #[serde(deserialize_with = "plain_name")]
@@ -120,7 +120,19 @@ pub struct Placement {
     pub config: BTreeMap<String, serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The first node and the nodes that joined its control plane.
@@ -128,7 +140,7 @@ pub enum Role {
     Secondary,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DecisionGroup {
     #[serde(deserialize_with = "plain_name")]
@@ -136,7 +148,9 @@ pub struct DecisionGroup {
     pub match_labels: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum RolloutType {
     /// Every node at once.
     #[default]
@@ -148,7 +162,7 @@ pub enum RolloutType {
 }
 
 /// OCM's `RolloutStrategy`: the type, and the parameters under the type's own key.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RolloutStrategy {
     #[serde(default, rename = "type")]
@@ -162,7 +176,7 @@ pub struct RolloutStrategy {
 }
 
 /// The parameters of a strategy (each type takes those OCM gives it; see [`Rollout::check`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Parameters {
     /// Groups rolled out first, in order; the rest starts only once all of them succeeded.
@@ -181,7 +195,7 @@ pub struct Parameters {
     pub max_failures: Option<Size>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MandatoryDecisionGroup {
     #[serde(deserialize_with = "plain_name")]
@@ -204,6 +218,23 @@ impl Size {
             Size::Count(count) => count as usize,
             Size::Percent(percent) => (total * percent as usize).div_ceil(100),
         }
+    }
+}
+
+/// A number of nodes, or a percentage of them (`25%`).
+impl schemars::JsonSchema for Size {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Size".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A number of nodes, or a percentage of them (`25%`).",
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": "^(100|[0-9]{1,2})%$"}
+            ]
+        })
     }
 }
 
@@ -445,7 +476,7 @@ impl Rollout {
 
 /// The first node's record of a rollout: the spec as applied, and where each node stands.
 /// Kept as `var/lib/berth/fleet/rollouts/<name>.json`; `berth rollout status --json` prints it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutRecord {
     pub rollout: Rollout,
@@ -491,7 +522,7 @@ impl RolloutRecord {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Direction {
     /// Nodes move to the rollout's version and configuration.
     Forward,
@@ -500,14 +531,14 @@ pub enum Direction {
 }
 
 /// What the admin asked: go on, hold (no node starts), or stop for good.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Control {
     Running,
     Paused,
     Aborted,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum RolloutState {
     /// Nodes are running or soaking, or about to start.
     Progressing,
@@ -523,7 +554,7 @@ pub enum RolloutState {
 
 /// One node of a rollout: what it gets and where it stands (OCM's per-cluster status:
 /// desired and last version, the config hash, the state and its times).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetRecord {
     /// The node's name: a label, which several nodes may share.
@@ -570,7 +601,7 @@ pub struct TargetRecord {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum TargetState {
     /// Not started.
     ToApply,

@@ -147,7 +147,7 @@ enum Command {
     Fleet(commands::fleet::FleetCommand),
     /// On the first node: every node that registered, its role, labels and add-ons.
     #[command(
-        after_help = "Output: a line per node (-o json|yaml prints a NodeList: apiVersion berth/v1, kind, items)."
+        after_help = "Output: a line per node (-o json|yaml prints the NodeList document, docs/schemas/node-list.v1.json)."
     )]
     Nodes(commands::fleet::NodesArgs),
     /// On the first node: move an add-on across the nodes by a rollout, and follow it.

@@ -1,6 +1,7 @@
-//! What Berth's programs say of themselves: help on every argument, and the command reference
-//! in `docs/cli/<program>.md`, written from the programs' own clap definitions so that it
-//! cannot drift from them (each program's unit test compares the file with its definitions).
+//! What Berth's programs say of themselves: help on every argument, the command reference in
+//! `docs/cli/<program>.md`, written from the programs' own clap definitions so that it cannot
+//! drift from them (each program's unit test compares the file with its definitions), and
+//! the documents they print, checked against their published schemas.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,21 @@ pub fn undocumented(command: &clap::Command) -> Vec<String> {
     let mut missing = Vec::new();
     walk(command, command.get_name(), &mut missing);
     missing
+}
+
+/// Fails unless `document` follows its published JSON Schema, `docs/schemas/<file>`.
+pub fn conforms(file: &str, document: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/schemas")
+        .join(file);
+    let schema: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(document)
+        .map(|error| error.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{file}: {errors:#?}\n{document:#}");
 }
 
 /// What the reference says of every command before the commands: the conventions all share.

@@ -18,7 +18,7 @@ pub mod rpm;
 mod runtimes;
 pub mod s3;
 
-pub use cli_docs::undocumented;
+pub use cli_docs::{conforms, undocumented};
 pub use file_server::{Fault, FileServer};
 pub use kubernetes_api::{KubernetesApi, kubeconfig};
 pub use runtimes::{Containerd, Docker};

@@ -5,6 +5,7 @@
 //! a version by gaining fields.
 
 mod addon_health;
+mod fleet_lists;
 mod node_status;
 mod plan;
 mod preflight_report;
@@ -15,6 +16,9 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use addon_health::{AddonHealth, AddonHealthKind};
+pub use fleet_lists::{
+    AddonRollout, FleetAddon, FleetNode, NodeList, NodeListKind, RolloutList, RolloutListKind,
+};
 pub use node_status::{
     AddonStatus, Component, ComponentObject, Condition, ConditionStatus, ConditionType,
     HostPreflights, InstallerRef, NodeStatus, NodeStatusKind, PreflightCheck, Transition,
@@ -81,26 +85,6 @@ impl FromStr for Format {
 impl fmt::Display for Format {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.name())
-    }
-}
-
-/// The records of the fleet's commands (`berth nodes`: `NodeList`; `berth rollout status`:
-/// `RolloutList`), each as the first node keeps it.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct List<T> {
-    pub api_version: ApiVersion,
-    pub kind: &'static str,
-    pub items: Vec<T>,
-}
-
-impl<T> List<T> {
-    pub fn new(kind: &'static str, items: Vec<T>) -> Self {
-        Self {
-            api_version: ApiVersion::V1,
-            kind,
-            items,
-        }
     }
 }
 

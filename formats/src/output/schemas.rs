@@ -2,7 +2,9 @@
 //! in `docs/schemas/` are these, and a test fails when they drift apart (run it with
 //! `BERTH_WRITE_SCHEMAS=1` to write them again after a change to a document).
 
-use super::{AddonHealth, NodeStatus, PlanDocument, PreflightReport, ResetReport};
+use super::{
+    AddonHealth, NodeList, NodeStatus, PlanDocument, PreflightReport, ResetReport, RolloutList,
+};
 
 /// Each document's schema, by file name.
 pub fn all() -> Vec<(&'static str, serde_json::Value)> {
@@ -26,6 +28,19 @@ pub fn all() -> Vec<(&'static str, serde_json::Value)> {
         (
             "reset-report.v1.json",
             schemars::schema_for!(ResetReport).to_value(),
+        ),
+        (
+            "node-list.v1.json",
+            schemars::schema_for!(NodeList).to_value(),
+        ),
+        (
+            "rollout-list.v1.json",
+            schemars::schema_for!(RolloutList).to_value(),
+        ),
+        // A package's own index (`package.json`), as `berth-build inspect -o json` prints it.
+        (
+            "package-index.v1.json",
+            schemars::schema_for!(crate::package_index::PackageIndex).to_value(),
         ),
     ]
 }

@@ -12,6 +12,7 @@ use berth_fleet::channel::Pin;
 use berth_fleet::log::escape;
 use berth_fleet::{first_node, node};
 use berth_formats::fleet::{NodeInfo, NodeRecord, Role};
+use berth_formats::output::{AddonRollout, ApiVersion, FleetNode, NodeList, NodeListKind};
 use berth_formats::rollout::{RolloutRecord, TargetRecord};
 use berth_formats::table::{self, Align};
 
@@ -203,25 +204,25 @@ pub fn nodes(args: NodesArgs) -> anyhow::Result<ExitCode> {
     }
     let format = args.output.format();
     if format.is_document() {
-        let mut value = serde_json::to_value(&records)?;
-        for (node, record) in value.as_array_mut().into_iter().flatten().zip(&records) {
-            for addon in node["addons"].as_array_mut().into_iter().flatten() {
-                let addon_name = addon["name"].as_str().unwrap_or_default().to_string();
-                if let Some((rollout, target)) = desired(&rollouts, record, &addon_name) {
-                    addon["rollout"] = serde_json::json!({
-                        "name": rollout.rollout.metadata.name,
-                        "generation": rollout.generation,
-                        "desiredVersion": target.version,
-                        "desiredConfigHash": target.config_hash,
-                        "state": target.state,
-                    });
-                }
-            }
-        }
-        let list = berth_formats::output::List::new(
-            "NodeList",
-            value.as_array().cloned().unwrap_or_default(),
-        );
+        let items = records
+            .iter()
+            .map(|record| {
+                FleetNode::new(record, |addon| {
+                    desired(&rollouts, record, addon).map(|(rollout, target)| AddonRollout {
+                        name: rollout.rollout.metadata.name.clone(),
+                        generation: rollout.generation,
+                        desired_version: target.version.clone(),
+                        desired_config_hash: target.config_hash.clone(),
+                        state: target.state,
+                    })
+                })
+            })
+            .collect();
+        let list = NodeList {
+            api_version: ApiVersion::V1,
+            kind: NodeListKind::NodeList,
+            items,
+        };
         let _ = berth_formats::output::write_document(format, &list, &mut std::io::stdout());
         return Ok(ExitCode::SUCCESS);
     }

@@ -34,7 +34,7 @@ pub enum RolloutCommand {
     /// Where each rollout, or the one named, stands: the strategy in force, and per node its
     /// state and times.
     #[command(
-        after_help = "Output: a table per rollout (-o json|yaml prints a RolloutList: apiVersion berth/v1, kind, items)."
+        after_help = "Output: a table per rollout (-o json|yaml prints the RolloutList document, docs/schemas/rollout-list.v1.json)."
     )]
     Status {
         /// A rollout's name (all of them unless given).
@@ -122,7 +122,11 @@ pub fn run(command: RolloutCommand) -> anyhow::Result<ExitCode> {
                 records = vec![record];
             }
             if output.format().is_document() {
-                let list = berth_formats::output::List::new("RolloutList", records);
+                let list = berth_formats::output::RolloutList {
+                    api_version: berth_formats::output::ApiVersion::V1,
+                    kind: berth_formats::output::RolloutListKind::RolloutList,
+                    items: records,
+                };
                 let _ = berth_formats::output::write_document(
                     output.format(),
                     &list,

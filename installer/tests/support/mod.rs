@@ -18,21 +18,6 @@ pub struct Node {
     pub envs: Vec<(String, String)>,
 }
 
-/// Fails unless `document` follows its published JSON Schema, `docs/schemas/<file>`.
-pub fn conforms(file: &str, document: &serde_json::Value) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/schemas")
-        .join(file);
-    let schema: serde_json::Value =
-        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(document)
-        .map(|error| error.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{file}: {errors:#?}\n{document:#}");
-}
-
 /// The items of a list document (`berth nodes -o json`: `NodeList`; `berth rollout status -o
 /// json`: `RolloutList`).
 pub fn items(bytes: &[u8], kind: &str) -> Vec<serde_json::Value> {
@@ -40,6 +25,12 @@ pub fn items(bytes: &[u8], kind: &str) -> Vec<serde_json::Value> {
         .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(bytes)));
     assert_eq!(document["apiVersion"], "berth/v1", "{document:#}");
     assert_eq!(document["kind"], kind, "{document:#}");
+    let schema = match kind {
+        "NodeList" => "node-list.v1.json",
+        "RolloutList" => "rollout-list.v1.json",
+        other => panic!("no schema for {other}"),
+    };
+    conforms(schema, &document);
     document["items"].as_array().unwrap().clone()
 }
 
