@@ -3,15 +3,14 @@
 //! fails. It runs in a network namespace of its own, with a containerd of its own, so its
 //! fixed ports (8800, 8080, 8081, 7433) meet nothing else; what the machine cannot give it is
 //! stood in for, each in one place below:
-//! - the build (the README's first lines): the binaries this test suite built, and a dist of
-//!   the `demo` add-on built by the real `berth-build build`;
+//! - the build (the README's `cargo build` lines): the binaries this test suite built;
 //! - `sudo`: these tests run as root, and the machine may have no sudo;
-//! - the node's root `/`: a folder of the test's (`BERTH_ROOT`), and `/tmp` a folder of its own;
+//! - `/tmp`, where the quick starts keep the dist and the nodes' roots: a folder of the test's;
+//! - the blob cache of `berth-build build`: a folder of the test's;
 //! - the user's state folder (`XDG_STATE_HOME`, where `serve` keeps its installers): a
 //!   folder of the test's, as a new user's is empty.
 
 use std::path::Path;
-use std::process::Command;
 
 use berth_testgrid::network::Network;
 use berth_testgrid::{Containerd, built_beside};
@@ -74,13 +73,6 @@ impl Workbench {
             }
         }
         fs_err::os::unix::fs::symlink(repository.join("examples"), path.join("examples")).unwrap();
-        let built = Command::new(builder)
-            .args(["build", "addons", "--out", "dist"])
-            .env("BERTH_CACHE_DIR", path.join("cache"))
-            .current_dir(path)
-            .output()
-            .unwrap();
-        assert!(built.status.success(), "{}", text(&built.stderr));
         // A program, not a function: `sudo X &` is then X's own process, which `kill` ends.
         fs_err::create_dir_all(path.join("bin")).unwrap();
         fs_err::write(path.join("bin/sudo"), "#!/bin/sh\nexec env \"$@\"\n").unwrap();
@@ -106,9 +98,9 @@ impl Workbench {
         let block = block_after(&readme, heading);
         let path = self.work.path();
         let mut script = format!(
-            "set -euo pipefail\n# What it started in the background ends with it, however it ends.\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\nexport PATH={bin}:$PATH\nexport BERTH_ROOT={root}\nexport CONTAINERD_ADDRESS={socket}\n",
+            "set -euo pipefail\n# What it started in the background ends with it, however it ends.\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\nexport PATH={bin}:$PATH\nexport BERTH_CACHE_DIR={cache}\nexport CONTAINERD_ADDRESS={socket}\n",
             bin = path.join("bin").display(),
-            root = path.join("node1").display(),
+            cache = path.join("cache").display(),
             socket = self.containerd.socket.display(),
         );
         let mut lines = 0;
@@ -135,7 +127,7 @@ impl Workbench {
         let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
         assert!(output.status.success(), "{heading} stopped:\n{said}");
         // And it left both nodes as they were.
-        for node in ["node1", "tmp/node2"] {
+        for node in ["tmp/node1", "tmp/node2"] {
             let state = path.join(node).join("var/lib/berth/state");
             let left: Vec<_> = fs_err::read_dir(&state)
                 .map(|entries| entries.map(|entry| entry.unwrap().file_name()).collect())
@@ -168,4 +160,91 @@ fn the_readmes_quick_starts_run_as_written() {
         2,
         "both nodes moved: {stdout}"
     );
+}
+
+/// The README reads in the order a newcomer needs it: what Berth is and who it is for, the
+/// two set-up commands, a try-it path, the words it uses, then each part as a user meets it,
+/// contributing last; and its table of contents lists every section.
+#[test]
+fn the_readme_reads_in_a_newcomers_order() {
+    let readme = fs_err::read_to_string(repository().join("README.md")).unwrap();
+    let mut in_code = false;
+    let mut headings = Vec::new();
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && let Some(heading) = line.strip_prefix("## ") {
+            headings.push(heading.to_string());
+        }
+    }
+    assert_eq!(
+        headings,
+        [
+            "Quick start: one machine, two nodes",
+            "Quick start: a fleet of two nodes",
+            "Words this README uses",
+            "Installing on a node: berth",
+            "Building packages: berth-build",
+            "Signing",
+            "Serving and airgap",
+            "Fleet and rollouts",
+            "Support bundles",
+            "Testgrid: your specs on real machines",
+            "kURL compatibility",
+            "Contributing",
+        ]
+    );
+    // Each section is in the table of contents, by its anchor, before the first section.
+    let first_section = readme.find("\n## ").unwrap();
+    for heading in &headings {
+        let anchor: String = heading
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' => Some(c),
+                _ => None,
+            })
+            .collect();
+        let entry = format!("[{heading}](#{anchor})");
+        let at = readme.find(&entry);
+        assert!(
+            at.is_some_and(|at| at < first_section),
+            "the contents lack {entry}"
+        );
+    }
+    // The first screen: who it is for, then the two set-up commands, each on a line of its own.
+    let first_screen: Vec<&str> = readme.lines().take(24).collect();
+    let first_screen = first_screen.join("\n");
+    assert!(first_screen.contains("It is for "), "{first_screen}");
+    let commands: Vec<&str> = first_screen
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap_or_default()
+        .lines()
+        .collect();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    assert!(
+        commands[0].starts_with("cargo build --release"),
+        "{commands:?}"
+    );
+    assert!(commands[1].starts_with("scripts/test.sh"), "{commands:?}");
+    // The try-it path needs no distro mirror and writes nothing under `/`.
+    let try_it = block_after(&readme, "## Quick start: one machine");
+    assert!(
+        try_it.contains("berth-build build addons/demo --out /tmp/"),
+        "{try_it}"
+    );
+    for line in try_it.lines() {
+        // What each `sudo` runs: berth, or bash running an installer, only with a root in /tmp.
+        for after in line.split("sudo ").skip(1) {
+            let program = after.split_whitespace().next().unwrap_or_default();
+            assert!(
+                program.starts_with("BERTH_ROOT=/tmp/")
+                    || !["berth", "bash", "timeout"].contains(&program),
+                "writes under /: {line}"
+            );
+        }
+    }
 }
