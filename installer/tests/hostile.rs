@@ -413,24 +413,32 @@ function slow() {
         "INT" => nix::sys::signal::Signal::SIGINT,
         _ => nix::sys::signal::Signal::SIGTERM,
     };
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(run.id() as i32), number).unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = run.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "berth did not stop after {signal}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = signal_and_wait(&mut run, number);
     let child: i32 = fs_err::read_to_string(scratch.path().join("child.pid"))
         .unwrap()
         .trim()
         .parse()
         .unwrap();
     (node, scratch, child, status)
+}
+
+/// Sends `signal` to the run and waits, up to 20 s, for it to end.
+fn signal_and_wait(
+    run: &mut std::process::Child,
+    signal: nix::sys::signal::Signal,
+) -> std::process::ExitStatus {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(run.id() as i32), signal).unwrap();
+    let started = Instant::now();
+    loop {
+        if let Some(status) = run.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "berth did not stop after {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Whether `pid` runs (a zombie waiting for its parent to reap it does not).
@@ -498,22 +506,7 @@ fn ctrl_c_after_a_hook_finished_records_the_interruption_and_the_version_in_plac
             .as_str()
             .is_some_and(|message| message.ends_with(": health"))
     });
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(run.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = run.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "berth did not stop after SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = signal_and_wait(&mut run, nix::sys::signal::Signal::SIGINT);
     assert_eq!(status.code(), Some(130));
     let state = &node.status()["waits"];
     assert_eq!(state["progressing"]["reason"], "Interrupted", "{state:#}");

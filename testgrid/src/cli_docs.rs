@@ -82,6 +82,14 @@ pub fn reference(command: &clap::Command) -> String {
     text
 }
 
+/// Panics, saying what differs, unless `docs/cli/<program>.md` in the repository holding the
+/// crate at `manifest_dir` is [`reference`] of `command`: each program's unit test.
+pub fn assert_reference(command: &clap::Command, manifest_dir: &str) {
+    if let Err(error) = check_reference(command, &Path::new(manifest_dir).join("..")) {
+        panic!("{error}");
+    }
+}
+
 /// Compares `docs/cli/<program>.md` under `repository` with [`reference`]; with
 /// `BERTH_WRITE_DOCS=1` in the environment, writes it instead. The error says what differs
 /// and how to mend it.
