@@ -22,6 +22,13 @@
 //! `process` (a pid file), `tcp` (an address that accepts), `http` (a URL, its status, and
 //! text its body holds), `command` (an argument list that exits 0), and `kubernetes`
 //! (objects of one kind selected by name or `matchLabels`, judged by their own conditions).
+//!
+//! `where` says on which nodes a component lives, so that no node waits for what cannot
+//! appear on it ([`Component::judged_on`]): `every-node`, `primary` (the node that runs the
+//! add-on's install hook: kURL runs it on the first node alone), `control-plane`, or
+//! `cluster` (one for the whole cluster, judged once, on the primary). Unsaid, a `kubernetes`
+//! component is the cluster's and any other lives where the add-on's hooks ran: on the
+//! primary, and on a joining node only if its `_join` hook ran there.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -66,6 +73,9 @@ pub struct Component {
     /// How long the probe may take (`3s`, `500ms`), at most [`MAX_TIMEOUT`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// The nodes it lives on; unsaid, what the add-on's hooks imply ([`Component::judged_on`]).
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<ContainerProbe>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,6 +94,56 @@ pub struct Component {
 
 fn required_by_default() -> bool {
     true
+}
+
+/// The nodes a component lives on (`where:` in health.yaml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Every node the add-on is in place on.
+    EveryNode,
+    /// The node that runs the add-on's install hook: the cluster's first node.
+    Primary,
+    /// The primary and the nodes that joined the control plane.
+    ControlPlane,
+    /// One for the whole cluster (its objects in the API server), judged once, on the primary.
+    Cluster,
+}
+
+impl Placement {
+    fn said(self) -> &'static str {
+        match self {
+            Placement::EveryNode => "on every node",
+            Placement::Primary => "on the primary",
+            Placement::ControlPlane => "on the control plane's nodes",
+            Placement::Cluster => "once for the cluster, on the primary",
+        }
+    }
+}
+
+/// A node's part in the cluster, as far as where components live goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeRole {
+    /// The node the cluster was installed on (not joined): it runs install hooks.
+    Primary,
+    /// A node that joined the control plane.
+    ControlPlane,
+    /// A node that joined as a worker.
+    Worker,
+}
+
+/// Which of an add-on's own hooks (those that make things) ran on a node when its version was
+/// applied there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HooksRan {
+    /// Its install hook (or, for the container runtime, its install hook on a joining node).
+    Install,
+    /// Its `_join` hook.
+    Join,
+    /// Neither: kURL's add-ons without a `_join` hook do nothing on a joining node.
+    Nothing,
 }
 
 /// A container, by its name or by labels (every one given must match), running in the
@@ -237,6 +297,30 @@ impl Component {
         .into_iter()
         .flatten()
         .collect()
+    }
+
+    /// Whether the component is judged on a node of `role` where `ran` of the add-on's hooks
+    /// ran; if not, where it is judged instead, in words. Unsaid, a `kubernetes` component
+    /// is the cluster's, and any other lives where a hook of the add-on that makes things ran.
+    pub fn judged_on(&self, role: NodeRole, ran: HooksRan) -> Result<(), String> {
+        let placement = self.placement.or_else(|| {
+            matches!(self.probe(), Some(Probe::Kubernetes(_))).then_some(Placement::Cluster)
+        });
+        let here = match placement {
+            Some(Placement::EveryNode) => true,
+            Some(Placement::Primary | Placement::Cluster) => role == NodeRole::Primary,
+            Some(Placement::ControlPlane) => role != NodeRole::Worker,
+            None => ran != HooksRan::Nothing,
+        };
+        match (here, placement) {
+            (true, _) => Ok(()),
+            (false, Some(placement)) => Err(placement.said().into()),
+            (false, None) => Err(
+                "where its install hook ran, on the primary (no hook of it that makes \
+                 anything ran on this node)"
+                    .into(),
+            ),
+        }
     }
 
     /// The probe's time: its `timeout`, else [`DEFAULT_TIMEOUT`].
@@ -476,6 +560,72 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_component_is_judged_where_it_lives_said_or_implied() {
+        let text = "components:
+  - name: here
+    command: {run: [true]}
+  - name: everywhere
+    where: every-node
+    command: {run: [true]}
+  - name: first
+    where: primary
+    tcp: {address: '127.0.0.1:5000'}
+  - name: control
+    where: control-plane
+    command: {run: [true]}
+  - name: objects
+    kubernetes: {kind: Deployment, name: registry}
+  - name: daemons
+    where: every-node
+    kubernetes: {kind: DaemonSet, name: agent}
+";
+        let health = HealthFile::parse("health.yaml", text).unwrap();
+        let judged = |role, ran| -> Vec<&str> {
+            health
+                .components
+                .iter()
+                .filter(|component| component.judged_on(role, ran).is_ok())
+                .map(|component| component.name.as_str())
+                .collect()
+        };
+        let all = [
+            "here",
+            "everywhere",
+            "first",
+            "control",
+            "objects",
+            "daemons",
+        ];
+        assert_eq!(judged(NodeRole::Primary, HooksRan::Install), all);
+        // A worker where the add-on's `_join` ran: what the hooks made here, and what lives
+        // on every node; never the primary's or the cluster's.
+        assert_eq!(
+            judged(NodeRole::Worker, HooksRan::Join),
+            ["here", "everywhere", "daemons"]
+        );
+        // A worker where no hook of it ran (kURL's add-ons without `_join`).
+        assert_eq!(
+            judged(NodeRole::Worker, HooksRan::Nothing),
+            ["everywhere", "daemons"]
+        );
+        assert_eq!(
+            judged(NodeRole::ControlPlane, HooksRan::Nothing),
+            ["everywhere", "control", "daemons"]
+        );
+        let elsewhere = health.components[0]
+            .judged_on(NodeRole::Worker, HooksRan::Nothing)
+            .unwrap_err();
+        assert!(elsewhere.contains("primary"), "{elsewhere}");
+        let error = HealthFile::parse(
+            "health.yaml",
+            "components:\n  - name: x\n    where: somewhere\n    command: {run: [true]}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("somewhere"), "{error}");
+    }
 
     #[test]
     fn a_file_of_every_kind_reads() {

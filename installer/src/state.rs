@@ -10,6 +10,7 @@ use crate::files::{private_dir, write_atomically_with_mode};
 use std::time::SystemTime;
 
 use berth_formats::Sha256Digest;
+use berth_formats::health::{HooksRan, NodeRole};
 
 use crate::phase::Step;
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,13 @@ pub struct Applied {
     /// The effective configuration it was applied with, so a rollback can apply it again.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub config: serde_json::Map<String, serde_json::Value>,
+    /// The node's part in the cluster when it was applied, and which of the add-on's hooks
+    /// ran here: together they say which of its components live on this node. Absent from
+    /// records older than them: every component is judged then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<NodeRole>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks_ran: Option<HooksRan>,
 }
 
 /// The latest run that worked on the add-on.

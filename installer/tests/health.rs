@@ -450,3 +450,67 @@ fn crafted_health_values_stop_at_their_bounds_and_tell_nothing_of_other_files() 
     let mode = fs_err::metadata(&records).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
 }
+
+/// kURL's add-ons run their install hook on the primary alone: `banner` (no `_join` hook)
+/// added by an upgrade runs on the first node, and on a node that joined the upgrade neither
+/// runs it nor waits for what only the primary's hook makes (its output file); banner is
+/// Available there, saying its component lives on the primary. On the primary it is judged
+/// as ever: the file removed, it is Degraded naming the component.
+#[test]
+fn a_component_made_by_the_primary_s_hook_is_not_waited_for_on_a_node_that_joined() {
+    let containerd = Containerd::start();
+    let (_, dist) = TestDist::examples(&["hello", "banner"]);
+    let before = dist.spec("hello.yaml", &[("hello", "version: 1.0.0")]);
+    let after = dist.spec(
+        "hello-banner.yaml",
+        &[("hello", "version: 1.0.0"), ("banner", "version: 1.0.0")],
+    );
+    let primary = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    let joined = Node::new().env("CONTAINERD_ADDRESS", &containerd.socket);
+    succeeded(&primary.install(&before, &dist.url(), &[]));
+    succeeded(&joined.run("join", &before, &dist.url(), &[]));
+
+    succeeded(&primary.run("upgrade", &after, &dist.url(), &[]));
+    // A wait would last the whole minute and fail; the upgrade ends at once instead.
+    let started = Instant::now();
+    let output =
+        succeeded(&joined.run("upgrade", &after, &dist.url(), &["--health-timeout", "60s"]));
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "the joined node waited for banner's component: {output}"
+    );
+    assert!(!output.contains("banner 1.0.0: banner\n"), "{output}");
+    let status = joined.status();
+    let banner = &status["banner"];
+    assert_eq!(banner["current"]["version"], "1.0.0", "{banner}");
+    assert_eq!(banner["current"]["role"], "worker", "{banner}");
+    assert_eq!(banner["current"]["hooksRan"], "nothing", "{banner}");
+    let available = &banner["health"]["conditions"][0];
+    assert_eq!(available["type"], "Available", "{banner}");
+    assert_eq!(available["status"], "True", "{banner}");
+    assert_eq!(available["reason"], "JudgedElsewhere", "{banner}");
+    let message = available["message"].as_str().unwrap();
+    assert!(
+        message.contains("last-run") && message.contains("primary"),
+        "{message}"
+    );
+    let output = joined.berth(&["health", "banner"]);
+    assert!(output.status.success(), "{}", printed(&output));
+
+    // On the primary, the component is its own: judged, and missed when it goes.
+    let status = primary.status();
+    assert_eq!(status["banner"]["current"]["role"], "primary");
+    assert_eq!(status["banner"]["current"]["hooksRan"], "install");
+    assert_eq!(
+        status["banner"]["health"]["conditions"][0]["status"],
+        "True"
+    );
+    fs_err::remove_file(primary.install_dir().join("banner/last-output")).unwrap();
+    let output = primary.berth(&["health", "banner"]);
+    assert!(!output.status.success(), "{}", printed(&output));
+    assert!(
+        printed(&output).contains("last-run"),
+        "{}",
+        printed(&output)
+    );
+}

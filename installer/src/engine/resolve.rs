@@ -335,6 +335,8 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
                 },
                 applied_at: String::new(),
                 config: current.config.clone(),
+                role: current.role,
+                hooks_ran: current.hooks_ran,
             }
         }
     };

@@ -178,14 +178,34 @@ pub fn check(layout: &Layout, state: &AddonState, runtime: &RuntimeOnce) -> Opti
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
         Err(error) => {
             let message = format!("{}: {error}", path.display());
-            return Some(record(layout, state, version, vec![unreadable(message)]));
+            return Some(record(
+                layout,
+                state,
+                version,
+                vec![unreadable(message)],
+                &[],
+            ));
         }
     };
+    let mut elsewhere = Vec::new();
     let components = match HealthFile::parse(&path.display().to_string(), &text) {
-        Ok(health) => probe_all(layout, &health, &variables(state, layout), runtime),
+        Ok(mut health) => {
+            // Only what lives on this node is probed: a worker never waits for what the
+            // primary's install hook makes, nor for the cluster's objects.
+            if let (Some(role), Some(ran)) = (current.role, current.hooks_ran) {
+                health.components.retain(|component| {
+                    let judged = component.judged_on(role, ran);
+                    if let Err(place) = &judged {
+                        elsewhere.push(format!("{} ({place})", component.name));
+                    }
+                    judged.is_ok()
+                });
+            }
+            probe_all(layout, &health, &variables(state, layout), runtime)
+        }
         Err(error) => vec![unreadable(error.to_string())],
     };
-    Some(record(layout, state, version, components))
+    Some(record(layout, state, version, components, &elsewhere))
 }
 
 /// A health file that cannot be read is itself an unhealthy, required component.
@@ -462,13 +482,15 @@ fn status_of(
     }
 }
 
-/// The add-on's conditions from its components, transitions kept from the last record, and
-/// the record saved (a node whose folder cannot be written still gets the answer).
+/// The add-on's conditions from its components (those judged elsewhere named, when none is
+/// judged here), transitions kept from the last record, and the record saved (a node whose
+/// folder cannot be written still gets the answer).
 fn record(
     layout: &Layout,
     state: &AddonState,
     version: &str,
     components: Vec<ComponentStatus>,
+    elsewhere: &[String],
 ) -> HealthRecord {
     let previous = HealthRecord::load(layout, &state.name);
     let unhealthy: Vec<&ComponentStatus> = components
@@ -503,21 +525,29 @@ fn record(
             HealthCondition::new(kind, !healthy.0, "ComponentUnhealthy", message)
         }
     };
-    let mut conditions = vec![
-        summary(
-            "Available",
-            &required_down,
+    let none_here = (components.is_empty() && !elsewhere.is_empty()).then(|| {
+        format!(
+            "none of its components lives on this node: {}",
+            elsewhere.join(", ")
+        )
+    });
+    let (available, degraded) = match &none_here {
+        Some(message) => (
+            (true, "JudgedElsewhere", message.as_str()),
+            (false, "JudgedElsewhere", message.as_str()),
+        ),
+        None => (
             (
                 true,
                 "ComponentsHealthy",
                 "every required component is healthy",
             ),
-        ),
-        summary(
-            "Degraded",
-            &unhealthy,
             (false, "AsExpected", "every component is healthy"),
         ),
+    };
+    let mut conditions = vec![
+        summary("Available", &required_down, available),
+        summary("Degraded", &unhealthy, degraded),
     ];
     let mut history = previous
         .as_ref()

@@ -18,6 +18,8 @@ fn installed(version: &str) -> AddonState {
         target: target(version),
         applied_at: "2026-11-22T00:00:00Z".into(),
         config: Default::default(),
+        role: None,
+        hooks_ran: None,
     });
     state.attempt = Some(Attempt {
         target: target(version),

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use log::{HookRun, HooksLog};
 
 use berth_formats::Sha256Digest;
+use berth_formats::health::{HooksRan, NodeRole};
 use berth_formats::package_index::PackageIndex;
 use berth_formats::spec::kurl_type::kurl_environment;
 use berth_formats::spec::{spec_key, upper_snake};
@@ -152,6 +153,8 @@ struct Member<'a> {
     hooks: Vec<Option<String>>,
     index: Option<PackageIndex>,
     finished: bool,
+    /// Which of its hooks that make things ran in this run: its main hook, its `_join`.
+    hooks_ran: HooksRan,
 }
 
 struct Run<'a> {
@@ -211,6 +214,7 @@ impl<'a> Run<'a> {
                 hooks: Vec::new(),
                 index: None,
                 finished: !planned.decision.applies(),
+                hooks_ran: HooksRan::Nothing,
             });
         }
         Ok(Self {
@@ -441,6 +445,12 @@ impl<'a> Run<'a> {
                     });
                     result.map_err(|source| self.hook_error(Some(index), &hook, source))?;
                     report_duration(reporter, &hook, started.elapsed());
+                    if main {
+                        self.members[index].hooks_ran = match phase {
+                            Phase::Join => HooksRan::Join,
+                            _ => HooksRan::Install,
+                        };
+                    }
                 }
                 if main && installs_runtime {
                     self.enter_phase(index, Step::Load)?;
@@ -567,6 +577,15 @@ impl<'a> Run<'a> {
                 == Some(&serde_json::Value::Bool(true));
         let joined = self.settings.mode == Mode::Join || role.is_some_and(|role| role.joined);
         (!joined || control_plane, joined)
+    }
+
+    /// The node's part in the cluster, for where add-ons' components live.
+    fn role(&self) -> NodeRole {
+        match self.node_role() {
+            (_, false) => NodeRole::Primary,
+            (true, true) => NodeRole::ControlPlane,
+            (false, true) => NodeRole::Worker,
+        }
     }
 
     /// The configuration of the add-on in folder `name`, when the run has it.

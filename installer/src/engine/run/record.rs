@@ -28,6 +28,7 @@ impl Run<'_> {
         index: usize,
         reporter: &dyn Reporter,
     ) -> Result<(), EngineError> {
+        let role = self.role();
         let member = &mut self.members[index];
         let target = member.planned.target.clone();
         let state = &mut member.state;
@@ -43,6 +44,8 @@ impl Run<'_> {
             // To the microsecond: reset undoes add-ons in the order they were applied.
             applied_at: humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string(),
             config: member.planned.config.clone(),
+            role: Some(role),
+            hooks_ran: Some(member.hooks_ran),
         });
         self.wait_until_healthy(index, reporter)?;
         let member = &mut self.members[index];
