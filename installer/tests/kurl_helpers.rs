@@ -665,3 +665,33 @@ fn no_color_turns_the_log_helpers_colours_off() {
     assert!(!printed(&plain).contains('\u{1b}'), "{:?}", printed(&plain));
     assert!(printed(&plain).contains("done"));
 }
+
+/// `get_yaml_from_multidoc_yaml FILE NAME`: the documents of a multi-document file with a
+/// `name: NAME` line, each ended by `---`; the name matched whole, quoted or not; exit 1
+/// when none has it.
+#[test]
+fn get_yaml_from_multidoc_yaml_prints_the_documents_of_a_name() {
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("objects.yaml");
+    fs_err::write(
+        &file,
+        "kind: ConfigMap\nmetadata:\n  name: rook-config-override\n---\nkind: ConfigMap\nmetadata:\n  name: \"rook-config\"\n  namespace: rook-ceph\n---\nkind: Secret\nmetadata:\n  name: rook-config # the one\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let output = with_library(
+        "get_yaml_from_multidoc_yaml \"$FILE\" rook-config",
+        &[("FILE", file)],
+    );
+    assert!(output.status.success(), "{}", printed(&output));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "kind: ConfigMap\nmetadata:\n  name: \"rook-config\"\n  namespace: rook-ceph\n---\nkind: Secret\nmetadata:\n  name: rook-config # the one\n---\n"
+    );
+    let output = with_library(
+        "get_yaml_from_multidoc_yaml \"$FILE\" rook",
+        &[("FILE", file)],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", printed(&output));
+    assert!(output.stdout.is_empty(), "{}", printed(&output));
+}

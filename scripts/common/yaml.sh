@@ -104,3 +104,29 @@ function yaml_escape_string_quotes() {
 function yaml_newline_to_literal() {
     sed -e ':a' -e 'N' -e '$!ba' -e 's/\n/\\n/g'
 }
+
+# get_yaml_from_multidoc_yaml FILE NAME: prints each document of the multi-document FILE
+# (documents split at `---` lines) that has a `name: NAME` line, each followed by `---`, as
+# kURL's does; fails when none has. The name is matched whole (kURL's pattern also matched
+# a longer name that begins with NAME), quoted or not.
+function get_yaml_from_multidoc_yaml() {
+    local file="$1" name="$2"
+    awk -v wanted="$name" '
+        function flush() {
+            if (matched) { printf "%s---\n", document; found = 1 }
+            document = ""; matched = 0
+        }
+        /^---[[:space:]]*$/ { flush(); next }
+        {
+            document = document $0 "\n"
+            line = $0
+            sub(/^[[:space:]-]*name:[[:space:]]*/, "", line)
+            if (line != $0) {
+                sub(/[[:space:]]+(#.*)?$/, "", line)
+                gsub(/^["\047]|["\047]$/, "", line)
+                if (line == wanted) matched = 1
+            }
+        }
+        END { flush(); exit !found }
+    ' "$file"
+}
