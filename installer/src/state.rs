@@ -47,6 +47,11 @@ pub struct Applied {
     pub role: Option<NodeRole>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks_ran: Option<HooksRan>,
+    /// What script flags had set that hooks see (`NODE_LABELS`, `PUBLIC_ADDRESS`), by
+    /// variable, each value's digest: a run whose flags set one the add-on reads otherwise
+    /// applies it again.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub flag_inputs: std::collections::BTreeMap<String, String>,
 }
 
 /// The latest run that worked on the add-on.

@@ -1,6 +1,7 @@
 //! The node lifecycle on one host with the repository's `demo` add-on, run by a private
 //! containerd: install, a failed upgrade, an unknown version, an upgrade, a rollback with the
-//! dist gone; join secrets that expire and never reach a log; reset, then a fresh install.
+//! dist gone; join secrets that expire and never reach a log; reset, then a fresh install;
+//! flags that change what hooks read.
 
 mod support;
 
@@ -373,4 +374,82 @@ fn reset_runs_the_reset_hooks_removes_what_berth_placed_and_a_fresh_install_work
     assert_eq!(answer(port).as_deref(), Some("demo 1.0.0"));
     assert_eq!(node.status()["demo"]["progressing"]["reason"], "Succeeded");
     succeeded(&node.berth(&["reset"]));
+}
+
+/// Flags that change what hooks see but no add-on's fields (`public-address=`, `labels=`)
+/// re-run the add-ons whose scripts read them, as kURL's every-hook run would reach them:
+/// `reader` (its hook writes PUBLIC_ADDRESS and NODE_LABELS to a file) runs again when either
+/// is given anew, and not when it is given again the same or left out; `bystander`, which
+/// reads neither, is left as applied throughout.
+#[test]
+fn flags_that_change_what_hooks_read_run_those_hooks_again() {
+    let mut dist = TestDist::new();
+    let reader = dist.addon_with_manifest(
+        "reader",
+        "1.0.0",
+        "# no image\n",
+        "function reader() {\n    mkdir -p \"$DIR/reader\"\n    echo \"${PUBLIC_ADDRESS:-} ${NODE_LABELS:-}\" >>\"$DIR/reader/runs\"\n}\n",
+    );
+    dist.package(&reader);
+    let bystander = dist.addon_with_manifest(
+        "bystander",
+        "1.0.0",
+        "# no image\n",
+        "function bystander() {\n    mkdir -p \"$DIR/bystander\"\n    echo ran >>\"$DIR/bystander/runs\"\n}\n",
+    );
+    dist.package(&bystander);
+    dist.write_versions();
+    let spec = dist.spec(
+        "readers.yaml",
+        &[
+            ("reader", "version: 1.0.0"),
+            ("bystander", "version: 1.0.0"),
+        ],
+    );
+    let node = Node::new();
+    let runs = |name: &str| {
+        fs_err::read_to_string(node.install_dir().join(name).join("runs"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let decisions = |extra: &[&str]| node.decisions(&spec, &dist.url(), extra);
+    let install = |extra: &[&str]| succeeded(&node.install(&spec, &dist.url(), extra));
+    install(&[]);
+    assert_eq!(runs("reader"), [" "]);
+
+    let address = ["--param", "public-address=10.0.0.9"];
+    let planned = decisions(&address);
+    assert!(
+        planned.contains(&("reader".into(), "Reapply".into()))
+            && planned.contains(&("bystander".into(), "AlreadyApplied".into())),
+        "{planned:?}"
+    );
+    let said = install(&address);
+    assert!(
+        said.contains("its hooks read PUBLIC_ADDRESS, which this run's flags set anew"),
+        "{said}"
+    );
+    assert_eq!(runs("reader"), [" ", "10.0.0.9 "]);
+    // The same flag again, or none: nothing to apply.
+    install(&address);
+    install(&[]);
+    assert_eq!(runs("reader").len(), 2, "{:?}", runs("reader"));
+    // Another value, and another flag.
+    install(&[
+        "--param",
+        "public-address=10.0.0.10",
+        "--param",
+        "labels=zone=edge",
+    ]);
+    assert_eq!(runs("reader").last().unwrap(), "10.0.0.10 zone=edge");
+    assert_eq!(runs("reader").len(), 3);
+    assert_eq!(runs("bystander"), ["ran"]);
+    // The record keeps digests, never the values (a flag may carry a secret).
+    let record = fs_err::read_to_string(node.install_dir().join("state/reader.json")).unwrap();
+    assert!(
+        record.contains("NODE_LABELS") && !record.contains("zone=edge"),
+        "{record}"
+    );
 }

@@ -21,6 +21,7 @@
 //! [`resolve`] turns a spec (or a rollback) into a plan; [`run`] carries a plan out; [`reset`]
 //! takes the node back to before the install.
 
+mod flag_inputs;
 pub(crate) mod node_hooks;
 pub mod remove_node;
 pub mod reset;
@@ -184,6 +185,9 @@ pub struct PlannedAddon {
     pub s3_override: Option<String>,
     /// How its package is compressed (from the lock or `versions.json`), which names its file.
     pub compression: Compression,
+    /// What script flags set that hooks see (by variable, each value's digest), as recorded
+    /// once it is applied: those in place before, with this run's over them.
+    pub flag_inputs: std::collections::BTreeMap<String, String>,
 }
 
 impl PlannedAddon {

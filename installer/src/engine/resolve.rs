@@ -11,6 +11,7 @@ use berth_formats::spec::{InstallerSpec, SpecError};
 use berth_formats::versions::{VERSIONS_FILE, VersionsError, VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
+use super::flag_inputs;
 use super::{
     ENGINE_GENERATION, EngineError, Plan, PlannedAddon, RunSettings, SpecSource, first_line,
     kept_compression, kept_packages,
@@ -38,6 +39,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
         let _ = writeln!(std::io::stderr(), "berth: {notice}");
     }
     spec.apply_script_flags(&flags)?;
+    let inputs = flag_inputs::flag_inputs(&flags, &spec.settings_sections());
     let versions_bytes = settings
         .dist
         .read(VERSIONS_FILE)
@@ -218,8 +220,28 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
             .get(&name)
             .and_then(|addon| addon.s3_override.clone());
         let (record, damage) = store.load_or_blank(&name)?;
-        let decision = decide(&record, &target, source.permissions);
+        let mut decision = decide(&record, &target, source.permissions);
+        let applied_inputs = record
+            .current
+            .as_ref()
+            .map(|current| current.flag_inputs.clone())
+            .unwrap_or_default();
+        if decision == Decision::AlreadyApplied {
+            let read = flag_inputs::read_by(&settings.layout.addon_dir(&name, &version), &inputs);
+            let changed = flag_inputs::changed(&read, &inputs, &applied_inputs);
+            if !changed.is_empty() {
+                decision = Decision::Reapply {
+                    because: format!(
+                        "its hooks read {}, which this run's flags set anew",
+                        changed.join(", ")
+                    ),
+                };
+            }
+        }
+        let mut flag_inputs = applied_inputs;
+        flag_inputs.extend(inputs.clone());
         planned.push(PlannedAddon {
+            flag_inputs,
             reason: match &damage {
                 Some(damage) => format!("{decision}; {}", first_line(&damage.to_string())),
                 None => decision.to_string(),
@@ -337,6 +359,7 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
                 config: current.config.clone(),
                 role: current.role,
                 hooks_ran: current.hooks_ran,
+                flag_inputs: current.flag_inputs.clone(),
             }
         }
     };
@@ -361,6 +384,7 @@ pub fn rollback_plan(layout: &Layout, name: &str, to: Option<&str>) -> Result<Pl
             record_damaged: false,
             bundled_index: None,
             compression,
+            flag_inputs: applied.flag_inputs,
             s3_override: spec
                 .as_ref()
                 .and_then(|spec| spec.addons.get(name))

@@ -20,6 +20,7 @@ fn installed(version: &str) -> AddonState {
         config: Default::default(),
         role: None,
         hooks_ran: None,
+        flag_inputs: Default::default(),
     });
     state.attempt = Some(Attempt {
         target: target(version),

@@ -46,6 +46,7 @@ impl Run<'_> {
             config: member.planned.config.clone(),
             role: Some(role),
             hooks_ran: Some(member.hooks_ran),
+            flag_inputs: member.planned.flag_inputs.clone(),
         });
         self.wait_until_healthy(index, reporter)?;
         let member = &mut self.members[index];
