@@ -423,7 +423,26 @@ function kubernetes() {
     cp /etc/kubernetes/admin.conf /root/.kube/config
     chmod 0600 /root/.kube/config
     __kubernetes_cluster_dns
+    __kubernetes_after_init
     __kubernetes_publish_join
+}
+
+# As kURL's init after kubeadm init (on every run on the primary): the `kurl` namespace its
+# add-ons put their objects in; and, where the spec has kURL's registry, its Service
+# (`registry_init`), whose cluster address containerd is told to trust with the cluster's CA,
+# here and, through the join command's docker-registry-ip, on every node that joins.
+function __kubernetes_after_init() {
+    __kubernetes_wait_for_api
+    kubectl --kubeconfig /etc/kubernetes/admin.conf get namespace kurl >/dev/null 2>&1 ||
+        kubectl --kubeconfig /etc/kubernetes/admin.conf create namespace kurl --save-config
+    commandExists registry_init || return 0
+    registry_init
+    if [ -z "${DOCKER_REGISTRY_IP:-}" ]; then
+        bail "registry_init gave the registry no cluster address (DOCKER_REGISTRY_IP)"
+    fi
+    # containerd reads /etc/containerd/certs.d at each pull: no restart is needed.
+    kubeadm_registry_containerd_configure "$DOCKER_REGISTRY_IP"
+    berth_set_join_param docker-registry-ip "$DOCKER_REGISTRY_IP"
 }
 
 # The cluster's DNS where the package carries cluster-dns (an `image cluster-dns` line in its
@@ -571,6 +590,7 @@ function kubernetes_already_applied() {
     __kubernetes_node_is_set_up && __kubernetes_repair
     [ -f /etc/kubernetes/admin.conf ] || return 0
     __kubernetes_cluster_dns
+    __kubernetes_after_init
     BOOTSTRAP_TOKEN="$(kubeadm token create --ttl "${BOOTSTRAP_TOKEN_TTL:-24h}")"
     if [ "$HA_CLUSTER" = "1" ]; then
         CERT_KEY="$(kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -1)"

@@ -513,7 +513,7 @@ fn check_dns_label(text: &str) -> Result<(), String> {
 
 /// A DNS subdomain (RFC 1123), as most objects are named: at most 253 characters of DNS
 /// labels joined by `.`.
-fn check_dns_subdomain(text: &str) -> Result<(), String> {
+pub fn check_dns_subdomain(text: &str) -> Result<(), String> {
     if text.len() > 253 || text.split('.').any(|label| check_dns_label(label).is_err()) {
         return Err(
             "is not a DNS subdomain: give at most 253 characters of lowercase letters, \

@@ -64,6 +64,10 @@ impl Host for Node {
                 health.insert(state.name.clone(), record);
             }
         }
+        // On the cluster's primary, the Addon resources follow what the agent reports.
+        if let Err(error) = crate::addon_resource::publish(layout) {
+            eprintln!("berth: warning: the add-ons were not published as Addon resources: {error}");
+        }
         // A node.yaml that cannot be read stops the node's runs with a clear error; the
         // report goes on without its fields.
         let own = crate::engine::node_overrides(&layout.node_config()).unwrap_or_default();
@@ -166,7 +170,7 @@ impl Host for Node {
     /// `berth upgrade` in a process of its own, so a first node's coordinator killed never
     /// kills a run.
     fn upgrade(&self, upgrade: Upgrade<'_>) -> anyhow::Result<bool> {
-        let mut command = Command::new(std::env::current_exe()?);
+        let mut command = Command::new(crate::own_program()?);
         command
             .arg("upgrade")
             .arg("--root")

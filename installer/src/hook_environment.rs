@@ -214,7 +214,7 @@ impl HookEnvironment {
             "BIN_PVMIGRATE",
             programs.join("pvmigrate").display().to_string(),
         );
-        if let Ok(binary) = std::env::current_exe() {
+        if let Ok(binary) = crate::own_program() {
             berth("BERTH_BIN", binary.display().to_string());
         }
         environment

@@ -11,11 +11,13 @@
 //! the installer the node ran last; [`network_interfaces`] answers kURL's `kurl netutil`;
 //! [`health`] probes each add-on's components and sums them up as Available and Degraded;
 //! [`status`] makes the node's status document from the records and a probe;
-//! [`fleet`] moves an add-on across the nodes by a rollout.
+//! [`fleet`] moves an add-on across the nodes by a rollout; [`addon_resource`] publishes each
+//! add-on's state in the cluster as an Addon resource.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
 
+pub mod addon_resource;
 pub mod bundle_stream;
 pub mod dist;
 pub mod engine;
@@ -43,3 +45,37 @@ pub mod support_bundle;
 pub mod terminal;
 pub mod trust;
 pub mod unpack;
+
+/// This program's path, for the processes it starts (a fleet agent's upgrade, the hooks'
+/// `$BERTH_BIN`): where it was started from, also once a newer berth has replaced that file
+/// (Linux then names the running one `… (deleted)`), so a long-running agent starts the
+/// berth now in place rather than failing to start a file that is gone.
+pub fn own_program() -> std::io::Result<std::path::PathBuf> {
+    Ok(in_place(std::env::current_exe()?))
+}
+
+fn in_place(running: std::path::PathBuf) -> std::path::PathBuf {
+    running
+        .to_str()
+        .and_then(|text| text.strip_suffix(" (deleted)"))
+        .map(std::path::PathBuf::from)
+        .filter(|original| original.is_file())
+        .unwrap_or(running)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_replaced_program_is_started_from_the_file_in_its_place() {
+        let folder = tempfile::tempdir().unwrap();
+        let program = folder.path().join("berth");
+        let deleted = std::path::PathBuf::from(format!("{} (deleted)", program.display()));
+        // Replaced: the new file stands where the old one was.
+        fs_err::write(&program, "new").unwrap();
+        assert_eq!(super::in_place(deleted.clone()), program);
+        // Removed and not replaced: the name the system gave is all there is.
+        fs_err::remove_file(&program).unwrap();
+        assert_eq!(super::in_place(deleted.clone()), deleted);
+        assert_eq!(super::in_place(program.clone()), program);
+    }
+}

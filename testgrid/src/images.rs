@@ -68,6 +68,26 @@ pub fn busybox_layer() -> Layer {
         .clone()
 }
 
+/// A layer holding Debian's Distribution registry (`docker-registry`, 2.8.2 on Debian 12) as
+/// `/bin/registry`, where kURL's registry add-on runs it, with the C library it links.
+pub fn registry_layer() -> Layer {
+    static LAYER: OnceLock<Layer> = OnceLock::new();
+    LAYER
+        .get_or_init(|| {
+            require("docker-registry", "docker-registry");
+            let read = |path: &str| fs_err::read(fs_err::canonicalize(path).unwrap()).unwrap();
+            let registry = read("/usr/bin/docker-registry");
+            let libc = read("/lib/x86_64-linux-gnu/libc.so.6");
+            let loader = read("/lib64/ld-linux-x86-64.so.2");
+            layer(&[
+                Entry::File("bin/registry", &registry, 0o755),
+                Entry::File("lib/x86_64-linux-gnu/libc.so.6", &libc, 0o755),
+                Entry::File("lib64/ld-linux-x86-64.so.2", &loader, 0o755),
+            ])
+        })
+        .clone()
+}
+
 /// A layer holding one file of `size` bytes that do not compress (derived from `seed`).
 pub fn unique_layer(path: &str, seed: &str, size: usize) -> Layer {
     let mut data = Vec::with_capacity(size);

@@ -67,15 +67,33 @@ impl Cluster {
         berth_build: &Path,
         spec: impl FnOnce(&[String]) -> String,
     ) -> Cluster {
+        Self::start_with_extra(
+            count,
+            berth,
+            berth_build,
+            kubernetes_dist::Extra::None,
+            spec,
+        )
+    }
+
+    /// [`Cluster::start_with`], its dist holding `extra` add-ons too.
+    pub fn start_with_extra(
+        count: usize,
+        berth: &Path,
+        berth_build: &Path,
+        extra: kubernetes_dist::Extra,
+        spec: impl FnOnce(&[String]) -> String,
+    ) -> Cluster {
         let artefacts = kubernetes_dist::artefacts().unwrap_or_else(|error| panic!("{error}"));
         let work = tempfile::tempdir().unwrap();
-        let dist = kubernetes_dist::cached(
+        let dist = kubernetes_dist::cached_with(
             berth_build,
             &artefacts,
             &berth_build
                 .parent()
                 .expect("berth-build is in a folder")
                 .join("kubernetes-dist"),
+            extra,
         )
         .unwrap_or_else(|error| panic!("{error}"));
         let mut network = Network::new();

@@ -77,8 +77,83 @@ pub fn checked_artefacts(folder: &Path) -> Result<PathBuf, String> {
 }
 
 /// Berth's own add-ons the dist holds beside Kubernetes: the container runtime and the pod
-/// network it needs, and demo, whose image is a workload every node has.
-const OWN_ADDONS: [&str; 3] = ["containerd", "pod-network", "demo"];
+/// network it needs, demo, whose image is a workload every node has, and cluster-demo, the
+/// same program as a Deployment the cluster runs.
+const OWN_ADDONS: [&str; 4] = ["containerd", "pod-network", "demo", "cluster-demo"];
+
+/// The checkout's `versions.json`: the install order of Berth's own add-ons (cluster-demo
+/// after the pod network its pods need).
+fn own_versions() -> PathBuf {
+    own_addons().join("../versions.json")
+}
+
+/// What a dist holds beside Kubernetes and Berth's own add-ons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extra {
+    None,
+    /// kURL's registry add-on from kURL's own folder (the fixtures' `registry/3.1.1`, read in
+    /// place), its image Debian's Distribution registry (2.8.2) under kURL's name
+    /// `registry:3.1.1`, `kurlsh/s3cmd` (used only to move a registry off an object store)
+    /// standing in as busybox; and `local-volume`, a stand-in for the storage provisioner
+    /// kURL installs before it (OpenEBS, Longhorn, Rook): one hostPath volume the registry's
+    /// claim binds.
+    KurlRegistry,
+}
+
+/// The version of kURL's registry add-on [`Extra::KurlRegistry`] packages.
+pub const KURL_REGISTRY_VERSION: &str = "3.1.1";
+
+/// `local-volume`'s install hook: a 50Gi hostPath PersistentVolume with no class.
+const LOCAL_VOLUME_HOOKS: &str = r#"# shellcheck shell=bash
+# A stand-in for the storage provisioner kURL installs before its registry: one 50Gi hostPath
+# PersistentVolume with no class, which a claim with no class (the registry's) binds.
+function local_volume() {
+    kubectl apply -f - <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: local-volume
+spec:
+  capacity:
+    storage: 50Gi
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath:
+    path: /var/lib/local-volume
+    type: DirectoryOrCreate
+EOF
+}
+"#;
+
+/// The dist's `versions.json`: the checkout's install order, with Kubernetes right after the
+/// container runtime (as kURL installs it), before every add-on that needs a cluster, and the
+/// extra add-ons last, in their order (kURL's registry after the volume its claim binds).
+fn install_order(extra: Extra) -> Result<String, String> {
+    let text = fs_err::read_to_string(own_versions()).map_err(|error| error.to_string())?;
+    let mut versions: serde_json::Value =
+        serde_json::from_str(&text).map_err(|error| error.to_string())?;
+    let addons = versions["addons"]
+        .as_array_mut()
+        .ok_or("versions.json has no addons list")?;
+    let runtime = addons
+        .iter()
+        .position(|addon| addon["name"] == "containerd")
+        .ok_or("versions.json does not list containerd")?;
+    addons.insert(
+        runtime + 1,
+        serde_json::json!({"name": "kubernetes", "versions": [{"version": KUBERNETES_VERSION}]}),
+    );
+    if extra == Extra::KurlRegistry {
+        // Berth's own registry add-on has the same name: kURL's takes its place.
+        addons.retain(|addon| addon["name"] != "registry");
+        addons
+            .push(serde_json::json!({"name": "local-volume", "versions": [{"version": "1.0.0"}]}));
+        addons.push(
+            serde_json::json!({"name": "registry", "versions": [{"version": KURL_REGISTRY_VERSION}]}),
+        );
+    }
+    serde_json::to_string_pretty(&versions).map_err(|error| error.to_string())
+}
 
 /// The repository folder of Berth's own add-ons (`addons/` of this checkout).
 fn own_addons() -> PathBuf {
@@ -94,9 +169,24 @@ pub fn build(
     dist: &Path,
     cache: &Path,
     options: &[&str],
+    extra: Extra,
 ) -> Result<(), String> {
     let skopeo = require("skopeo", "skopeo");
     let registry = Registry::start();
+    if extra == Extra::KurlRegistry {
+        crate::images::push_image(
+            &registry,
+            "library/registry",
+            KURL_REGISTRY_VERSION,
+            vec![crate::images::registry_layer()],
+        );
+        crate::images::push_image(
+            &registry,
+            "kurlsh/s3cmd",
+            "20260224-0d00dd0",
+            vec![crate::images::busybox_layer()],
+        );
+    }
     for (archive, repository, tag) in IMAGES {
         let output = Command::new(&skopeo)
             .args([
@@ -140,6 +230,27 @@ pub fn build(
             return Err(format!("could not copy the {name} add-on"));
         }
     }
+    if extra == Extra::KurlRegistry {
+        let folder = repository.join("addons/registry");
+        fs_err::create_dir_all(&folder).map_err(|error| error.to_string())?;
+        let copied = Command::new("cp")
+            .arg("-r")
+            .arg(kurl_registry())
+            .arg(&folder)
+            .status()
+            .map_err(|error| error.to_string())?;
+        if !copied.success() {
+            return Err("could not copy kURL's registry add-on".into());
+        }
+        let volume = repository.join("addons/local-volume/1.0.0");
+        fs_err::create_dir_all(&volume).map_err(|error| error.to_string())?;
+        fs_err::write(volume.join("Manifest"), "# no image\n")
+            .map_err(|error| error.to_string())?;
+        fs_err::write(volume.join("install.sh"), LOCAL_VOLUME_HOOKS)
+            .map_err(|error| error.to_string())?;
+    }
+    fs_err::write(repository.join("versions.json"), install_order(extra)?)
+        .map_err(|error| error.to_string())?;
     let distros = work.path().join("distros.yaml");
     crate::dist_build::distros_file(
         &distros,
@@ -172,7 +283,22 @@ pub fn build(
 /// once complete: tests starting together may build it twice, never read half of one. Dists
 /// of other keys are removed once a new one is in place.
 pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<PathBuf, String> {
-    let dist = cache_root.join(format!("dist-{}", key(builder, artefacts)?));
+    cached_with(builder, artefacts, cache_root, Extra::None)
+}
+
+/// [`cached`], with `extra` add-ons (a dist of its own, kept beside the others).
+pub fn cached_with(
+    builder: &Path,
+    artefacts: &Path,
+    cache_root: &Path,
+    extra: Extra,
+) -> Result<PathBuf, String> {
+    // Each kind of dist keeps its own newest: tests of both run at once.
+    let prefix = match extra {
+        Extra::None => "dist-",
+        Extra::KurlRegistry => "dist-kurl-registry-",
+    };
+    let dist = cache_root.join(format!("{prefix}{}", key(builder, artefacts, extra)?));
     // The key holds the hooks' source, and a dist is checked against it once, when built.
     if dist.is_dir() {
         return Ok(dist);
@@ -189,6 +315,7 @@ pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<Pat
         &built,
         &building.path().join("cache"),
         &[],
+        extra,
     )?;
     check_hooks(builder, &built)?;
     if let Err(error) = fs_err::rename(&built, &dist) {
@@ -200,7 +327,11 @@ pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<Pat
     for entry in fs_err::read_dir(cache_root).into_iter().flatten().flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("dist-") && path != dist {
+        let same_kind = name.strip_prefix(prefix).is_some_and(|rest| {
+            // `dist-` also begins `dist-kurl-registry-`: a key is 16 hex digits alone.
+            rest.len() == 16 && rest.bytes().all(|byte| byte.is_ascii_hexdigit())
+        });
+        if same_kind && path != dist {
             let _ = fs_err::remove_dir_all(&path);
         }
     }
@@ -241,8 +372,13 @@ fn check_hooks(builder: &Path, dist: &Path) -> Result<(), String> {
     Err(format!("{} holds no {hooks}", package.display()))
 }
 
+/// kURL's registry add-on folder in the fixtures.
+fn kurl_registry() -> PathBuf {
+    crate::kurl_fixtures("kurl-addons/addons/registry").join(KURL_REGISTRY_VERSION)
+}
+
 /// What a dist is built from, as a short hex key.
-fn key(builder: &Path, artefacts: &Path) -> Result<String, String> {
+fn key(builder: &Path, artefacts: &Path, extra: Extra) -> Result<String, String> {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     hasher.update(artefacts.as_os_str().as_encoded_bytes());
@@ -255,8 +391,18 @@ fn key(builder: &Path, artefacts: &Path) -> Result<String, String> {
     hasher.update(format!("\n{} {}\n", metadata.len(), modified.as_nanos()));
     hasher.update(KUBERNETES_MANIFEST);
     hasher.update(fs_err::read(hooks_source()).map_err(|error| error.to_string())?);
-    for name in OWN_ADDONS {
-        for entry in walkdir::WalkDir::new(own_addons().join(name)).sort_by_file_name() {
+    hasher.update(fs_err::read(own_versions()).map_err(|error| error.to_string())?);
+    hasher.update(format!("{extra:?}\n"));
+    let mut folders: Vec<PathBuf> = OWN_ADDONS
+        .iter()
+        .map(|name| own_addons().join(name))
+        .collect();
+    if extra == Extra::KurlRegistry {
+        hasher.update(LOCAL_VOLUME_HOOKS);
+        folders.push(kurl_registry());
+    }
+    for folder in folders {
+        for entry in walkdir::WalkDir::new(folder).sort_by_file_name() {
             let entry = entry.map_err(|error| error.to_string())?;
             if entry.file_type().is_file() {
                 hasher.update(entry.path().as_os_str().as_encoded_bytes());

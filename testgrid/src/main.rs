@@ -459,6 +459,7 @@ fn kubernetes_dist(out: &Path, artefacts: &Path, compression: &str) -> anyhow::R
         out,
         cache.path(),
         &["--compression", compression],
+        berth_testgrid::kubernetes_dist::Extra::None,
     )
     .map_err(anyhow::Error::msg)?;
     println!(

@@ -5,12 +5,17 @@
 #
 # Spec fields: containerd.tomlConfig (TOML merged into the configuration, as a file containerd
 # imports), containerd.preserveConfig (leave an existing /etc/containerd/config.toml alone).
-# Registry hosts are read from /etc/containerd/certs.d (the registry add-on's join writes there).
+# Registry hosts are read from /etc/containerd/certs.d (the registry add-ons' hooks write there).
 
 CONTAINERD_ETC=/etc/containerd
 
 function containerd_install() {
     containerd_install_and_start
+    # As kURL's containerd: the cluster's registry (kURL's registry add-on; its address is the
+    # join command's docker-registry-ip on a joining node) is trusted with the cluster's CA.
+    if [ -n "${DOCKER_REGISTRY_IP:-}" ]; then
+        kubeadm_registry_containerd_configure "$DOCKER_REGISTRY_IP"
+    fi
 }
 
 # A joining node has run containerd_install just before, as kURL's join does.

@@ -304,6 +304,8 @@ fn execute(
     engine::apply(&settings, &plan, &lock, session, &Stderr).with_context(|| {
         format!("the {command} did not finish; run the same command again to continue")
     })?;
+    // The cluster's primary publishes each add-on's state as an Addon resource.
+    berth::addon_resource::publish_and_say(&settings.layout);
     say!(
         "berth: done in {:.1}s; see `berth status`",
         started.elapsed().as_secs_f64()

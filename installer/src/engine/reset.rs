@@ -41,6 +41,12 @@ pub fn reset(
     let mut report = ResetReport::default();
     let installed = installed_addons(layout)?;
     crate::session::end_orphans(&layout.work_dir());
+    // The Addon resources go while the cluster is there: the add-ons' reset hooks may take it.
+    if let Err(error) = crate::addon_resource::remove(layout) {
+        reporter.step(&format!(
+            "warning: the Addon resources were not removed: {error}"
+        ));
+    }
     report.hooks = run_node_hooks(
         layout,
         &installed,

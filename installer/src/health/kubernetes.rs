@@ -117,12 +117,29 @@ fn judge(object: &Value) -> Found {
             format!("Berth does not judge {other}"),
         ),
     };
+    let namespace = text(object, &["metadata", "namespace"]);
+    let conditions = object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|conditions| {
+            conditions
+                .iter()
+                .take(super::probe::MAX_OBJECT_CONDITIONS)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
     Found {
         kind,
         name,
         healthy,
         reason,
         message,
+        object: Some(super::probe::ObjectFacts {
+            namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+            api_version: text(object, &["apiVersion"]).to_string(),
+            conditions,
+        }),
     }
 }
 

@@ -75,6 +75,9 @@ pub struct ComponentRef {
     pub kind: String,
     pub name: String,
     pub conditions: Vec<HealthCondition>,
+    /// A Kubernetes object's namespace, API version and own conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<probe::ObjectFacts>,
 }
 
 /// One component, as the Addon API's status lists them.
@@ -476,6 +479,7 @@ fn status_of(
                 )],
                 kind: found.kind,
                 name: found.name,
+                object: found.object,
             })
             .collect(),
         conditions: vec![condition],

@@ -28,7 +28,24 @@ pub struct Found {
     /// One CamelCase word: `Running`, `Exited`, `Active`, `Refused`, `Status503`…
     pub reason: String,
     pub message: String,
+    /// A Kubernetes object's namespace, API version and own status conditions, as read.
+    pub object: Option<ObjectFacts>,
 }
+
+/// What a Kubernetes object says of itself, kept for the Addon resource's `refs`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectFacts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub api_version: String,
+    /// Its `status.conditions`, as the server gave them (at most [`MAX_OBJECT_CONDITIONS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<serde_json::Value>,
+}
+
+/// The most conditions of one object kept.
+pub const MAX_OBJECT_CONDITIONS: usize = 16;
 
 impl Found {
     pub(super) fn new(
@@ -44,6 +61,7 @@ impl Found {
             healthy,
             reason: reason.into(),
             message,
+            object: None,
         }
     }
 }
@@ -70,14 +88,14 @@ pub fn run(probe: Probe<'_>, timeout: Duration, context: &Context<'_>) -> Vec<Fo
 }
 
 /// A program's exit status and output, killed at `timeout`.
-pub(super) struct Ran {
+pub(crate) struct Ran {
     pub success: bool,
     pub stdout: String,
     pub stderr: String,
 }
 
 /// Why a program gave no exit status.
-pub(super) enum RunError {
+pub(crate) enum RunError {
     /// Killed at its timeout.
     TimedOut(String),
     /// Not started.
@@ -92,7 +110,7 @@ impl std::fmt::Display for RunError {
     }
 }
 
-pub(super) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ran, RunError> {
+pub(crate) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ran, RunError> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

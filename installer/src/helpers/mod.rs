@@ -207,7 +207,7 @@ pub fn entry_point(layout: &Layout) -> PathBuf {
 /// `bin/kurl` → the running `berth`, replacing whatever stood there (an older binary's link).
 /// Links `link` to this program, unless it already is.
 fn link_to_berth(link: &Path) -> std::io::Result<()> {
-    let berth = std::env::current_exe()?;
+    let berth = crate::own_program()?;
     if fs_err::read_link(link).is_ok_and(|target| target == berth) {
         return Ok(());
     }
