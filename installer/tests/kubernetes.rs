@@ -972,7 +972,8 @@ fn condition<'a>(health: &'a serde_json::Value, kind: &str) -> &'a serde_json::V
 /// spec's replicas and applies it to the real API server; the worker's join runs its `_join`
 /// (the image its pods need is there); its health is its Deployment's, judged on the primary
 /// and not waited for on the worker. Live: an image no node has makes it Degraded naming
-/// the Deployment, and running the installer again plans it Repair and applies it again. A fleet rollout moves it
+/// the Deployment, and running the installer again plans it Repair and applies it again. An
+/// object the API server rejects fails the run naming it, with 1.0.0 left in place. A fleet rollout moves it
 /// 1.0.0 → 2.0.0 (the primary applies, the worker runs its `_join`), the pods then answer
 /// 2.0.0; a rollback returns 1.0.0; `berth reset` on the primary removes its objects. All
 /// along, `kubectl get addons` shows each add-on as an Addon resource the primary keeps
@@ -1176,6 +1177,44 @@ fn a_cluster_addon_is_applied_judged_live_rolled_out_rolled_back_and_reset() {
                 && condition(&health, "Degraded")["status"] == "False"
         },
         || cluster.account(),
+    );
+
+    // An object the API server rejects (a negative replica count, from a field no type
+    // check refuses): the run fails naming the object and the server's reason, records the
+    // add-on Failed with 1.0.0 still in place and serving, and the fixed setting applies.
+    let run_with = |extra: &str| {
+        cluster.shell(
+            0,
+            &format!(
+                "berth install --spec {} --dist {}/dist {extra}",
+                cluster.work.path().join("installer.yaml").display(),
+                cluster.served
+            ),
+        )
+    };
+    let rejected = run_with("--set cluster-demo.replicas=-1");
+    let said = printed(&rejected);
+    assert!(!rejected.status.success(), "{said}");
+    assert!(
+        said.contains("The Deployment \"cluster-demo\" is invalid: spec.replicas")
+            && said.contains("cluster_demo failed"),
+        "{said}"
+    );
+    let status = cluster.shell(0, "berth status -o json");
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let record = status["addons"]
+        .as_array()
+        .and_then(|addons| addons.iter().find(|addon| addon["name"] == "cluster-demo"))
+        .unwrap_or_else(|| panic!("{status:#}"));
+    assert_eq!(record["currentVersion"], "1.0.0", "{record:#}");
+    assert_eq!(record["conditions"][2]["reason"], "Failed", "{record:#}");
+    assert_eq!(answer(0), "demo 1.0.0");
+    let fixed = run_with("--set cluster-demo.replicas=2");
+    assert!(fixed.status.success(), "{}", printed(&fixed));
+    assert!(
+        printed(&fixed).contains("cluster-demo 1.0.0 applied: 2 replicas"),
+        "{}",
+        printed(&fixed)
     );
 
     // 1.0.0 → 2.0.0 across the fleet, the primary first.
