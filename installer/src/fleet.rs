@@ -65,7 +65,7 @@ impl Host for Node {
             }
         }
         // On the cluster's primary, the Addon resources follow what the agent reports.
-        if let Err(error) = crate::addon_resource::publish(layout) {
+        if let Err(error) = crate::addon_resource::publish_from_agent(layout) {
             eprintln!("berth: warning: the add-ons were not published as Addon resources: {error}");
         }
         // A node.yaml that cannot be read stops the node's runs with a clear error; the

@@ -282,6 +282,29 @@ fn default_berth() -> Option<PathBuf> {
     .find(|path| path.is_file())
 }
 
+/// Says so when the node binary chosen by default is older than the `berth` beside this
+/// program: the portable build is made apart (scripts/portable.sh) and is easily left behind
+/// the source, and a grid would then test an older Berth without a word.
+fn warn_if_stale(chosen: &Path) {
+    let modified = |path: &Path| fs_err::metadata(path).and_then(|m| m.modified()).ok();
+    let Some(beside) = std::env::current_exe()
+        .ok()
+        .map(|exe| exe.with_file_name("berth"))
+    else {
+        return;
+    };
+    if beside != chosen
+        && let (Some(chosen_time), Some(beside_time)) = (modified(chosen), modified(&beside))
+        && chosen_time < beside_time
+    {
+        eprintln!(
+            "berth-testgrid: warning: the nodes get {}, which is older than {}; run scripts/portable.sh again, or give --berth",
+            chosen.display(),
+            beside.display()
+        );
+    }
+}
+
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let oses = specs::read_oses(&args.os_spec)?;
     let mut tests = Vec::new();
@@ -326,6 +349,9 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or_else(default_berth)
         .context("no node binary: build it with scripts/portable.sh, or give --berth")?;
+    if args.berth.is_none() {
+        warn_if_stale(&berth);
+    }
     let provider = match args.provider.as_str() {
         "ssh" => Provider::Hosts(hosts::read(
             args.hosts.as_deref().expect("required by clap"),

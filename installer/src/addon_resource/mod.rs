@@ -26,8 +26,8 @@ const CRD_NAME: &str = "addons.addons.k8s.io";
 const RESOURCE: &str = "addons.addons.k8s.io";
 /// The label on every Addon Berth writes: those it may delete.
 const MANAGED: &str = "app.kubernetes.io/managed-by=berth";
-/// How long one kubectl call may take.
-const KUBECTL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one kubectl call may take: an agent's report waits for it.
+const KUBECTL_TIMEOUT: Duration = Duration::from_secs(20);
 /// How often Addons that did not change are written again (their `checkedAt` with them).
 const REFRESH: Duration = Duration::from_secs(60);
 
@@ -170,6 +170,27 @@ fn published_digest(items: &[Value]) -> String {
     berth_formats::Sha256Digest::of(&serde_json::to_vec(&items).expect("JSON")).to_string()
 }
 
+/// [`publish`] for a fleet agent's report: after a failure (the API server down), it is not
+/// tried again for a minute, so the agent's reports go on at their pace meanwhile.
+pub fn publish_from_agent(layout: &Layout) -> Result<Option<usize>, AddonResourceError> {
+    let failed = layout.work_dir().join("addons-publish-failed");
+    let recent = fs_err::metadata(&failed)
+        .and_then(|metadata| metadata.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age < REFRESH);
+    if recent {
+        return Ok(None);
+    }
+    let published = publish(layout);
+    if published.is_err() {
+        let _ = fs_err::write(&failed, b"");
+    } else {
+        let _ = fs_err::remove_file(&failed);
+    }
+    published
+}
+
 /// [`publish`], saying on standard error what it did; a failure is a warning (the run on the
 /// node is done either way).
 pub fn publish_and_say(layout: &Layout) {
@@ -224,8 +245,9 @@ fn kubectl(
         what: what.to_string(),
         message,
     };
-    let ran = crate::health::probe::run_program(&mut command, KUBECTL_TIMEOUT + KUBECTL_TIMEOUT)
-        .map_err(|error| failed(error.to_string()))?;
+    let ran =
+        crate::health::probe::run_program(&mut command, KUBECTL_TIMEOUT + Duration::from_secs(5))
+            .map_err(|error| failed(error.to_string()))?;
     if !ran.success {
         return Err(failed(ran.stderr.trim().to_string()));
     }
