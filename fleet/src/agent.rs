@@ -38,9 +38,12 @@ pub fn run(
         let mut failed = false;
         if Instant::now() >= next_report {
             next_report = Instant::now() + interval;
-            if let Err(error) = crate::node::report(paths, host) {
-                stop_if_unregistered(error, &say)?;
-                failed = true;
+            match crate::node::report(paths, host) {
+                Ok(_) => host.reported(),
+                Err(error) => {
+                    stop_if_unregistered(error, &say)?;
+                    failed = true;
+                }
             }
         }
         if !failed {

@@ -114,6 +114,9 @@ pub trait Host: Sync {
     /// probed now, but for an add-on whose record was written at or after `recorded_since`
     /// (a run that just probed it), which is taken as it is.
     fn addons(&self, recorded_since: Option<SystemTime>) -> anyhow::Result<Vec<AddonReport>>;
+    /// What the node does once the agent has reported its add-ons to the first node (Berth's
+    /// primary publishes them in the cluster); nothing unless the host says.
+    fn reported(&self) {}
     /// The installer the node ran last, if any.
     fn last_run(&self) -> anyhow::Result<Option<LastRun>>;
     /// One add-on's record, if the node has one.

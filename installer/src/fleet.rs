@@ -64,10 +64,6 @@ impl Host for Node {
                 health.insert(state.name.clone(), record);
             }
         }
-        // On the cluster's primary, the Addon resources follow what the agent reports.
-        if let Err(error) = crate::addon_resource::publish_from_agent(layout) {
-            eprintln!("berth: warning: the add-ons were not published as Addon resources: {error}");
-        }
         // A node.yaml that cannot be read stops the node's runs with a clear error; the
         // report goes on without its fields.
         let own = crate::engine::node_overrides(&layout.node_config()).unwrap_or_default();
@@ -81,6 +77,13 @@ impl Host for Node {
                 report
             })
             .collect())
+    }
+
+    /// On the cluster's primary, the Addon resources follow what the agent reports.
+    fn reported(&self) {
+        if let Err(error) = crate::addon_resource::publish_from_agent(&self.layout) {
+            eprintln!("berth: warning: the add-ons were not published as Addon resources: {error}");
+        }
     }
 
     fn last_run(&self) -> anyhow::Result<Option<LastRun>> {

@@ -935,14 +935,8 @@ fn kurls_registry_from_its_own_folder_carries_an_image_from_one_node_to_a_pod_on
 /// `berth ARGUMENTS` on machine `index`, left running (a fleet's coordinator or agent), its
 /// error output in the test's folder.
 fn spawn_berth(cluster: &Cluster, index: usize, arguments: &[&str], log: &str) -> support::Server {
-    let mut command = cluster.machines[index].command(env!("CARGO_BIN_EXE_berth"));
-    command
-        .args(arguments)
-        .env("PATH", support::kubernetes_cluster::PATH)
-        .env_remove("BERTH_ROOT")
-        .env_remove("BERTH_DIST")
-        .env_remove("CONTAINERD_ADDRESS")
-        .env_remove("KUBECONFIG");
+    let mut command = cluster.command(index, env!("CARGO_BIN_EXE_berth"));
+    command.args(arguments);
     support::Server::spawn(&mut command, &cluster.work.path().join(log))
 }
 

@@ -181,16 +181,23 @@ impl Cluster {
         cluster
     }
 
-    /// `bash -c script` on machine `index`, as root there, with a plain PATH.
-    pub fn shell(&self, index: usize, script: &str) -> Output {
-        self.machines[index]
-            .command("bash")
-            .args(["-c", script])
+    /// `program` on machine `index`, as root there, with a plain PATH and none of the test
+    /// host's settings for Berth, containerd or kubectl.
+    pub fn command(&self, index: usize, program: &str) -> std::process::Command {
+        let mut command = self.machines[index].command(program);
+        command
             .env("PATH", PATH)
             .env_remove("BERTH_ROOT")
             .env_remove("BERTH_DIST")
             .env_remove("CONTAINERD_ADDRESS")
-            .env_remove("KUBECONFIG")
+            .env_remove("KUBECONFIG");
+        command
+    }
+
+    /// `bash -c script` on machine `index` ([`Cluster::command`]).
+    pub fn shell(&self, index: usize, script: &str) -> Output {
+        self.command(index, "bash")
+            .args(["-c", script])
             .output()
             .unwrap()
     }

@@ -64,25 +64,17 @@ pub fn publish(layout: &Layout) -> Result<Option<usize>, AddonResourceError> {
         return Ok(None);
     };
     let (states, _) = StateStore::new(layout.state_dir()).load_all()?;
-    let installer = LastInstaller::load(layout)
-        .ok()
-        .flatten()
-        .map(|last| last.id)
-        .unwrap_or_default();
-    let items: Vec<Value> = states
+    // An Addon's name is the add-on's; one Kubernetes cannot take (`an_addon`) is left out.
+    let published: Vec<&AddonState> = states
         .iter()
-        // An Addon's name is the add-on's; one Kubernetes cannot take (`an_addon`) is left out.
         .filter(|state| {
             state.current.is_some()
                 && berth_formats::health::check_dns_subdomain(&state.name).is_ok()
         })
-        .map(|state| {
-            addon(
-                state,
-                HealthRecord::load(layout, &state.name).as_ref(),
-                &installer,
-            )
-        })
+        .collect();
+    let items: Vec<Value> = published
+        .iter()
+        .map(|state| addon(state, HealthRecord::load(layout, &state.name).as_ref()))
         .collect();
     let folder = layout.work_dir();
     fs_err::create_dir_all(&folder).map_err(|source| AddonResourceError::Write {
@@ -93,12 +85,9 @@ pub fn publish(layout: &Layout) -> Result<Option<usize>, AddonResourceError> {
     // is not written again.
     let marker = folder.join("addons-published");
     let digest = published_digest(&items);
-    let fresh = fs_err::metadata(&marker)
-        .and_then(|metadata| metadata.modified())
-        .ok()
-        .and_then(|modified| modified.elapsed().ok())
-        .is_some_and(|age| age < REFRESH);
-    if fresh && fs_err::read_to_string(&marker).is_ok_and(|text| text == digest) {
+    if touched_within(&marker, REFRESH)
+        && fs_err::read_to_string(&marker).is_ok_and(|text| text == digest)
+    {
         return Ok(Some(items.len()));
     }
     let _ = fs_err::remove_file(&marker);
@@ -125,7 +114,7 @@ pub fn publish(layout: &Layout) -> Result<Option<usize>, AddonResourceError> {
             command.args(["apply", "-f"]).arg(&list);
         })?;
     }
-    let published = kubectl(&kubeconfig, "list the Addons", |command| {
+    let listed = kubectl(&kubeconfig, "list the Addons", |command| {
         command.args([
             "get",
             RESOURCE,
@@ -135,13 +124,9 @@ pub fn publish(layout: &Layout) -> Result<Option<usize>, AddonResourceError> {
             "jsonpath={.items[*].metadata.name}",
         ]);
     })?;
-    let stale: Vec<&str> = published
+    let stale: Vec<&str> = listed
         .split_whitespace()
-        .filter(|name| {
-            !states
-                .iter()
-                .any(|state| state.current.is_some() && state.name == *name)
-        })
+        .filter(|name| !published.iter().any(|state| state.name == *name))
         .collect();
     if !stale.is_empty() {
         kubectl(
@@ -174,12 +159,7 @@ fn published_digest(items: &[Value]) -> String {
 /// tried again for a minute, so the agent's reports go on at their pace meanwhile.
 pub fn publish_from_agent(layout: &Layout) -> Result<Option<usize>, AddonResourceError> {
     let failed = layout.work_dir().join("addons-publish-failed");
-    let recent = fs_err::metadata(&failed)
-        .and_then(|metadata| metadata.modified())
-        .ok()
-        .and_then(|modified| modified.elapsed().ok())
-        .is_some_and(|age| age < REFRESH);
-    if recent {
+    if touched_within(&failed, REFRESH) {
         return Ok(None);
     }
     let published = publish(layout);
@@ -222,6 +202,15 @@ pub fn remove(layout: &Layout) -> Result<(), AddonResourceError> {
     Ok(())
 }
 
+/// Whether the file at `path` was written less than `age` ago.
+fn touched_within(path: &Path, age: Duration) -> bool {
+    fs_err::metadata(path)
+        .and_then(|metadata| metadata.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|elapsed| elapsed < age)
+}
+
 fn write(path: &Path, bytes: &[u8]) -> Result<(), AddonResourceError> {
     fs_err::write(path, bytes).map_err(|source| AddonResourceError::Write {
         path: path.to_path_buf(),
@@ -255,7 +244,7 @@ fn kubectl(
 }
 
 /// One add-on as an Addon object.
-fn addon(state: &AddonState, health: Option<&HealthRecord>, installer: &str) -> Value {
+fn addon(state: &AddonState, health: Option<&HealthRecord>) -> Value {
     let status = crate::status::addon_status(state, health);
     let version = status.current_version.clone().unwrap_or_default();
     let conditions: Vec<Value> = status
@@ -307,7 +296,7 @@ fn addon(state: &AddonState, health: Option<&HealthRecord>, installer: &str) -> 
         "spec": {"version": state.desired.clone().unwrap_or_else(|| version.clone())},
         "status": {
             "version": version,
-            "installer": state.current.as_ref().map_or(installer, |current| current.target.id.as_str()),
+            "installer": state.current.as_ref().map(|current| current.target.id.as_str()),
             "checkedAt": health.map_or_else(crate::state::now, |record| record.checked_at.clone()),
             "conditions": conditions,
             "components": {"matchLabels": match_labels, "refs": refs},

@@ -11,15 +11,14 @@ use std::io::Read as _;
 use std::path::Path;
 
 use berth_formats::Sha256Digest;
+use berth_formats::package_index::PackageIndex;
 use berth_formats::spec::flags::ScriptFlags;
 use berth_formats::spec::kurl_type::kurl_environment;
 use serde_json::{Map, Value};
 
 /// The largest file of an add-on's folder read for the variables it names; larger ones
-/// (images, archives) are not scripts.
+/// (assets, archives) are not scripts.
 const MAX_SCRIPT_BYTES: u64 = 1024 * 1024;
-/// The most files of a folder read.
-const MAX_FILES: usize = 2_000;
 
 /// What the run's flags set that hooks see, by variable name, each value's digest: kURL's flag
 /// variables, and each spec setting a flag sets, under the variable hooks see it as.
@@ -50,24 +49,48 @@ fn digest(value: &str) -> String {
 }
 
 /// The variables of `inputs` the add-on unpacked in `folder` names (`$NAME` or `${NAME…`) in
-/// any of its files; none when the folder is not there.
+/// any of its own files; none when the folder holds no unpacked package.
 pub fn read_by(folder: &Path, inputs: &BTreeMap<String, String>) -> BTreeSet<String> {
-    let mut read = BTreeSet::new();
-    if inputs.is_empty() || !folder.is_dir() {
-        return read;
+    if inputs.is_empty() {
+        return BTreeSet::new();
     }
-    let files = walkdir::WalkDir::new(folder)
-        .max_depth(8)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_file())
-        .take(MAX_FILES);
-    for entry in files {
+    match crate::unpack::read_unpacked(folder) {
+        Ok(index) => named_in(folder, own_files(&index), inputs),
+        Err(_) => BTreeSet::new(),
+    }
+}
+
+/// The files of a package its hooks may read as text: those its index lists, less its images,
+/// its host packages' folders and anything larger than a script.
+fn own_files(index: &PackageIndex) -> impl Iterator<Item = &str> {
+    index
+        .files
+        .iter()
+        .filter(|file| file.size <= MAX_SCRIPT_BYTES)
+        .map(|file| file.path.as_str())
+        .filter(|path| {
+            let top = path.split('/').next().unwrap_or_default();
+            top != berth_formats::oci::IMAGES_DIR && !index.host_packages.contains_key(top)
+        })
+}
+
+/// The variables of `inputs` that any of `files` (below `folder`) names.
+fn named_in<'a>(
+    folder: &Path,
+    files: impl Iterator<Item = &'a str>,
+    inputs: &BTreeMap<String, String>,
+) -> BTreeSet<String> {
+    let mut read = BTreeSet::new();
+    for file in files {
         let mut bytes = Vec::new();
-        let Ok(file) = fs_err::File::open(entry.path()) else {
+        let Ok(opened) = fs_err::File::open(folder.join(file)) else {
             continue;
         };
-        if file.take(MAX_SCRIPT_BYTES).read_to_end(&mut bytes).is_err() {
+        if opened
+            .take(MAX_SCRIPT_BYTES)
+            .read_to_end(&mut bytes)
+            .is_err()
+        {
             continue;
         }
         let text = String::from_utf8_lossy(&bytes);
@@ -146,10 +169,41 @@ mod tests {
             "function x() { echo \"$PUBLIC_ADDRESS\"; }\n",
         )
         .unwrap();
-        let read = read_by(folder.path(), &inputs);
+        let read = named_in(folder.path(), ["install.sh"].into_iter(), &inputs);
         assert_eq!(read.iter().collect::<Vec<_>>(), ["PUBLIC_ADDRESS"]);
         let before = BTreeMap::from([("PUBLIC_ADDRESS".to_string(), digest("10.0.0.8"))]);
         assert_eq!(changed(&read, &inputs, &before), ["PUBLIC_ADDRESS"]);
         assert!(changed(&read, &inputs, &inputs).is_empty());
+    }
+
+    #[test]
+    fn only_the_package_s_own_small_files_are_read() {
+        use berth_formats::package_index::FileRecord;
+        let file = |path: &str, size: u64| FileRecord {
+            path: path.into(),
+            size,
+            sha256: Sha256Digest::of(b""),
+            executable: false,
+        };
+        let index = PackageIndex {
+            schema_version: 1,
+            name: "kubernetes".into(),
+            version: "1.20.2".into(),
+            arch: "amd64".into(),
+            inputs_digest: Sha256Digest::of(b""),
+            files: vec![
+                file("install.sh", 100),
+                file("images/blobs/sha256/ab", 100),
+                file("debian-12/archives/kubelet.deb", 100),
+                file("assets/kubeadm", 40 << 20),
+                file("kustomize/deployment.yaml", 100),
+            ],
+            images: Vec::new(),
+            host_packages: BTreeMap::from([("debian-12".into(), vec!["kubelet.deb".into()])]),
+        };
+        assert_eq!(
+            own_files(&index).collect::<Vec<_>>(),
+            ["install.sh", "kustomize/deployment.yaml"]
+        );
     }
 }
