@@ -30,6 +30,7 @@ pub mod images;
 pub mod interrupt;
 pub mod join;
 pub mod kubeadm_config;
+pub mod kubectl;
 pub mod kurl_programs;
 pub mod kustomization;
 pub mod last_installer;

@@ -16,14 +16,20 @@ function kubelet_version() {
     echo "${output#v}"
 }
 
+# __berth_kubectl_versions [--client]: `kubectl version` one line per side ("Client Version:
+# v1.x.y"): --short up to kubectl 1.27 (without it, Go structs), plain from 1.28 (no --short).
+function __berth_kubectl_versions() {
+    kubectl version --short "$@" 2>/dev/null || kubectl version "$@" 2>/dev/null
+}
+
 # kubectl_client_version: prints kubectl's client version (v1.x.y).
 function kubectl_client_version() {
-    kubectl version --client 2>/dev/null | awk 'tolower($0) ~ /client/ { print $3; exit }'
+    __berth_kubectl_versions --client | awk 'tolower($0) ~ /client/ { print $3; exit }'
 }
 
 # kubectl_server_version: prints the API server's version (v1.x.y).
 function kubectl_server_version() {
-    kubectl version 2>/dev/null | awk 'tolower($0) ~ /server/ { print $3; exit }'
+    __berth_kubectl_versions | awk 'tolower($0) ~ /server/ { print $3; exit }'
 }
 
 # kubernetes_is_master: whether this node is (or becomes) a control plane: MASTER=1 or a
@@ -191,6 +197,11 @@ function x_fully_updated() {
     # Separated by colons: a field the status lacks (no replica of that kind yet) stays empty.
     status="$(kubectl get "$2" -n "$1" "$3" -o jsonpath='{.status.replicas}:{.status.availableReplicas}:{.status.readyReplicas}:{.status.updatedReplicas}' 2>/dev/null)" || return 1
     IFS=: read -r desired available ready updated <<<"$status"
+    # A StatefulSet has availableReplicas from Kubernetes 1.22; before, ready is what there is
+    # (kURL's compares the missing field and waits for ever).
+    if [ "$2" = statefulset ] && [ -z "$available" ]; then
+        available="$ready"
+    fi
     [ "$desired" = "$available" ] && [ "$desired" = "$ready" ] && [ "$desired" = "$updated" ]
 }
 

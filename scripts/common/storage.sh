@@ -146,3 +146,112 @@ function maybe_cleanup_rook() {
 function maybe_cleanup_longhorn() {
     __berth_storage_stays Longhorn longhorn-system "${LONGHORN_VERSION:-}"
 }
+
+# __berth_rook_pods_running: waits up to 5 minutes for every pod of rook-ceph to run.
+function __berth_rook_pods_running() {
+    log "Awaiting up to 5 minutes to check Rook Ceph Pod(s) are Running"
+    if ! spinner_until 300 check_for_running_pods rook-ceph; then
+        logFail "Rook Ceph has unhealthy Pod(s):${UNHEALTHY_PODS:-}"
+        return 1
+    fi
+}
+
+# __berth_rook_wait_for_health: waits up to 10 minutes for Ceph to be healthy (kURL's program,
+# `kurl rook wait-for-health`); when it is not, prints Ceph's status and returns 1.
+function __berth_rook_wait_for_health() {
+    log "Awaiting up to 10 minutes to check that Rook Ceph is healthy"
+    if ! "$DIR"/bin/kurl rook wait-for-health 600; then
+        kubectl -n rook-ceph exec deploy/rook-ceph-tools -- ceph status || true
+        logFail "Rook Ceph is unhealthy"
+        return 1
+    fi
+}
+
+# __berth_rook_one_version LABEL: whether Rook's deployments (label rook_cluster=rook-ceph) all
+# carry the same LABEL (rook-version, ceph-version); prints each one's replicas and LABEL.
+# Two Ceph versions of which one is 0.0.0-0 pass: Rook before 1.4.8 labelled some so.
+function __berth_rook_one_version() {
+    local label="$1" found
+    kubectl -n rook-ceph get deployment -l rook_cluster=rook-ceph -o jsonpath="{range .items[*]}{.metadata.name}{\"  \\treq/upd/avl: \"}{.spec.replicas}{\"/\"}{.status.updatedReplicas}{\"/\"}{.status.readyReplicas}{\"  \\t$label=\"}{.metadata.labels.$label}{\"\\n\"}{end}"
+    found="$(kubectl -n rook-ceph get deployment -l rook_cluster=rook-ceph -o jsonpath="{range .items[*]}{\"$label=\"}{.metadata.labels.$label}{\"\\n\"}{end}" | sort | uniq)"
+    if [ -z "$found" ] || [ "$(echo "$found" | wc -l)" -le 1 ]; then
+        return 0
+    fi
+    if [ "$label" = ceph-version ] && [ "$(echo "$found" | wc -l)" -eq 2 ] && echo "$found" | grep -q "0.0.0-0"; then
+        log "Found two ceph versions but one of them is 0.0.0-0 which will be ignored"
+        echo "$found"
+        return 0
+    fi
+    if [ "$label" = ceph-version ]; then
+        logFail "Multiple Ceph versions detected"
+    else
+        logFail "Multiple Rook versions detected"
+    fi
+    logFail "$found"
+    return 1
+}
+
+# rook_is_healthy_to_upgrade: whether Rook's Ceph may be upgraded: every pod of rook-ceph
+# running, Ceph healthy, and one Rook version and one Ceph version across its deployments.
+function rook_is_healthy_to_upgrade() {
+    __berth_rook_pods_running || return 1
+    __berth_rook_wait_for_health || return 1
+    log "Checking Rook Ceph versions and replicas"
+    __berth_rook_one_version rook-version || return 1
+    log "Checking Ceph versions and replicas"
+    __berth_rook_one_version ceph-version
+}
+
+# __berth_rook_disable_failed_modules: when Ceph says its dashboard or prometheus manager
+# module failed (kURL saw it after volumes were moved off Rook), disables both: Rook is being
+# removed, and they keep Ceph from being healthy. Whether it disabled them.
+function __berth_rook_disable_failed_modules() {
+    local status
+    status="$(kubectl -n rook-ceph exec deploy/rook-ceph-tools -- ceph status 2>/dev/null || true)"
+    if [[ "$status" != *"Module 'dashboard'"* ]] && [[ "$status" != *"Module 'prometheus'"* ]]; then
+        return 1
+    fi
+    log "Disabling Ceph manager modules in order to get Ceph healthy again."
+    kubectl -n rook-ceph exec deploy/rook-ceph-tools -- ceph mgr module disable prometheus || true
+    kubectl -n rook-ceph exec deploy/rook-ceph-tools -- ceph mgr module disable dashboard || true
+}
+
+# rook_is_healthy_to_migrate_from: rook_is_healthy_to_upgrade, before data moves off Rook;
+# failed dashboard and prometheus modules are disabled. kURL disables them only after ten
+# minutes of waiting, then fails anyway; Berth looks first, and goes on once Ceph is healthy.
+function rook_is_healthy_to_migrate_from() {
+    __berth_rook_pods_running || return 1
+    __berth_rook_disable_failed_modules || true
+    if ! __berth_rook_wait_for_health; then
+        __berth_rook_disable_failed_modules || return 1
+        log "Verify Rook Ceph health after try to fix"
+        __berth_rook_wait_for_health || return 1
+    fi
+    log "Checking Rook Ceph versions and replicas"
+    __berth_rook_one_version rook-version || return 1
+    log "Checking Ceph versions and replicas"
+    __berth_rook_one_version ceph-version
+}
+
+# longhorn_prepare_for_migration: checks Longhorn's volumes and nodes are healthy for a
+# migration (on one node, its volumes first scaled to one replica: `kurl longhorn
+# prepare-for-migration`). When that fails, offers to put the replicas back; returns 1.
+function longhorn_prepare_for_migration() {
+    if "$DIR"/bin/kurl longhorn prepare-for-migration; then
+        return 0
+    fi
+    logFail "Preparation for longhorn migration failed. Please review the preceding messages for further details."
+    logFail "During the preparation for Longhorn, some replicas may have been scaled down. Would you like to"
+    logFail "restore the system to its original state?"
+    if confirmY; then
+        log "Restoring Longhorn replicas to their original state"
+        longhorn_restore_migration_replicas
+    fi
+    return 1
+}
+
+# longhorn_restore_migration_replicas: scales Longhorn's volumes, and the Deployments and
+# StatefulSets scaled down for a migration, back to the counts they kept.
+function longhorn_restore_migration_replicas() {
+    "$DIR"/bin/kurl longhorn rollback-migration-replicas
+}

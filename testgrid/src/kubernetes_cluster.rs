@@ -212,7 +212,27 @@ impl Cluster {
 
     /// Imports the test image into machine `index`'s containerd, where the kubelet finds it.
     pub fn import_busybox(&self, index: usize) {
-        let archive = self.work.path().join("busybox.tar");
+        self.import_archive(index, &self.work.path().join("busybox.tar"));
+    }
+
+    /// Imports an image of `layers`, named `tag`, into machine `index`'s containerd.
+    pub fn import_image(&self, index: usize, tag: &str, layers: Vec<crate::images::Layer>) {
+        let archive = self
+            .work
+            .path()
+            .join(format!("{}.tar", tag.replace(['/', ':'], "_")));
+        write_oci_archive(
+            &archive,
+            tag,
+            &[PlatformImage {
+                arch: "amd64",
+                layers,
+            }],
+        );
+        self.import_archive(index, &archive);
+    }
+
+    fn import_archive(&self, index: usize, archive: &Path) {
         let output = self.shell(
             index,
             &format!("ctr -n k8s.io images import {}", archive.display()),

@@ -10,12 +10,12 @@
 //! the node no longer records is deleted; `berth reset` deletes them all and the definition.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::health::HealthRecord;
+use crate::kubectl::{Kubectl, KubectlError};
 use crate::last_installer::LastInstaller;
 use crate::layout::Layout;
 use crate::state::{AddonState, StateStore};
@@ -33,8 +33,8 @@ const REFRESH: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum AddonResourceError {
-    #[error("kubectl {what}: {message}")]
-    Kubectl { what: String, message: String },
+    #[error(transparent)]
+    Kubectl(#[from] KubectlError),
     #[error("failed to write {path}")]
     Write {
         path: PathBuf,
@@ -93,50 +93,50 @@ pub fn publish(layout: &Layout) -> Result<Option<usize>, AddonResourceError> {
     let _ = fs_err::remove_file(&marker);
     let crd = folder.join("addon-crd.yaml");
     write(&crd, CRD.as_bytes())?;
-    kubectl(&kubeconfig, "apply the Addon definition", |command| {
-        command.args(["apply", "-f"]).arg(&crd);
-    })?;
-    kubectl(&kubeconfig, "wait for the Addon definition", |command| {
-        command.args([
+    let kubectl = Kubectl::with_kubeconfig(&kubeconfig, KUBECTL_TIMEOUT);
+    kubectl.run(
+        "apply the Addon definition",
+        &["apply".as_ref(), "-f".as_ref(), crd.as_os_str()],
+    )?;
+    kubectl.run(
+        "wait for the Addon definition",
+        &[
             "wait",
             "--for",
             "condition=established",
             "--timeout=30s",
             &format!("customresourcedefinition/{CRD_NAME}"),
-        ]);
-    })?;
+        ],
+    )?;
     let list = folder.join("addons.json");
     let count = items.len();
     let document = json!({"apiVersion": "v1", "kind": "List", "items": items});
     write(&list, &serde_json::to_vec(&document).expect("JSON"))?;
     if count > 0 {
-        kubectl(&kubeconfig, "apply the Addons", |command| {
-            command.args(["apply", "-f"]).arg(&list);
-        })?;
+        kubectl.run(
+            "apply the Addons",
+            &["apply".as_ref(), "-f".as_ref(), list.as_os_str()],
+        )?;
     }
-    let listed = kubectl(&kubeconfig, "list the Addons", |command| {
-        command.args([
+    let listed = kubectl.run(
+        "list the Addons",
+        &[
             "get",
             RESOURCE,
             "--selector",
             MANAGED,
             "--output",
             "jsonpath={.items[*].metadata.name}",
-        ]);
-    })?;
+        ],
+    )?;
     let stale: Vec<&str> = listed
         .split_whitespace()
         .filter(|name| !published.iter().any(|state| state.name == *name))
         .collect();
     if !stale.is_empty() {
-        kubectl(
-            &kubeconfig,
-            "delete Addons no add-on stands for",
-            |command| {
-                command.args(["delete", RESOURCE, "--ignore-not-found", "--"]);
-                command.args(&stale);
-            },
-        )?;
+        let mut arguments = vec!["delete", RESOURCE, "--ignore-not-found", "--"];
+        arguments.extend(&stale);
+        kubectl.run("delete Addons no add-on stands for", &arguments)?;
     }
     let _ = fs_err::remove_file(&crd);
     let _ = fs_err::remove_file(&list);
@@ -191,14 +191,15 @@ pub fn remove(layout: &Layout) -> Result<(), AddonResourceError> {
     let Some(kubeconfig) = publisher(layout) else {
         return Ok(());
     };
-    kubectl(&kubeconfig, "delete the Addons", |command| {
-        command.args([
+    Kubectl::with_kubeconfig(&kubeconfig, KUBECTL_TIMEOUT).run(
+        "delete the Addons",
+        &[
             "delete",
             "customresourcedefinition",
             CRD_NAME,
             "--ignore-not-found",
-        ]);
-    })?;
+        ],
+    )?;
     Ok(())
 }
 
@@ -216,31 +217,6 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), AddonResourceError> {
         path: path.to_path_buf(),
         source,
     })
-}
-
-/// Runs kubectl with the admin's kubeconfig; its standard output, or what it said.
-fn kubectl(
-    kubeconfig: &Path,
-    what: &str,
-    arguments: impl FnOnce(&mut Command),
-) -> Result<String, AddonResourceError> {
-    let mut command = Command::new("kubectl");
-    command
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg(format!("--request-timeout={}s", KUBECTL_TIMEOUT.as_secs()));
-    arguments(&mut command);
-    let failed = |message: String| AddonResourceError::Kubectl {
-        what: what.to_string(),
-        message,
-    };
-    let ran =
-        crate::health::probe::run_program(&mut command, KUBECTL_TIMEOUT + Duration::from_secs(5))
-            .map_err(|error| failed(error.to_string()))?;
-    if !ran.success {
-        return Err(failed(ran.stderr.trim().to_string()));
-    }
-    Ok(ran.stdout)
 }
 
 /// One add-on as an Addon object.

@@ -4,6 +4,10 @@
 use std::net::IpAddr;
 use std::process::ExitCode;
 
+use std::time::Duration;
+
+use anyhow::Context as _;
+use berth::kurl_programs::{longhorn, rook};
 use berth::network_interfaces::{default_route_interface, interface_with_address};
 
 #[derive(clap::Subcommand)]
@@ -11,6 +15,12 @@ pub enum KurlCommand {
     /// Networking utility commands.
     #[command(subcommand)]
     Netutil(NetutilCommand),
+    /// Rook's Ceph, as kURL's hooks ask about it.
+    #[command(subcommand)]
+    Rook(RookCommand),
+    /// Longhorn's volumes, before a migration off it.
+    #[command(subcommand)]
+    Longhorn(LonghornCommand),
     /// Sets KEY of the JSON object in FILE to the string VALUE (the helper
     /// insertOrReplaceJsonParam); a missing FILE is made.
     #[command(name = "json-param", hide = true)]
@@ -22,6 +32,33 @@ pub enum KurlCommand {
         /// Its value, written as a JSON string.
         value: String,
     },
+}
+
+#[derive(clap::Subcommand)]
+pub enum RookCommand {
+    /// Wait for Ceph to be healthy (five readings in a row of `ceph status` in the
+    /// rook-ceph-tools pod), printing what it waits for; fails after TIMEOUT seconds.
+    #[command(name = "wait-for-health")]
+    WaitForHealth {
+        /// Seconds to wait at most (no bound when left out).
+        timeout: Option<u64>,
+        /// Ceph health checks to ignore (their codes, as MON_CLOCK_SKEW), comma-separated or
+        /// given again.
+        #[arg(long, value_delimiter = ',')]
+        ignore_checks: Vec<String>,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum LonghornCommand {
+    /// Check Longhorn's volumes and nodes are healthy before a migration; on a one-node
+    /// cluster, first scale every volume to one replica (its count kept to roll back).
+    #[command(name = "prepare-for-migration")]
+    PrepareForMigration,
+    /// Scale Longhorn's volumes, and the Deployments and StatefulSets scaled down for a
+    /// migration, back to the replica counts they kept.
+    #[command(name = "rollback-migration-replicas")]
+    RollbackMigrationReplicas,
 }
 
 #[derive(clap::Subcommand)]
@@ -54,6 +91,26 @@ const MAX_JSON_BYTES: u64 = 1 << 20;
 pub fn run(command: KurlCommand) -> anyhow::Result<ExitCode> {
     let command = match command {
         KurlCommand::Netutil(command) => command,
+        KurlCommand::Rook(RookCommand::WaitForHealth {
+            timeout,
+            ignore_checks,
+        }) => {
+            let mut say = |line: &str| show!("{line}");
+            rook::wait_for_health(timeout.map(Duration::from_secs), &ignore_checks, &mut say)
+                .context("failed to check rook health")?;
+            show!("Rook is healthy");
+            return Ok(ExitCode::SUCCESS);
+        }
+        KurlCommand::Longhorn(command) => {
+            let mut say = |line: &str| show!("{line}");
+            match command {
+                LonghornCommand::PrepareForMigration => longhorn::prepare_for_migration(&mut say)?,
+                LonghornCommand::RollbackMigrationReplicas => {
+                    longhorn::rollback_migration_replicas(&mut say)?
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         KurlCommand::JsonParam { file, key, value } => {
             set_json_param(&file, &key, &value)?;
             return Ok(ExitCode::SUCCESS);
@@ -90,7 +147,6 @@ pub fn arguments_under_kurls_name(arguments: Vec<std::ffi::OsString>) -> Vec<std
 /// Sets `key` in the JSON object in `file` (made, with its folder, when missing; an empty file
 /// is an empty object); anything but an object is refused and the file left as it was.
 fn set_json_param(file: &std::path::Path, key: &str, value: &str) -> anyhow::Result<()> {
-    use anyhow::Context as _;
     let mut object = match berth::files::read_to_string_at_most(file, MAX_JSON_BYTES) {
         Ok(text) => {
             if text.trim().is_empty() {

@@ -6,6 +6,8 @@
 
 mod bcrypt;
 mod go_flags;
+pub mod longhorn;
+pub mod rook;
 mod toml;
 mod yamlutil;
 
