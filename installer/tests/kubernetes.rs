@@ -930,6 +930,104 @@ fn kurls_registry_from_its_own_folder_carries_an_image_from_one_node_to_a_pod_on
         kubectl_text(&cluster, "logs pulled"),
         "carried-by-the-registry"
     );
+
+    // The support bundle's in-cluster half against this API server: kURL's registry spec (its
+    // tmpl-troubleshoot.yaml) as it says, and Berth's own clusterInfo and clusterResources,
+    // with the logs of a crash-looping pod where troubleshoot keeps them.
+    cluster.import_busybox(1);
+    let crashing = cluster.kubectl(&format!(
+        "run crashing --image={BUSYBOX} --image-pull-policy=Never --restart=Always \
+         --overrides='{{\"apiVersion\":\"v1\",\"spec\":{{\"nodeName\":\"node-2\"}}}}' \
+         --command -- /bin/busybox sh -c 'echo crashing-on-purpose; exit 1'"
+    ));
+    assert!(crashing.status.success(), "{}", printed(&crashing));
+    wait_or_explain(
+        "the crashing pod to have restarted",
+        Duration::from_secs(180),
+        || {
+            kubectl_text(
+                &cluster,
+                "get pod crashing -o jsonpath={.status.containerStatuses[0].restartCount}",
+            )
+            .parse::<u32>()
+            .is_ok_and(|restarts| restarts >= 1)
+        },
+        || kubectl_text(&cluster, "describe pod crashing"),
+    );
+    let bundle = cluster.work.path().join("bundle");
+    let collected = cluster.shell(
+        0,
+        &format!(
+            "berth support-bundle --out {bundle}.tar.gz && mkdir {bundle} && tar -xzf {bundle}.tar.gz -C {bundle}",
+            bundle = bundle.display()
+        ),
+    );
+    assert!(collected.status.success(), "{}", printed(&collected));
+    let root = fs_err::read_dir(&bundle)
+        .unwrap()
+        .next()
+        .expect("the bundle's folder")
+        .unwrap()
+        .path();
+    let read = |path: &str| {
+        fs_err::read_to_string(root.join(path)).unwrap_or_else(|error| {
+            let listed = cluster.shell(
+                0,
+                &format!("cd {} && find . -type f | sort | head -300", root.display()),
+            );
+            panic!("{error}\n{}", printed(&listed))
+        })
+    };
+    let version: serde_json::Value =
+        serde_json::from_str(&read("cluster-info/cluster_version.json")).unwrap();
+    assert_eq!(version["string"], "v1.20.2", "{version:#}");
+    assert!(read("cluster-resources/pods/kurl.json").contains("\"app\": \"registry\""));
+    assert!(read("cluster-resources/nodes.json").contains("node-3"));
+    assert!(
+        read("cluster-resources/pods/logs/default/crashing/crashing.log")
+            .contains("crashing-on-purpose")
+    );
+    assert!(
+        read("cluster-resources/pods/logs/default/crashing/crashing-previous.log")
+            .contains("crashing-on-purpose")
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&read("configmaps/kurl/registry-config.json")).unwrap();
+    assert_eq!(config["configMapExists"], true, "{config:#}");
+    assert!(
+        config["data"]["config.yml"]
+            .as_str()
+            .is_some_and(|text| text.contains("http:")),
+        "{config:#}"
+    );
+    let certificate: serde_json::Value =
+        serde_json::from_str(&read("secrets/kurl/registry-pki/registry.crt.json")).unwrap();
+    assert!(
+        certificate["value"]
+            .as_str()
+            .is_some_and(|value| value.starts_with("-----BEGIN CERTIFICATE")),
+        "{certificate:#}"
+    );
+    let registry_logs = cluster.shell(
+        0,
+        &format!(
+            "ls {}/kurl/registry/logs/registry-*/registry.log",
+            root.display()
+        ),
+    );
+    assert!(
+        registry_logs.status.success(),
+        "{}",
+        printed(&registry_logs)
+    );
+    assert!(!root.join("host-collectors/pod-logs").exists());
+    // The registry's password, in a Secret the pods pull with, is nowhere in the bundle.
+    let leaked = cluster.shell(0, &format!("grep -rlF -- '{password}' {}", root.display()));
+    assert!(
+        !leaked.status.success(),
+        "the password is in {}",
+        printed(&leaked)
+    );
 }
 
 /// `berth ARGUMENTS` on machine `index`, left running (a fleet's coordinator or agent), its

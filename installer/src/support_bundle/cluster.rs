@@ -5,8 +5,8 @@
 //! admin kubeconfig, written where troubleshoot writes them. Without a kubeconfig (a worker,
 //! a node with no Kubernetes) they are listed as not run, and why.
 //!
-//! Berth runs `clusterResources`, `logs`, `configMap` and `secret`; the others are named as
-//! not run.
+//! Berth runs `clusterInfo`, `clusterResources` (with the logs of pods in trouble, where
+//! troubleshoot puts them), `logs`, `configMap` and `secret`; the others are named as not run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,6 +33,8 @@ const RESOURCES: [(&str, bool); 12] = [
     ("storageclasses", false),
     ("jobs", true),
 ];
+/// The origin of Berth's own bundle document.
+pub const BUILTIN_ORIGIN: &str = "built-in";
 /// The most bytes of a kURL troubleshoot file read.
 const MAX_SPEC_BYTES: u64 = 1 << 20;
 
@@ -111,6 +113,15 @@ pub fn collect(layout: &Layout, documents: &[Document], staging: &Staging, timeo
         _ => None,
     };
     if let Some(why) = why_not {
+        // Berth's own asks for the cluster's half only where it can be had: on the node with
+        // the admin's kubeconfig. What the add-ons and given files ask for is listed.
+        let items: Vec<_> = items
+            .into_iter()
+            .filter(|(document, _)| document.origin.name != BUILTIN_ORIGIN)
+            .collect();
+        if items.is_empty() {
+            return;
+        }
         let names: Vec<String> = items
             .iter()
             .map(|(document, item)| {
@@ -139,12 +150,13 @@ pub fn collect(layout: &Layout, documents: &[Document], staging: &Staging, timeo
         let started = Instant::now();
         let name = title(item);
         let result = match item.kind.as_str() {
+            "clusterInfo" => cluster_info(&kubectl, staging),
             "clusterResources" => cluster_resources(&kubectl, staging),
             "logs" => logs(&kubectl, &item.fields, staging),
             "configMap" => object_data(&kubectl, &item.fields, staging, "configmap"),
             "secret" => object_data(&kubectl, &item.fields, staging, "secret"),
             other => Err(format!(
-                "Berth does not run the in-cluster collector {other} ({}); it runs clusterResources, logs, configMap and secret",
+                "Berth does not run the in-cluster collector {other} ({}); it runs clusterInfo, clusterResources, logs, configMap and secret",
                 document.origin.at(item.line)
             )),
         };
@@ -200,10 +212,106 @@ impl Kubectl {
     }
 }
 
+/// `clusterInfo`: the API server's version, as troubleshoot writes it
+/// (`cluster-info/cluster_version.json`: the server's `info` and its version `string`).
+fn cluster_info(kubectl: &Kubectl, staging: &Staging) -> Result<(), String> {
+    let version = kubectl.json(&["version", "-o", "json"])?;
+    let info = &version["serverVersion"];
+    let Some(string) = info["gitVersion"].as_str() else {
+        return Err("kubectl version gave no server version".into());
+    };
+    let output = json!({"info": info, "string": string});
+    staging.write(
+        "cluster-info/cluster_version.json",
+        serde_json::to_string_pretty(&output)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+}
+
+/// The most lines of a troubled pod's log kept by `clusterResources`.
+const TROUBLED_POD_LOG_LINES: u32 = 500;
+
+/// Whether a pod is in trouble: not running or done, or a container of it not ready or
+/// restarted (crash-looping); its logs are what one looks at first.
+fn troubled(pod: &Value) -> bool {
+    let phase = pod["status"]["phase"].as_str().unwrap_or_default();
+    if phase == "Succeeded" {
+        return false;
+    }
+    let statuses = pod["status"]["containerStatuses"].as_array();
+    phase != "Running"
+        || statuses.is_none_or(|statuses| {
+            statuses.iter().any(|status| {
+                status["ready"] != true || status["restartCount"].as_u64().unwrap_or(0) > 0
+            })
+        })
+}
+
+/// The logs of each container of each troubled pod, as troubleshoot's `clusterResources`
+/// keeps them: `cluster-resources/pods/logs/<namespace>/<pod>/<container>.log`, and the
+/// previous run's in `<container>-previous.log` for one that restarted.
+fn troubled_pod_logs(kubectl: &Kubectl, pods: &Value, staging: &Staging) -> Vec<String> {
+    let mut errors = Vec::new();
+    for pod in pods["items"].as_array().into_iter().flatten() {
+        if !troubled(pod) {
+            continue;
+        }
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        let namespace = pod["metadata"]["namespace"].as_str().unwrap_or("default");
+        let restarted = |container: &str| {
+            pod["status"]["containerStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|status| {
+                    status["name"] == container && status["restartCount"].as_u64().unwrap_or(0) > 0
+                })
+        };
+        let containers = ["initContainers", "containers"]
+            .iter()
+            .flat_map(|key| pod["spec"][key].as_array().into_iter().flatten())
+            .filter_map(|container| container["name"].as_str());
+        for container in containers {
+            let folder = format!(
+                "cluster-resources/pods/logs/{}/{}",
+                paths::safe_name(namespace),
+                paths::safe_name(name)
+            );
+            let mut runs = vec![("", false)];
+            if restarted(container) {
+                runs.push(("-previous", true));
+            }
+            for (suffix, previous) in runs {
+                let in_namespace = format!("--namespace={namespace}");
+                let in_container = format!("--container={container}");
+                let tail = format!("--tail={TROUBLED_POD_LOG_LINES}");
+                let mut args = vec!["logs", &in_namespace, &in_container, &tail];
+                if previous {
+                    args.push("--previous");
+                }
+                // Names from the cluster are never taken for options.
+                args.extend(["--", name]);
+                let path = format!("{folder}/{}{suffix}.log", paths::safe_name(container));
+                // A container that never started has no log: kubectl's answer says so.
+                let log = kubectl
+                    .run(&args)
+                    .unwrap_or_else(|error| error.into_bytes());
+                if let Err(error) = staging.write(&path, &log) {
+                    errors.push(error);
+                }
+            }
+        }
+    }
+    errors
+}
+
 /// `clusterResources`: each kind listed, by namespace where it has them, as troubleshoot
-/// writes them (`cluster-resources/pods/<namespace>.json`, `cluster-resources/nodes.json`).
+/// writes them (`cluster-resources/pods/<namespace>.json`, `cluster-resources/nodes.json`),
+/// and the logs of troubled pods.
 fn cluster_resources(kubectl: &Kubectl, staging: &Staging) -> Result<(), String> {
     let mut errors = Vec::new();
+    let mut unlisted = 0;
     for (plural, namespaced) in RESOURCES {
         let listed = if namespaced {
             kubectl.json(&["get", plural, "--all-namespaces", "-o", "json"])
@@ -218,9 +326,13 @@ fn cluster_resources(kubectl: &Kubectl, staging: &Staging) -> Result<(), String>
                     json!([error]).to_string().as_bytes(),
                 );
                 errors.push(error);
+                unlisted += 1;
                 continue;
             }
         };
+        if plural == "pods" {
+            errors.extend(troubled_pod_logs(kubectl, &list, staging));
+        }
         // Indented as troubleshoot writes them: a `"name"` and its `"value"` on lines of
         // their own, where the multi-line redactors find them.
         let pretty = |value: &Value| serde_json::to_vec_pretty(value).unwrap_or_default();
@@ -251,7 +363,8 @@ fn cluster_resources(kubectl: &Kubectl, staging: &Staging) -> Result<(), String>
             }
         }
     }
-    if errors.len() == RESOURCES.len() {
+    // Some kinds listed is a result; none is the collector failing.
+    if unlisted == RESOURCES.len() {
         return Err(errors.join("; "));
     }
     Ok(())

@@ -97,7 +97,7 @@ pub fn collect(
         )?);
     }
     documents.extend(documents_of(
-        "built-in",
+        cluster::BUILTIN_ORIGIN,
         None,
         BUILTIN,
         &context,
