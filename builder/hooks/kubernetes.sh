@@ -157,7 +157,7 @@ function __kubernetes_wait_for_api() {
     local seconds
     seconds="$(__kubernetes_control_plane_seconds)" || exit 1
     if ! spinner_until "$seconds" kubernetes_api_is_healthy; then
-        bail "the Kubernetes API at $(kubernetes_api_address) did not report healthy after ${seconds}s of tries; on a slow machine give kubernetes-control-plane-timeout= a longer duration"
+        bail "the Kubernetes API at $(kubernetes_api_address) did not report healthy after ${seconds}s of tries: check that the API server runs (its static pod's manifest, /etc/kubernetes/manifests/kube-apiserver.yaml, and the kubelet that starts it) and run again; on a slow machine give kubernetes-control-plane-timeout= a longer duration"
     fi
 }
 
@@ -574,12 +574,22 @@ function __kubernetes_node_is_set_up() {
     [ -f /etc/kubernetes/kubelet.conf ]
 }
 
+# __kubernetes_kubelet_healthy: whether the kubelet answers on its health port.
+function __kubernetes_kubelet_healthy() {
+    [ "$(curl -fsS --max-time 3 http://127.0.0.1:10248/healthz 2>/dev/null)" = ok ]
+}
+
 # A node kubeadm set up whose kubelet stopped gets it started again: a re-run repairs the
-# node; kubeadm init or join never runs twice on it.
+# node; kubeadm init or join never runs twice on it. A kubelet that does not come up stops
+# the run: the node runs no pod without it.
 function __kubernetes_repair() {
-    if ! systemctl is-active --quiet kubelet 2>/dev/null; then
-        logWarn "the kubelet was not running; starting it"
-        systemctl start kubelet
+    if systemctl is-active --quiet kubelet 2>/dev/null && __kubernetes_kubelet_healthy; then
+        return 0
+    fi
+    logWarn "the kubelet was not running; starting it"
+    systemctl start kubelet || true
+    if ! spinner_until 60 __kubernetes_kubelet_healthy; then
+        bail "the kubelet is not running on this node and did not start within 60 s (systemctl start kubelet; its log, journalctl -u kubelet, says why): this node runs no pod without it; fix it and run again"
     fi
 }
 
@@ -587,8 +597,11 @@ function __kubernetes_repair() {
 # new bootstrap token for the next join command.
 function kubernetes_already_applied() {
     commandExists kubeadm || return 0
-    __kubernetes_node_is_set_up && __kubernetes_repair
+    if __kubernetes_node_is_set_up; then
+        __kubernetes_repair
+    fi
     [ -f /etc/kubernetes/admin.conf ] || return 0
+    __kubernetes_wait_for_api
     __kubernetes_cluster_dns
     __kubernetes_after_init
     BOOTSTRAP_TOKEN="$(kubeadm token create --ttl "${BOOTSTRAP_TOKEN_TTL:-24h}")"

@@ -351,7 +351,7 @@ fn kubernetes_health(cluster: &Cluster, index: usize) -> (bool, String) {
 /// `kubernetes-control-plane-timeout=`, whose liveness patches the static pods carry), the
 /// control plane's pods Running, a Deployment Available; health that names a frozen scheduler
 /// and a stopped kubelet; a re-run that repairs the node (starts the kubelet) without running
-/// kubeadm init again; a reset, after which the node installs again from the installer's
+/// kubeadm init again, and one that stops, naming the kubelet, when it cannot start; a reset, after which the node installs again from the installer's
 /// airgap bundle, the server out of reach, with kubeadm's own probes.
 #[test]
 fn one_node_is_probed_repaired_by_a_rerun_reset_and_installed_again() {
@@ -558,6 +558,35 @@ spec:
         "{}",
         kubernetes_health(&cluster, 0).1
     );
+    // A kubelet that cannot start (its configuration gone): the re-run stops, saying so,
+    // rather than report a node that runs no pod as repaired; once it can start, the next
+    // one repairs the node.
+    let broken = cluster.shell(
+        0,
+        "systemctl stop kubelet && mv /var/lib/kubelet/config.yaml /root/kubelet-config.away",
+    );
+    assert!(broken.status.success(), "{}", printed(&broken));
+    let rerun = cluster.shell(0, &install_command);
+    let said = printed(&rerun);
+    assert!(!rerun.status.success(), "{said}");
+    assert!(
+        said.contains("the kubelet is not running on this node and did not start within 60 s"),
+        "{said}"
+    );
+    let mended = cluster.shell(
+        0,
+        "mv /root/kubelet-config.away /var/lib/kubelet/config.yaml",
+    );
+    assert!(mended.status.success(), "{}", printed(&mended));
+    let rerun = cluster.shell(0, &install_command);
+    assert!(rerun.status.success(), "{}", printed(&rerun));
+    wait_or_explain(
+        "node-1 Ready after the kubelet came back",
+        Duration::from_secs(120),
+        ready,
+        || cluster.account(),
+    );
+
     // Healthy again, the next run has nothing to do for Kubernetes.
     let rerun = cluster.shell(0, &install_command);
     let said = printed(&rerun);

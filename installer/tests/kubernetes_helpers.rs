@@ -6,7 +6,8 @@
 //! for Rook's image whose `ceph` prints the status the test gives it; Longhorn's volumes,
 //! replicas, nodes and settings as custom resources. Rook's and Longhorn's own images cannot be
 //! built here (no source of them is vendored), so the test plays their operators' part:
-//! Ceph's status, and Longhorn dropping the replicas of a volume scaled down.
+//! Ceph's status, and Longhorn dropping the replicas of a volume scaled down. Then the API
+//! server stopped: the installer run again fails naming it, and completes once it is back.
 //!
 //! Needs `BERTH_KUBERNETES_ARTEFACTS`, as `kubernetes.rs`.
 
@@ -433,6 +434,58 @@ fn kurls_cluster_helpers_answer_against_the_real_api_server() {
         failed.len(),
         failed.join("\n"),
         cluster.account()
+    );
+
+    // The API server stopped (its static pod's manifest moved away): the installer run again
+    // fails, naming the API server and what to check, within the control plane's two
+    // minutes; once the API server is back, the same command completes.
+    let api_healthy = || {
+        helpers(&cluster, &library, &dir, "kubernetes_api_is_healthy")
+            .status
+            .success()
+    };
+    let stopped = cluster.shell(
+        0,
+        "mv /etc/kubernetes/manifests/kube-apiserver.yaml /etc/kubernetes/kube-apiserver.yaml.away",
+    );
+    assert!(stopped.status.success(), "{}", printed(&stopped));
+    wait_or_explain(
+        "the API server to stop",
+        Duration::from_secs(120),
+        || !api_healthy(),
+        || cluster.account(),
+    );
+    let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
+    let rerun = cluster.shell(0, &install_command);
+    let said = printed(&rerun);
+    assert!(!rerun.status.success(), "{said}");
+    assert!(
+        said.contains("did not report healthy after 120s of tries: check that the API server runs"),
+        "{said}"
+    );
+    let restored = cluster.shell(
+        0,
+        "mv /etc/kubernetes/kube-apiserver.yaml.away /etc/kubernetes/manifests/kube-apiserver.yaml",
+    );
+    assert!(restored.status.success(), "{}", printed(&restored));
+    wait_or_explain(
+        "the API server to answer again",
+        Duration::from_secs(240),
+        api_healthy,
+        || cluster.account(),
+    );
+    let rerun = cluster.shell(0, &install_command);
+    assert!(rerun.status.success(), "{}", printed(&rerun));
+    assert!(
+        helpers(
+            &cluster,
+            &library,
+            &dir,
+            "kubernetes_resource_exists helpers deployment web"
+        )
+        .status
+        .success(),
+        "the cluster's objects outlived the API server's stop"
     );
 }
 
