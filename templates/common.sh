@@ -152,7 +152,19 @@ if [ "$berth_actual_sha256" != "$berth_expected_sha256" ]; then
     rm -f "$berth_binary"
     berth_fail "$berth_binary has sha256 $berth_actual_sha256, this script expects $berth_expected_sha256"
 fi
-if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_airgap" = 0 ] && [ "$berth_plan_only" = 0 ]; then
+# Kept on the node, as an online install keeps it: `berth join-command`, `berth status` and the
+# fleet's agent need it once the bundle's folder is gone.
+if [ "$berth_airgap" = 1 ] && [ "$berth_plan_only" = 0 ]; then
+    if [ ! -x "$berth_state/bin/berth" ] ||
+        [ "$(berth_sha256_of "$berth_state/bin/berth")" != "$berth_expected_sha256" ]; then
+        mkdir -p "$berth_state/bin"
+        cp "$berth_binary" "$berth_state/bin/berth.partial"
+        chmod 0755 "$berth_state/bin/berth.partial"
+        mv -f "$berth_state/bin/berth.partial" "$berth_state/bin/berth"
+    fi
+    berth_binary="$berth_state/bin/berth"
+fi
+if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_plan_only" = 0 ]; then
     ln -sf "$berth_binary" /usr/local/bin/berth
 fi
 

@@ -837,9 +837,20 @@ fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
 /// Secrets and Deployment on the real API server, and the Deployment becomes Available. Each
 /// node's containerd trusts it: the primary's from init, the others' from the join command's
 /// `docker-registry-ip`. An image pushed through it from the first node runs in a pod on the
-/// third, which never had it.
+/// third, which never had it. A support bundle on the first node then holds the cluster's half.
 #[test]
 fn kurls_registry_from_its_own_folder_carries_an_image_from_one_node_to_a_pod_on_another() {
+    kurls_registry(false);
+}
+
+/// The same from the installer's airgap bundle: each node has it and the server is out of
+/// its reach; the first runs `install.sh airgap`, the others the airgap join command.
+#[test]
+fn kurls_registry_from_an_airgap_bundle_carries_an_image_from_one_node_to_a_pod_on_another() {
+    kurls_registry(true);
+}
+
+fn kurls_registry(airgap: bool) {
     let cluster = Cluster::start_with_extra(
         3,
         std::path::Path::new(env!("CARGO_BIN_EXE_berth")),
@@ -847,9 +858,48 @@ fn kurls_registry_from_its_own_folder_carries_an_image_from_one_node_to_a_pod_on
         support::kubernetes_dist::Extra::KurlRegistry,
         |_| format!("{SPEC}  local-volume:\n    version: 1.0.0\n  registry:\n    version: 3.1.1\n"),
     );
+    let bundle_dir = |index: usize| cluster.work.path().join(format!("airgap-{index}"));
+    if airgap {
+        // The bundle fetched once, then on each node with the server out of its reach.
+        let server = cluster
+            .served
+            .trim_start_matches("http://")
+            .split(':')
+            .next()
+            .unwrap()
+            .to_string();
+        let tarball = cluster.work.path().join("bundle.tar.gz");
+        let fetched = cluster.shell(
+            0,
+            &format!(
+                "curl -fsSL -o {} {}/bundle/{}.tar.gz",
+                tarball.display(),
+                cluster.served,
+                cluster.id
+            ),
+        );
+        assert!(fetched.status.success(), "{}", printed(&fetched));
+        for index in 0..3 {
+            let unpacked = cluster.shell(
+                index,
+                &format!(
+                    "mkdir -p {dir} && tar -xzf {tarball} -C {dir} && ip route add blackhole {server}/32 \
+                     && ! curl -fsS --max-time 5 {served}/versions.json",
+                    dir = bundle_dir(index).display(),
+                    tarball = tarball.display(),
+                    served = cluster.served,
+                ),
+            );
+            assert!(unpacked.status.success(), "{}", printed(&unpacked));
+        }
+    }
     let install = cluster.shell(
         0,
-        &format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id),
+        &if airgap {
+            format!("cd {} && bash install.sh airgap", bundle_dir(0).display())
+        } else {
+            format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id)
+        },
     );
     let said = printed(&install);
     assert!(install.status.success(), "{said}\n{}", cluster.account());
@@ -890,16 +940,33 @@ fn kurls_registry_from_its_own_folder_carries_an_image_from_one_node_to_a_pod_on
     assert!(certificate.status.success(), "{text}");
     assert!(text.contains(&format!("IP Address:{address}")), "{text}");
 
-    let join_command = cluster.shell(0, "berth join-command");
+    // Airgap, `berth` stays on the node once the bundle's folder is gone.
+    let join_command = cluster.shell(
+        0,
+        &if airgap {
+            format!(
+                "rm -rf {} && berth join-command --airgap",
+                bundle_dir(0).display()
+            )
+        } else {
+            "berth join-command".to_string()
+        },
+    );
+    let asked = printed(&join_command);
     let join_command = String::from_utf8_lossy(&join_command.stdout)
         .trim()
         .replacen("sudo ", "", 1);
     assert!(
         join_command.contains(&format!("docker-registry-ip={address}")),
-        "{join_command}"
+        "{asked}"
     );
     for index in 1..3 {
-        let joined = cluster.shell(index, &join_command);
+        let command = if airgap {
+            format!("cd {} && {join_command}", bundle_dir(index).display())
+        } else {
+            join_command.clone()
+        };
+        let joined = cluster.shell(index, &command);
         assert!(joined.status.success(), "{}", printed(&joined));
     }
     for machine in &cluster.machines {
