@@ -36,7 +36,8 @@ target/release/berth-build build addons --out "$report/dist/berth" --distro debi
 target/release/berth-testgrid kurl-dist --out "$report/dist/kurl"
 # Kubernetes from Debian's source (cached: seconds once built), and its dist.
 artefacts=$(scripts/kubernetes.sh)
-target/release/berth-testgrid kubernetes-dist --artefacts "$artefacts" --out "$report/dist/kubernetes"
+target/release/berth-testgrid kubernetes-dist --artefacts "$artefacts" --kurl-registry \
+    --out "$report/dist/kubernetes"
 
 status=0
 # run NAME DIST OS-SPEC GRID… -- OPTION…: one part of the grid, into $report/NAME.

@@ -223,6 +223,32 @@ fn a_failing_hook_fails_its_addon_and_a_rerun_resumes_there() {
     assert_eq!(status["b"]["progressing"]["reason"], "Succeeded");
 }
 
+/// A join run again on a node that joined runs each add-on's `_join` again, as kURL's
+/// join.sh does on every join; never its `_already_applied`, which kURL's add-ons write for
+/// the primary (they read the cluster with the admin's kubeconfig, which a joined node has not).
+#[test]
+fn a_join_run_again_runs_the_join_hooks_never_the_primarys_already_applied() {
+    let mut dist = TestDist::new();
+    dist.addon(
+        "a",
+        "1.0.0",
+        "function a() { echo a >> \"$TRACE\"; }\n\
+         function a_join() { echo a_join >> \"$TRACE\"; }\n\
+         function a_already_applied() { echo a_already_applied >> \"$TRACE\"; }\n",
+    );
+    let spec = dist.spec("spec.yaml", &[("a", "version: latest")]);
+    let trace_file = dist.addons.root().join("trace");
+    let node = Node::new().env("TRACE", &trace_file);
+    succeeded(&node.run("join", &spec, &dist.url(), &[]));
+    assert_eq!(take_trace(&trace_file), ["a_join"]);
+    assert_eq!(
+        node.decisions(&spec, &dist.url(), &[]),
+        [("a".into(), "AlreadyApplied".into())]
+    );
+    succeeded(&node.run("join", &spec, &dist.url(), &[]));
+    assert_eq!(take_trace(&trace_file), ["a_join"]);
+}
+
 #[test]
 fn addons_that_finished_before_a_failure_are_not_run_again() {
     let mut dist = TestDist::new();

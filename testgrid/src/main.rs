@@ -62,6 +62,11 @@ enum Commands {
         /// How the packages are compressed (berth-build's `--compression`).
         #[arg(long, default_value = "gzip", value_name = "gzip|zstd")]
         compression: String,
+        /// Also kURL's registry add-on from the fixtures' folder (3.1.1, its image Debian's
+        /// Distribution registry under kURL's name) and `local-volume`, the storage its
+        /// claim binds.
+        #[arg(long)]
+        kurl_registry: bool,
     },
     /// Boot VMs of one OS with the qemu provider and keep them until Ctrl-C, writing a hosts
     /// file the ssh provider reads.
@@ -251,7 +256,8 @@ fn main() -> ExitCode {
             out,
             artefacts,
             compression,
-        } => kubernetes_dist(&out, &artefacts, &compression),
+            kurl_registry,
+        } => kubernetes_dist(&out, &artefacts, &compression, kurl_registry),
         Commands::Boot {
             machines,
             os_spec,
@@ -474,7 +480,13 @@ fn kurl_dist(out: &Path, compression: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn kubernetes_dist(out: &Path, artefacts: &Path, compression: &str) -> anyhow::Result<ExitCode> {
+fn kubernetes_dist(
+    out: &Path,
+    artefacts: &Path,
+    compression: &str,
+    kurl_registry: bool,
+) -> anyhow::Result<ExitCode> {
+    use berth_testgrid::kubernetes_dist::Extra;
     let builder = berth_build()?;
     let artefacts = berth_testgrid::kubernetes_dist::checked_artefacts(artefacts)
         .map_err(anyhow::Error::msg)?;
@@ -485,7 +497,11 @@ fn kubernetes_dist(out: &Path, artefacts: &Path, compression: &str) -> anyhow::R
         out,
         cache.path(),
         &["--compression", compression],
-        berth_testgrid::kubernetes_dist::Extra::None,
+        if kurl_registry {
+            Extra::KurlRegistry
+        } else {
+            Extra::None
+        },
     )
     .map_err(anyhow::Error::msg)?;
     println!(

@@ -14,7 +14,8 @@
 //!
 //! A joining node runs `preflight`, the runtime's install hook (`containerd_install`, as
 //! kURL's join.sh runs it), and then `<name>_join` in place of pre_init, install and
-//! post_init. The runtime's add-on loads its images after its install hook, once there is a
+//! post_init: on every join run, as kURL's join.sh, even for an add-on already applied there
+//! (never its `_already_applied`, which is the primary's). The runtime's add-on loads its images after its install hook, once there is a
 //! runtime to take them. A rollback runs the install phases with a plan that comes from the records (see
 //! [`rollback_plan`]).
 //!
@@ -92,12 +93,17 @@ impl Mode {
     /// What the hook an add-on runs in `phase` adds to its name (nothing for the main hook,
     /// `_already_applied` for an add-on already applied as asked, `_<phase>` otherwise), or
     /// `None` when it runs none there. On a joining node only the runtime's add-on has an
-    /// install phase, and the runtime's `_join` runs only when it applies.
+    /// install phase, and the runtime's `_join` runs only when it applies; every other
+    /// add-on's `_join` runs on every join, applied or not.
     fn hook_suffix(self, phase: Phase, decision: &Decision, runtime: bool) -> Option<String> {
         let applies = decision.applies();
         match (self, phase) {
             (Mode::Join, Phase::Install) if !runtime => None,
             (Mode::Join, Phase::Join) if runtime && !applies => None,
+            // As kURL's join.sh: every join runs each add-on's `_join`, applied or not; its
+            // `_already_applied` belongs to the primary's install (kURL's reads the cluster
+            // with the admin's kubeconfig, which a joined node has not).
+            (Mode::Join, Phase::Join) => Some("_join".into()),
             (_, phase) if phase == self.main_phase(runtime) && !applies => {
                 Some("_already_applied".into())
             }
