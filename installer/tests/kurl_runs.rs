@@ -38,9 +38,10 @@ function containerd_join() { echo containerd_join >> "$TRACE"; }
             "a_join"
         ]
     );
-    // Joined again, nothing changed: neither install runs again.
+    // Joined again, nothing changed: the runtime's install does not run again; every other
+    // add-on's `_join` does, as kURL's join.sh runs it on every join.
     succeeded(&node.run("join", &spec, &dist.url(), &[]));
-    assert_eq!(take_trace(&trace_file), ["containerd_preflight"]);
+    assert_eq!(take_trace(&trace_file), ["containerd_preflight", "a_join"]);
 }
 
 /// kURL's containerd Manifest ships the pause image: it loads once containerd's install hook
