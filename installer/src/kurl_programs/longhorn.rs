@@ -120,7 +120,7 @@ pub fn rollback_migration_replicas(say: &mut dyn FnMut(&str)) -> Result<(), Long
         restore(
             &kubectl,
             &object,
-            |_| json!({"spec": {"numberOfReplicas": replicas}}),
+            json!({"spec": {"numberOfReplicas": replicas}}),
             say,
         )?;
     }
@@ -167,7 +167,7 @@ pub fn rollback_migration_replicas(say: &mut dyn FnMut(&str)) -> Result<(), Long
             restore(
                 &kubectl,
                 &object,
-                |_| json!({"spec": {"replicas": replicas}}),
+                json!({"spec": {"replicas": replicas}}),
                 say,
             )?;
         }
@@ -190,12 +190,12 @@ fn count(object: &ObjectName, kept: &str) -> Result<u64, LonghornError> {
     })
 }
 
-/// Writes `change(object)` with the annotation removed, on the object as it is now (read
-/// again after each conflict); one gone meanwhile is left alone.
+/// Writes `patch` with the annotation removed, on the object as it is now (read again after
+/// each conflict); one gone meanwhile is left alone.
 fn restore(
     kubectl: &Kubectl,
     object: &ObjectName,
-    change: impl Fn(&Value) -> Value,
+    patch: Value,
     say: &mut dyn FnMut(&str),
 ) -> Result<(), LonghornError> {
     for _ in 0..CONFLICT_TRIES {
@@ -209,7 +209,7 @@ fn restore(
             }
             Err(error) => return Err(error.into()),
         };
-        let mut patch = change(&current);
+        let mut patch = patch.clone();
         patch["metadata"]["annotations"][SCALE_ANNOTATION] = Value::Null;
         match kubectl.patch_if_unchanged(
             &format!("roll back {object}"),

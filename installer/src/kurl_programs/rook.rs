@@ -212,7 +212,7 @@ fn current_status(kubectl: &Kubectl, deadline: Option<Instant>) -> Result<CephSt
 }
 
 /// Runs `command` in the one toolbox pod; its standard output.
-pub fn in_toolbox(kubectl: &Kubectl, command: &[&str]) -> Result<String, String> {
+fn in_toolbox(kubectl: &Kubectl, command: &[&str]) -> Result<String, String> {
     let pods = kubectl
         .items(
             "find the rook-ceph-tools pod",
