@@ -122,47 +122,40 @@ berth_sha256_of() {
     sha256sum "$1" | cut -d' ' -f1
 }
 
-# The berth binary: from the bundle beside this script (airgap), or downloaded once and kept
-# while its digest is the one this script expects (for `plan`, into the scratch folder unless
-# the node has it already).
+# The berth binary, kept on the node while its digest is the one this script expects: copied
+# from the bundle beside this script (airgap) or downloaded, once. Kept airgap too: `berth
+# join-command`, `berth status` and the fleet's agent need it once the bundle's folder is gone.
+# For `plan`, it goes to the scratch folder unless the node has it already.
+berth_binary="$berth_state/bin/berth"
 if [ "$berth_airgap" = 1 ]; then
     berth_bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-    berth_binary="$berth_bundle_dir/"{{ bundle_binary | sh }}
+    berth_source="$berth_bundle_dir/"{{ bundle_binary | sh }}
     berth_dist="$berth_bundle_dir"
-    [ -f "$berth_binary" ] || berth_fail "airgap: no berth binary beside this script in $berth_bundle_dir"
+    [ -f "$berth_source" ] || berth_fail "airgap: no berth binary beside this script in $berth_bundle_dir"
 else
-    berth_binary="$berth_state/bin/berth"
     berth_dist="$BERTH_DIST_URL"
-    if [ ! -x "$berth_binary" ] || [ "$(berth_sha256_of "$berth_binary")" != "$berth_expected_sha256" ]; then
-        if [ "$berth_plan_only" = 1 ]; then
-            berth_binary="$berth_scratch/berth"
-        fi
+fi
+if [ ! -x "$berth_binary" ] || [ "$(berth_sha256_of "$berth_binary")" != "$berth_expected_sha256" ]; then
+    if [ "$berth_plan_only" = 1 ]; then
+        berth_binary="$berth_scratch/berth"
+    fi
+    mkdir -p "$(dirname "$berth_binary")"
+    if [ "$berth_airgap" = 1 ]; then
+        cp "$berth_source" "$berth_binary.partial"
+    else
         command -v curl >/dev/null 2>&1 || berth_fail "downloading berth needs curl"
-        mkdir -p "$(dirname "$berth_binary")"
         echo "berth: downloading $BERTH_DIST_URL/$berth_binary_file" >&2
         curl -fsSL --retry 5 --retry-delay 2 --retry-connrefused \
             -o "$berth_binary.partial" "$BERTH_DIST_URL/$berth_binary_file" ||
             berth_fail "failed to download $BERTH_DIST_URL/$berth_binary_file"
-        chmod 0755 "$berth_binary.partial"
-        mv -f "$berth_binary.partial" "$berth_binary"
     fi
+    chmod 0755 "$berth_binary.partial"
+    mv -f "$berth_binary.partial" "$berth_binary"
 fi
 berth_actual_sha256="$(berth_sha256_of "$berth_binary")"
 if [ "$berth_actual_sha256" != "$berth_expected_sha256" ]; then
     rm -f "$berth_binary"
     berth_fail "$berth_binary has sha256 $berth_actual_sha256, this script expects $berth_expected_sha256"
-fi
-# Kept on the node, as an online install keeps it: `berth join-command`, `berth status` and the
-# fleet's agent need it once the bundle's folder is gone.
-if [ "$berth_airgap" = 1 ] && [ "$berth_plan_only" = 0 ]; then
-    if [ ! -x "$berth_state/bin/berth" ] ||
-        [ "$(berth_sha256_of "$berth_state/bin/berth")" != "$berth_expected_sha256" ]; then
-        mkdir -p "$berth_state/bin"
-        cp "$berth_binary" "$berth_state/bin/berth.partial"
-        chmod 0755 "$berth_state/bin/berth.partial"
-        mv -f "$berth_state/bin/berth.partial" "$berth_state/bin/berth"
-    fi
-    berth_binary="$berth_state/bin/berth"
 fi
 if [ -z "${BERTH_ROOT:-}" ] && [ -d /usr/local/bin ] && [ "$berth_plan_only" = 0 ]; then
     ln -sf "$berth_binary" /usr/local/bin/berth

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::health::probe::{RunError, run_program};
+use crate::health::probe::{RunError, run_program_bounded};
+
+/// The most of kubectl's output read: a cluster-wide list of a large cluster's objects.
+const MAX_OUTPUT: u64 = 64 << 20;
 
 /// Why a kubectl call gave no answer.
 #[derive(Debug, thiserror::Error)]
@@ -77,14 +80,22 @@ impl Kubectl {
             kind,
         };
         // The server's own bound, then ours a little later for a kubectl that hangs anyway.
-        let ran =
-            run_program(&mut command, self.timeout + Duration::from_secs(5)).map_err(|error| {
-                match error {
-                    RunError::TimedOut(message) | RunError::NotRun(message) => {
-                        failed(message, Failure::Other)
-                    }
-                }
-            })?;
+        let ran = run_program_bounded(
+            &mut command,
+            self.timeout + Duration::from_secs(5),
+            MAX_OUTPUT,
+        )
+        .map_err(|error| match error {
+            RunError::TimedOut(message) | RunError::NotRun(message) => {
+                failed(message, Failure::Other)
+            }
+        })?;
+        if ran.stdout_cut {
+            return Err(failed(
+                format!("it printed more than {} MiB", MAX_OUTPUT >> 20),
+                Failure::Other,
+            ));
+        }
         if ran.success {
             return Ok(ran.stdout);
         }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use support::kubelet_host::cgroup_root;
 use support::kubernetes_cluster::{BUSYBOX, Cluster, SPEC, nodes, wait_or_explain};
-use support::{conforms, printed, wait_until};
+use support::{conforms, printed, succeeded, wait_until};
 
 /// Builds the dist and boots `count` machines for it.
 fn cluster(count: usize) -> Cluster {
@@ -565,10 +565,8 @@ spec:
         0,
         "systemctl stop kubelet && mv /var/lib/kubelet/config.yaml /root/kubelet-config.away",
     );
-    assert!(broken.status.success(), "{}", printed(&broken));
-    let rerun = cluster.shell(0, &install_command);
-    let said = printed(&rerun);
-    assert!(!rerun.status.success(), "{said}");
+    succeeded(&broken);
+    let said = support::failed(&cluster.shell(0, &install_command));
     assert!(
         said.contains("the kubelet is not running on this node and did not start within 60 s"),
         "{said}"
@@ -577,9 +575,8 @@ spec:
         0,
         "mv /root/kubelet-config.away /var/lib/kubelet/config.yaml",
     );
-    assert!(mended.status.success(), "{}", printed(&mended));
-    let rerun = cluster.shell(0, &install_command);
-    assert!(rerun.status.success(), "{}", printed(&rerun));
+    succeeded(&mended);
+    succeeded(&cluster.shell(0, &install_command));
     wait_or_explain(
         "node-1 Ready after the kubelet came back",
         Duration::from_secs(120),
@@ -625,34 +622,8 @@ spec:
     );
     // It installs again, this time from the installer's airgap bundle, with the server out
     // of reach (a blackhole route to it) once the bundle is there.
-    let server = cluster
-        .served
-        .trim_start_matches("http://")
-        .split(':')
-        .next()
-        .unwrap()
-        .to_string();
     let airgap = cluster.work.path().join("airgap");
-    fs_err::create_dir_all(&airgap).unwrap();
-    let fetched = cluster.shell(
-        0,
-        &format!(
-            "cd {} && curl -fsSL {}/bundle/{}.tar.gz | tar -xz && ip route add blackhole {server}/32",
-            airgap.display(),
-            cluster.served,
-            cluster.id
-        ),
-    );
-    assert!(fetched.status.success(), "{}", printed(&fetched));
-    let reached = cluster.shell(
-        0,
-        &format!("curl -fsS --max-time 5 {}/versions.json", cluster.served),
-    );
-    assert!(
-        !reached.status.success(),
-        "the server is out of reach: {}",
-        printed(&reached)
-    );
+    cluster.unpack_airgap_bundle(0, &airgap);
     let again = cluster.shell(
         0,
         &format!("cd {} && bash install.sh airgap", airgap.display()),
@@ -860,37 +831,9 @@ fn kurls_registry(airgap: bool) {
     );
     let bundle_dir = |index: usize| cluster.work.path().join(format!("airgap-{index}"));
     if airgap {
-        // The bundle fetched once, then on each node with the server out of its reach.
-        let server = cluster
-            .served
-            .trim_start_matches("http://")
-            .split(':')
-            .next()
-            .unwrap()
-            .to_string();
-        let tarball = cluster.work.path().join("bundle.tar.gz");
-        let fetched = cluster.shell(
-            0,
-            &format!(
-                "curl -fsSL -o {} {}/bundle/{}.tar.gz",
-                tarball.display(),
-                cluster.served,
-                cluster.id
-            ),
-        );
-        assert!(fetched.status.success(), "{}", printed(&fetched));
+        // The bundle on each node, the server out of its reach.
         for index in 0..3 {
-            let unpacked = cluster.shell(
-                index,
-                &format!(
-                    "mkdir -p {dir} && tar -xzf {tarball} -C {dir} && ip route add blackhole {server}/32 \
-                     && ! curl -fsS --max-time 5 {served}/versions.json",
-                    dir = bundle_dir(index).display(),
-                    tarball = tarball.display(),
-                    served = cluster.served,
-                ),
-            );
-            assert!(unpacked.status.success(), "{}", printed(&unpacked));
+            cluster.unpack_airgap_bundle(index, &bundle_dir(index));
         }
     }
     let install = cluster.shell(
@@ -1036,7 +979,7 @@ fn kurls_registry(airgap: bool) {
          --overrides='{{\"apiVersion\":\"v1\",\"spec\":{{\"nodeName\":\"node-2\"}}}}' \
          --command -- /bin/busybox sh -c 'echo crashing-on-purpose; exit 1'"
     ));
-    assert!(crashing.status.success(), "{}", printed(&crashing));
+    succeeded(&crashing);
     wait_or_explain(
         "the crashing pod to have restarted",
         Duration::from_secs(180),
@@ -1058,7 +1001,7 @@ fn kurls_registry(airgap: bool) {
             bundle = bundle.display()
         ),
     );
-    assert!(collected.status.success(), "{}", printed(&collected));
+    succeeded(&collected);
     let root = fs_err::read_dir(&bundle)
         .unwrap()
         .next()

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use support::images::{Entry, busybox_layer, layer};
 use support::kubernetes_cluster::{BUSYBOX, Cluster, wait_or_explain};
-use support::printed;
+use support::{failed, printed, succeeded};
 
 /// Rook's operator image as the test's Rook Deployments name it.
 const ROOK_IMAGE: &str = "docker.io/rook/ceph:v1.0.4-berth-test";
@@ -49,18 +49,17 @@ const TINI: &str = "#!/bin/sh\nwhile [ \"$1\" != -- ]; do shift; done\nshift\nex
 const TOOLBOX: &str = "#!/bin/sh\nwhile :; do sleep 3600; done\n";
 
 fn rook_image() -> Vec<support::images::Layer> {
+    let links: Vec<String> = ["cat", "cp", "rm", "sleep"]
+        .iter()
+        .map(|applet| format!("bin/{applet}"))
+        .collect();
     let mut entries = vec![
         Entry::File("bin/ceph", CEPH.as_bytes(), 0o755),
         Entry::File("tini", TINI.as_bytes(), 0o755),
         Entry::File("usr/local/bin/toolbox.sh", TOOLBOX.as_bytes(), 0o755),
         Entry::File("tmp/.keep", b"", 0o644),
     ];
-    for applet in ["cat", "cp", "rm", "sleep"] {
-        entries.push(Entry::Symlink(
-            Box::leak(format!("bin/{applet}").into_boxed_str()),
-            "busybox",
-        ));
-    }
+    entries.extend(links.iter().map(|link| Entry::Symlink(link, "busybox")));
     vec![busybox_layer(), layer(&entries)]
 }
 
@@ -73,21 +72,30 @@ fn objects() -> (String, String) {
         )
     };
     let sleeper = busybox("exec /bin/busybox sleep 100000");
-    let rook_deployment = |name: &str| {
-        format!(
-            "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {name}
-  namespace: rook-ceph
-  labels: {{rook_cluster: rook-ceph, rook-version: v1.0.4, ceph-version: 14.2.21-0}}
+    // A workload of `kind`: `metadata` added to its name and namespace, `spec` lines before
+    // its selector, its pods labelled app=NAME with `pod` as their spec.
+    let workload =
+        |kind: &str, namespace: &str, name: &str, metadata: &str, spec: &str, pod: &str| {
+            format!(
+                "apiVersion: apps/v1
+kind: {kind}
+metadata: {{name: {name}, namespace: {namespace}{metadata}}}
 spec:
-  replicas: 0
-  selector: {{matchLabels: {{app: {name}}}}}
+{spec}  selector: {{matchLabels: {{app: {name}}}}}
   template:
     metadata: {{labels: {{app: {name}}}}}
-    spec: {{containers: [{{name: main, image: {ROOK_IMAGE}, imagePullPolicy: Never}}]}}
+    spec: {{{pod}}}
 "
+            )
+        };
+    let rook_deployment = |name: &str| {
+        workload(
+            "Deployment",
+            "rook-ceph",
+            name,
+            ", labels: {rook_cluster: rook-ceph, rook-version: v1.0.4, ceph-version: 14.2.21-0}",
+            "  replicas: 0\n",
+            &format!("containers: [{{name: main, image: {ROOK_IMAGE}, imagePullPolicy: Never}}]"),
         )
     };
     let longhorn_kind = |plural: &str, kind: &str| {
@@ -122,18 +130,7 @@ spec: {{volumeName: pvc-a}}
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: rook-ceph}\n".to_string(),
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: longhorn-system}\n".to_string(),
         "apiVersion: v1\nkind: Secret\nmetadata: {name: app-login, namespace: helpers}\nstringData: {password: s3cret}\n".to_string(),
-        format!(
-            "apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web, namespace: helpers}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec: {{{sleeper}}}
-"
-        ),
+        workload("Deployment", "helpers", "web", "", "  replicas: 1\n", &sleeper),
         // Running, and never ready.
         format!(
             "apiVersion: v1
@@ -150,55 +147,25 @@ spec:
         ),
         "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: helpers}\nspec: {selector: {app: web}, ports: [{port: 80}]}\n".to_string(),
         "apiVersion: v1\nkind: Service\nmetadata: {name: nobody, namespace: helpers}\nspec: {selector: {app: nobody}, ports: [{port: 80}]}\n".to_string(),
-        format!(
-            "apiVersion: apps/v1
-kind: DaemonSet
-metadata: {{name: everywhere, namespace: helpers}}
-spec:
-  selector: {{matchLabels: {{app: everywhere}}}}
-  template:
-    metadata: {{labels: {{app: everywhere}}}}
-    spec: {{{sleeper}}}
-"
-        ),
-        format!(
-            "apiVersion: apps/v1
-kind: StatefulSet
-metadata: {{name: ordered, namespace: helpers}}
-spec:
-  serviceName: ordered
-  replicas: 2
-  selector: {{matchLabels: {{app: ordered}}}}
-  template:
-    metadata: {{labels: {{app: ordered}}}}
-    spec: {{{sleeper}}}
-"
+        workload("DaemonSet", "helpers", "everywhere", "", "", &sleeper),
+        workload(
+            "StatefulSet",
+            "helpers",
+            "ordered",
+            "",
+            "  serviceName: ordered\n  replicas: 2\n",
+            &sleeper,
         ),
         // What pvmigrate leaves: scaled to 0, its count kept.
-        format!(
-            "apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: uses-longhorn, namespace: helpers, annotations: {{kurl.sh/pvcmigrate-scale: \"2\"}}}}
-spec:
-  replicas: 0
-  selector: {{matchLabels: {{app: uses-longhorn}}}}
-  template:
-    metadata: {{labels: {{app: uses-longhorn}}}}
-    spec: {{{sleeper}}}
-"
+        workload(
+            "Deployment",
+            "helpers",
+            "uses-longhorn",
+            ", annotations: {kurl.sh/pvcmigrate-scale: \"2\"}",
+            "  replicas: 0\n",
+            &sleeper,
         ),
-        format!(
-            "apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: ekc-operator, namespace: kurl}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: ekc-operator}}}}
-  template:
-    metadata: {{labels: {{app: ekc-operator}}}}
-    spec: {{{sleeper}}}
-"
-        ),
+        workload("Deployment", "kurl", "ekc-operator", "", "  replicas: 1\n", &sleeper),
         rook_deployment("rook-ceph-operator"),
         rook_deployment("rook-ceph-mgr-a"),
         rook_deployment("rook-ceph-osd-0"),
@@ -373,11 +340,8 @@ fn kurls_cluster_helpers_answer_against_the_real_api_server() {
         Path::new(env!("CARGO_BIN_EXE_berth")),
         &support::built_beside(env!("CARGO_BIN_EXE_berth"), "berth-build"),
     );
-    let install = cluster.shell(
-        0,
-        &format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id),
-    );
-    assert!(install.status.success(), "{}", printed(&install));
+    let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
+    succeeded(&cluster.shell(0, &install_command));
     cluster.import_busybox(0);
     cluster.import_image(0, ROOK_IMAGE, rook_image());
     // One node runs the test's pods: no taint of the control plane may keep them off it.
@@ -402,7 +366,7 @@ fn kurls_cluster_helpers_answer_against_the_real_api_server() {
         kinds = folder.join("kinds.yaml").display(),
         custom = folder.join("custom.yaml").display(),
     ));
-    assert!(applied.status.success(), "{}", printed(&applied));
+    succeeded(&applied);
 
     // `$DIR/bin/kurl`, as the installer links it for hooks.
     let dir = cluster.work.path().join("kurl");
@@ -421,18 +385,18 @@ fn kurls_cluster_helpers_answer_against_the_real_api_server() {
         || cluster.account(),
     );
 
-    let mut failed = Vec::new();
+    let mut wrong = Vec::new();
     for (helper, script) in cases(&address) {
         let output = helpers(&cluster, &library, &dir, &script);
         if !output.status.success() {
-            failed.push(format!("== {helper}\n{}", printed(&output)));
+            wrong.push(format!("== {helper}\n{}", printed(&output)));
         }
     }
     assert!(
-        failed.is_empty(),
+        wrong.is_empty(),
         "{} of the helpers answered wrong:\n{}\n{}",
-        failed.len(),
-        failed.join("\n"),
+        wrong.len(),
+        wrong.join("\n"),
         cluster.account()
     );
 
@@ -448,17 +412,14 @@ fn kurls_cluster_helpers_answer_against_the_real_api_server() {
         0,
         "mv /etc/kubernetes/manifests/kube-apiserver.yaml /etc/kubernetes/kube-apiserver.yaml.away",
     );
-    assert!(stopped.status.success(), "{}", printed(&stopped));
+    succeeded(&stopped);
     wait_or_explain(
         "the API server to stop",
         Duration::from_secs(120),
         || !api_healthy(),
         || cluster.account(),
     );
-    let install_command = format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id);
-    let rerun = cluster.shell(0, &install_command);
-    let said = printed(&rerun);
-    assert!(!rerun.status.success(), "{said}");
+    let said = failed(&cluster.shell(0, &install_command));
     assert!(
         said.contains("did not report healthy after 120s of tries: check that the API server runs"),
         "{said}"
@@ -467,15 +428,14 @@ fn kurls_cluster_helpers_answer_against_the_real_api_server() {
         0,
         "mv /etc/kubernetes/kube-apiserver.yaml.away /etc/kubernetes/manifests/kube-apiserver.yaml",
     );
-    assert!(restored.status.success(), "{}", printed(&restored));
+    succeeded(&restored);
     wait_or_explain(
         "the API server to answer again",
         Duration::from_secs(240),
         api_healthy,
         || cluster.account(),
     );
-    let rerun = cluster.shell(0, &install_command);
-    assert!(rerun.status.success(), "{}", printed(&rerun));
+    succeeded(&cluster.shell(0, &install_command));
     assert!(
         helpers(
             &cluster,

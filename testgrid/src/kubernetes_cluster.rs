@@ -232,6 +232,49 @@ impl Cluster {
         self.import_archive(index, &archive);
     }
 
+    /// The installer's airgap bundle unpacked in `folder` on machine `index` (fetched once, by
+    /// the first machine asked), which then no longer reaches the server: a blackhole route
+    /// to it.
+    pub fn unpack_airgap_bundle(&self, index: usize, folder: &Path) {
+        let tarball = self.work.path().join("bundle.tar.gz");
+        if !tarball.exists() {
+            let fetched = self.shell(
+                index,
+                &format!(
+                    "curl -fsSL -o {0}.partial {1}/bundle/{2}.tar.gz && mv {0}.partial {0}",
+                    tarball.display(),
+                    self.served,
+                    self.id
+                ),
+            );
+            assert!(fetched.status.success(), "{}", printed(&fetched));
+        }
+        let server = self
+            .served
+            .trim_start_matches("http://")
+            .split(':')
+            .next()
+            .expect("the server's address");
+        let unpacked = self.shell(
+            index,
+            &format!(
+                "mkdir -p {folder} && tar -xzf {tarball} -C {folder} && ip route add blackhole {server}/32",
+                folder = folder.display(),
+                tarball = tarball.display(),
+            ),
+        );
+        assert!(unpacked.status.success(), "{}", printed(&unpacked));
+        let reached = self.shell(
+            index,
+            &format!("curl -fsS --max-time 5 {}/versions.json", self.served),
+        );
+        assert!(
+            !reached.status.success(),
+            "the server is out of reach: {}",
+            printed(&reached)
+        );
+    }
+
     fn import_archive(&self, index: usize, archive: &Path) {
         let output = self.shell(
             index,

@@ -15,9 +15,9 @@
 //! A joining node runs `preflight`, the runtime's install hook (`containerd_install`, as
 //! kURL's join.sh runs it), and then `<name>_join` in place of pre_init, install and
 //! post_init: on every join run, as kURL's join.sh, even for an add-on already applied there
-//! (never its `_already_applied`, which is the primary's). The runtime's add-on loads its images after its install hook, once there is a
-//! runtime to take them. A rollback runs the install phases with a plan that comes from the records (see
-//! [`rollback_plan`]).
+//! (never its `_already_applied`, which is the primary's). The runtime's add-on loads its
+//! images after its install hook, once there is a runtime to take them. A rollback runs the
+//! install phases with a plan that comes from the records (see [`rollback_plan`]).
 //!
 //! [`resolve`] turns a spec (or a rollback) into a plan; [`run`] carries a plan out; [`reset`]
 //! takes the node back to before the install.

@@ -92,6 +92,9 @@ pub(crate) struct Ran {
     pub success: bool,
     pub stdout: String,
     pub stderr: String,
+    /// Whether standard output went past the bound (its start is kept, the rest read and
+    /// dropped, so the program is never left blocked on a full pipe).
+    pub stdout_cut: bool,
 }
 
 /// Why a program gave no exit status.
@@ -111,6 +114,15 @@ impl std::fmt::Display for RunError {
 }
 
 pub(crate) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ran, RunError> {
+    run_program_bounded(command, timeout, MAX_READ)
+}
+
+/// [`run_program`], keeping at most `bound` bytes of each output stream.
+pub(crate) fn run_program_bounded(
+    command: &mut Command,
+    timeout: Duration,
+    bound: u64,
+) -> Result<Ran, RunError> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -120,10 +132,12 @@ pub(crate) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ra
     let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut text = String::new();
-            if let Some(pipe) = pipe {
-                let _ = pipe.take(MAX_READ).read_to_string(&mut text);
+            let mut cut = false;
+            if let Some(mut pipe) = pipe {
+                let _ = (&mut pipe).take(bound).read_to_string(&mut text);
+                cut = std::io::copy(&mut pipe, &mut std::io::sink()).unwrap_or(0) > 0;
             }
-            text
+            (text, cut)
         })
     };
     let stdout = read(child.stdout.take().map(|pipe| Box::new(pipe) as _));
@@ -144,10 +158,12 @@ pub(crate) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ra
             Err(error) => return Err(RunError::NotRun(error.to_string())),
         }
     };
+    let (stdout, stdout_cut) = stdout.join().unwrap_or_default();
     Ok(Ran {
         success: status.success(),
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
+        stdout,
+        stderr: stderr.join().unwrap_or_default().0,
+        stdout_cut,
     })
 }
 

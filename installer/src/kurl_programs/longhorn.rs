@@ -68,22 +68,12 @@ pub fn prepare_for_migration(say: &mut dyn FnMut(&str)) -> Result<(), LonghornEr
         say("Only one node found, scaling down the number of Longhorn volume replicas to 1.");
         scaled_down = scale_down_replicas(&kubectl, say)?;
     }
-    let unhealthy = unhealthy_volumes(&kubectl, say)?;
-    if !unhealthy.is_empty() {
-        say("The following Longhorn volumes are unhealthy:");
-        for volume in &unhealthy {
-            say(&format!(" - {NAMESPACE}/{volume}"));
-        }
-        return Err(LonghornError::UnhealthyVolumes);
-    }
-    let unhealthy = unhealthy_nodes(&kubectl, say)?;
-    if !unhealthy.is_empty() {
-        say("The following Longhorn nodes are unhealthy:");
-        for node in &unhealthy {
-            say(&format!(" - {node}"));
-        }
-        return Err(LonghornError::UnhealthyNodes);
-    }
+    let unhealthy = unhealthy_volumes(&kubectl, say)?
+        .into_iter()
+        .map(|volume| format!("{NAMESPACE}/{volume}"));
+    refuse_unhealthy(say, "volumes", unhealthy, LonghornError::UnhealthyVolumes)?;
+    let unhealthy = unhealthy_nodes(&kubectl, say)?.into_iter();
+    refuse_unhealthy(say, "nodes", unhealthy, LonghornError::UnhealthyNodes)?;
     if scaled_down {
         say("Storage volumes have been scaled down to 1 replica for the migration.");
         say("If necessary, you can scale them back up to the original value with:");
@@ -94,6 +84,25 @@ pub fn prepare_for_migration(say: &mut dyn FnMut(&str)) -> Result<(), LonghornEr
     say("All Longhorn volumes and nodes are healthy.");
     say("Environment is ready for the Longhorn migration.");
     Ok(())
+}
+
+/// Lists on `say` the Longhorn `what` (volumes, nodes) that are not healthy, and fails with
+/// `error` when there is any.
+fn refuse_unhealthy(
+    say: &mut dyn FnMut(&str),
+    what: &str,
+    unhealthy: impl Iterator<Item = String>,
+    error: LonghornError,
+) -> Result<(), LonghornError> {
+    let mut unhealthy = unhealthy.peekable();
+    if unhealthy.peek().is_none() {
+        return Ok(());
+    }
+    say(&format!("The following Longhorn {what} are unhealthy:"));
+    for name in unhealthy {
+        say(&format!(" - {name}"));
+    }
+    Err(error)
 }
 
 /// Puts back what preparing (or pvmigrate) scaled down; says each step on `say`.
@@ -132,20 +141,7 @@ pub fn rollback_migration_replicas(say: &mut dyn FnMut(&str)) -> Result<(), Long
         &["get", "namespace", "--", "monitoring"],
     );
     match monitoring {
-        Ok(_) => {
-            kubectl.run(
-                "scale up the prometheus operator",
-                &[
-                    "scale",
-                    "deployment",
-                    "--namespace",
-                    "monitoring",
-                    "--replicas=1",
-                    "--",
-                    "prometheus-operator",
-                ],
-            )?;
-        }
+        Ok(_) => scale_to_one(&kubectl, "monitoring", "prometheus-operator")?,
         Err(error) if error.kind == Failure::NotFound => {}
         Err(error) => return Err(error.into()),
     }
@@ -190,33 +186,40 @@ fn count(object: &ObjectName, kept: &str) -> Result<u64, LonghornError> {
     })
 }
 
-/// Writes `patch` with the annotation removed, on the object as it is now (read again after
-/// each conflict); one gone meanwhile is left alone.
+/// Writes `patch` with the annotation removed, on the object as it is now; one gone
+/// meanwhile is left alone.
 fn restore(
     kubectl: &Kubectl,
     object: &ObjectName,
-    patch: Value,
+    mut patch: Value,
     say: &mut dyn FnMut(&str),
 ) -> Result<(), LonghornError> {
+    patch["metadata"]["annotations"][SCALE_ANNOTATION] = Value::Null;
+    match patch_as_read(kubectl, object, &format!("roll back {object}"), |_| {
+        patch.clone()
+    }) {
+        Err(LonghornError::Kubectl(error)) if error.kind == Failure::NotFound => {
+            say(&format!(
+                "{object} not found. Ignoring since object must have been deleted."
+            ));
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Writes `patch(object)` on the object as it is now, read again after each conflict: a value
+/// read from it is never written over a change made in between.
+fn patch_as_read(
+    kubectl: &Kubectl,
+    object: &ObjectName,
+    what: &str,
+    patch: impl Fn(&Value) -> Value,
+) -> Result<(), LonghornError> {
     for _ in 0..CONFLICT_TRIES {
-        let current = match read(kubectl, object) {
-            Ok(current) => current,
-            Err(error) if error.kind == Failure::NotFound => {
-                say(&format!(
-                    "{object} not found. Ignoring since object must have been deleted."
-                ));
-                return Ok(());
-            }
-            Err(error) => return Err(error.into()),
-        };
-        let mut patch = patch.clone();
-        patch["metadata"]["annotations"][SCALE_ANNOTATION] = Value::Null;
-        match kubectl.patch_if_unchanged(
-            &format!("roll back {object}"),
-            object,
-            resource_version(&current),
-            patch,
-        ) {
+        let current = read(kubectl, object)?;
+        match kubectl.patch_if_unchanged(what, object, resource_version(&current), patch(&current))
+        {
             Ok(()) => return Ok(()),
             Err(error) if error.kind == Failure::Conflict => continue,
             Err(error) => return Err(error.into()),
@@ -242,22 +245,29 @@ fn resource_version(object: &Value) -> &str {
         .unwrap_or_default()
 }
 
-/// Scales `namespace/name` to one replica if that Deployment is there.
+/// Scales Deployment `namespace/name` to one replica.
+fn scale_to_one(kubectl: &Kubectl, namespace: &str, name: &str) -> Result<(), KubectlError> {
+    kubectl
+        .run(
+            &format!("scale up deployment {namespace}/{name}"),
+            &[
+                "scale",
+                "deployment",
+                "--namespace",
+                namespace,
+                "--replicas=1",
+                "--",
+                name,
+            ],
+        )
+        .map(drop)
+}
+
+/// [`scale_to_one`] if that Deployment is there.
 fn scale_if_there(kubectl: &Kubectl, namespace: &str, name: &str) -> Result<(), KubectlError> {
-    match kubectl.run(
-        &format!("scale up deployment {namespace}/{name}"),
-        &[
-            "scale",
-            "deployment",
-            "--namespace",
-            namespace,
-            "--replicas=1",
-            "--",
-            name,
-        ],
-    ) {
+    match scale_to_one(kubectl, namespace, name) {
         Err(error) if error.kind == Failure::NotFound => Ok(()),
-        other => other.map(drop),
+        other => other,
     }
 }
 
@@ -284,39 +294,24 @@ fn scale_down_replicas(
             "Scaling down replicas for volume {}.",
             object.name
         ));
-        let mut written = false;
-        for _ in 0..CONFLICT_TRIES {
-            let current = read(kubectl, &object)?;
-            // The first count kept stays: a second preparation must not keep the 1 it wrote.
-            let kept = annotation(&current).unwrap_or_else(|| {
-                current["spec"]["numberOfReplicas"]
-                    .as_u64()
-                    .unwrap_or(0)
-                    .to_string()
-            });
-            let patch = json!({
-                "metadata": {"annotations": {SCALE_ANNOTATION: kept}},
-                "spec": {"numberOfReplicas": 1},
-            });
-            match kubectl.patch_if_unchanged(
-                &format!("scale down {object}"),
-                &object,
-                resource_version(&current),
-                patch,
-            ) {
-                Ok(()) => {
-                    written = true;
-                    break;
-                }
-                Err(error) if error.kind == Failure::Conflict => continue,
-                Err(error) => return Err(error.into()),
-            }
-        }
-        if !written {
-            return Err(LonghornError::KeptChanging {
-                what: object.to_string(),
-            });
-        }
+        patch_as_read(
+            kubectl,
+            &object,
+            &format!("scale down {object}"),
+            |current| {
+                // The first count kept stays: a second preparation must not keep the 1 it wrote.
+                let kept = annotation(current).unwrap_or_else(|| {
+                    current["spec"]["numberOfReplicas"]
+                        .as_u64()
+                        .unwrap_or(0)
+                        .to_string()
+                });
+                json!({
+                    "metadata": {"annotations": {SCALE_ANNOTATION: kept}},
+                    "spec": {"numberOfReplicas": 1},
+                })
+            },
+        )?;
         scaled.push(object.name);
     }
     if scaled.is_empty() {

@@ -312,11 +312,15 @@ fn toolbox_deployment(image: &str) -> serde_json::Value {
     })
 }
 
-fn start_toolbox(kubectl: &Kubectl, deadline: Option<Instant>) -> Result<(), KubectlError> {
-    match kubectl.json(
+fn read_toolbox(kubectl: &Kubectl) -> Result<serde_json::Value, KubectlError> {
+    kubectl.json(
         "read the rook-ceph-tools deployment",
         &["get", "deployment", "--namespace", NAMESPACE, "--", TOOLBOX],
-    ) {
+    )
+}
+
+fn start_toolbox(kubectl: &Kubectl, deadline: Option<Instant>) -> Result<(), KubectlError> {
+    match read_toolbox(kubectl) {
         Ok(toolbox) => {
             if toolbox["status"]["replicas"].as_u64().unwrap_or(0) == 0 {
                 kubectl.run(
@@ -352,16 +356,13 @@ fn start_toolbox(kubectl: &Kubectl, deadline: Option<Instant>) -> Result<(), Kub
                 .unwrap_or_default()
                 .to_string();
             let deployment = toolbox_deployment(&image);
-            let file = tempfile::NamedTempFile::new().map_err(|error| KubectlError {
-                what: "write the rook-ceph-tools deployment".into(),
-                message: error.to_string(),
-                kind: Failure::Other,
-            })?;
-            fs_err::write(file.path(), deployment.to_string()).map_err(|error| KubectlError {
-                what: "write the rook-ceph-tools deployment".into(),
-                message: error.to_string(),
-                kind: Failure::Other,
-            })?;
+            let file = tempfile::NamedTempFile::new()
+                .and_then(|file| fs_err::write(file.path(), deployment.to_string()).map(|()| file))
+                .map_err(|error| KubectlError {
+                    what: "write the rook-ceph-tools deployment".into(),
+                    message: error.to_string(),
+                    kind: Failure::Other,
+                })?;
             kubectl.run(
                 "create the rook-ceph-tools deployment",
                 &[
@@ -379,10 +380,7 @@ fn start_toolbox(kubectl: &Kubectl, deadline: Option<Instant>) -> Result<(), Kub
 /// Waits for the toolbox's one pod to be ready (kURL's awaitDeploymentScale to 1).
 fn await_one_ready(kubectl: &Kubectl, deadline: Option<Instant>) -> Result<(), KubectlError> {
     loop {
-        let toolbox = kubectl.json(
-            "read the rook-ceph-tools deployment",
-            &["get", "deployment", "--namespace", NAMESPACE, "--", TOOLBOX],
-        )?;
+        let toolbox = read_toolbox(kubectl)?;
         let status = &toolbox["status"];
         let one = |field: &str| status[field].as_u64() == Some(1);
         if one("replicas")

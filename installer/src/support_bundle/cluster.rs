@@ -272,12 +272,12 @@ fn troubled_pod_logs(kubectl: &Kubectl, pods: &Value, staging: &Staging) -> Vec<
             .iter()
             .flat_map(|key| pod["spec"][key].as_array().into_iter().flatten())
             .filter_map(|container| container["name"].as_str());
+        let folder = format!(
+            "cluster-resources/pods/logs/{}/{}",
+            paths::safe_name(namespace),
+            paths::safe_name(name)
+        );
         for container in containers {
-            let folder = format!(
-                "cluster-resources/pods/logs/{}/{}",
-                paths::safe_name(namespace),
-                paths::safe_name(name)
-            );
             let mut runs = vec![("", false)];
             if restarted(container) {
                 runs.push(("-previous", true));
