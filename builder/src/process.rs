@@ -39,6 +39,10 @@ pub fn find_program(program: &str, package: &str) -> Result<std::path::PathBuf, 
     })
 }
 
+/// The environment variable that may hold the vendor's signing key's PEM text (a CI secret):
+/// `publish::sign` reads it, and no program the builder starts inherits it.
+pub const SIGNING_KEY_VARIABLE: &str = "BERTH_SIGNING_KEY";
+
 /// Runs a command to completion and returns its standard output.
 pub fn run(program: &Path, arguments: impl AsRef<[OsString]>) -> Result<Vec<u8>, ProcessError> {
     let arguments = arguments.as_ref();
@@ -46,7 +50,7 @@ pub fn run(program: &Path, arguments: impl AsRef<[OsString]>) -> Result<Vec<u8>,
     tracing::debug!(target: "berth::process", "running {command}");
     let output = duct::cmd(program, arguments)
         // The vendor's signing key is the builder's alone, never a child's.
-        .env_remove(crate::publish::sign::KEY_VARIABLE)
+        .env_remove(SIGNING_KEY_VARIABLE)
         .stdout_capture()
         .stderr_capture()
         .unchecked()

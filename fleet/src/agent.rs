@@ -19,7 +19,9 @@ use serde_json::{Map, Value};
 use crate::node::{
     NotRegistered, applied_hashes, exchange, first_node, local_addons, refusal, set_applied_hash,
 };
-use crate::{FleetPaths, Host, Pin, Upgrade, now};
+use berth_formats::time::now;
+
+use crate::{FleetPaths, Host, Pin, Upgrade};
 
 /// `berth fleet agent`: reports this node's add-ons every `interval`, and between reports
 /// holds a poll open with the first node, so work starts the moment a rollout hands it out

@@ -188,8 +188,3 @@ pub fn random_hex(bytes: usize) -> std::io::Result<String> {
     fs_err::File::open("/dev/urandom")?.read_exact(&mut buffer)?;
     Ok(hex::encode(buffer))
 }
-
-/// Now, as RFC 3339 to the second.
-pub fn now() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
-}

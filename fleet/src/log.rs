@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::now;
+use berth_formats::time::now;
 
 /// The longest line written; longer ones are cut, saying so.
 pub const MAX_LINE: usize = 2048;

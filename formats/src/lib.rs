@@ -36,6 +36,7 @@ pub mod shell;
 pub mod signature;
 pub mod spec;
 pub mod table;
+pub mod time;
 pub mod versions;
 
 pub use digest::Sha256Digest;

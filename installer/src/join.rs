@@ -13,6 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use berth_formats::time::rfc3339;
+
 use crate::files::write_atomically_with_mode;
 
 /// The join command's own parameter: when the secrets in it expire (RFC 3339, UTC).
@@ -322,10 +324,6 @@ pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
 /// it to hooks; from one second to [`MAX_TTL`].
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     berth_formats::duration::parse(text, Duration::from_secs(1)..=MAX_TTL)
-}
-
-fn rfc3339(time: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(time).to_string()
 }
 
 #[cfg(test)]

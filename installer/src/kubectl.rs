@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::health::probe::{RunError, run_program_bounded};
+use crate::program::{RunError, run_program_bounded};
 
 /// The most of kubectl's output read: a cluster-wide list of a large cluster's objects.
 const MAX_OUTPUT: u64 = 64 << 20;

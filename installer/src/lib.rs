@@ -10,7 +10,8 @@
 //! [`join`] keeps what a new node needs and builds its command; [`last_installer`] remembers
 //! the installer the node ran last; [`network_interfaces`] answers kURL's `kurl netutil`;
 //! [`health`] probes each add-on's components and sums them up as Available and Degraded;
-//! [`status`] makes the node's status document from the records and a probe;
+//! [`status`] makes the node's status document from the records and a probe; [`program`]
+//! runs the programs probes and kubectl calls start, bounded in time and output;
 //! [`fleet`] moves an add-on across the nodes by a rollout; [`addon_resource`] publishes each
 //! add-on's state in the cluster as an Addon resource.
 
@@ -39,6 +40,7 @@ pub mod network_interfaces;
 pub mod node_lock;
 pub mod phase;
 pub mod plan;
+pub mod program;
 pub mod session;
 pub mod state;
 pub mod status;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::state::now;
+use berth_formats::time::now;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {

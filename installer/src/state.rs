@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 
 use crate::files::{private_dir, write_atomically_with_mode};
-use std::time::SystemTime;
 
 use berth_formats::Sha256Digest;
 use berth_formats::health::{HooksRan, NodeRole};
@@ -225,14 +224,9 @@ fn transition(old: Option<Condition>, status: bool, reason: Reason, message: Str
         message,
         last_transition_time: match old {
             Some(old) if unchanged => old.last_transition_time,
-            _ => now(),
+            _ => berth_formats::time::now(),
         },
     }
-}
-
-/// The current time, RFC 3339 in UTC to the second.
-pub fn now() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -124,7 +124,7 @@ pub fn addon_health_without_components(name: &str, version: &str) -> AddonHealth
         kind: AddonHealthKind::AddonHealth,
         name: name.to_string(),
         version: version.to_string(),
-        checked_at: state::now(),
+        checked_at: berth_formats::time::now(),
         conditions: vec![Condition {
             kind: ConditionType::Available,
             status: ConditionStatus::True,

@@ -85,14 +85,14 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
         let beside =
             |suffix: &str| std::path::PathBuf::from(format!("{}{suffix}", package.display()));
         let (bom_path, sealed) = (
-            beside(sbom::SBOM_SUFFIX),
+            beside(berth_formats::release::BOM_SUFFIX),
             beside(provenance::PROVENANCE_SUFFIX),
         );
         if !settings.sbom {
             // Built without one: none beside it either, not even a stale one.
             for stale in [
                 bom_path.clone(),
-                beside(&format!("{}.sig", sbom::SBOM_SUFFIX)),
+                beside(&format!("{}.sig", berth_formats::release::BOM_SUFFIX)),
             ] {
                 if stale.exists() {
                     fs_err::remove_file(&stale)?;
@@ -166,7 +166,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 stale.push(format!("{package}.sha256.sig"));
                 stale.push(format!(
                     "{package}{}.sig",
-                    berth_build::package::sbom::SBOM_SUFFIX
+                    berth_formats::release::BOM_SUFFIX
                 ));
                 stale.push(format!(
                     "{package}{}",

@@ -69,7 +69,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<ExitCode> {
     let key = sign::load_key(args.key.as_deref())?.with_context(|| {
         format!(
             "no signing key: give --key FILE, or the key's PEM text in ${}",
-            sign::KEY_VARIABLE
+            berth_build::process::SIGNING_KEY_VARIABLE
         )
     })?;
     let files = sign::sign_dist(&key, &args.dist, args.expires_in)?;

@@ -471,12 +471,12 @@ fn write_blocking<W: Write + Send + 'static>(
         }
         // The package's bill of materials, where the release has one, beside its folder (and
         // signed when the bundle is).
-        let bom_file = format!("{file}{}", crate::package::sbom::SBOM_SUFFIX);
+        let bom_file = format!("{file}{}", berth_formats::release::BOM_SUFFIX);
         if let Some(bom) = handle
             .block_on(release.store.read(&release.key(&bom_file)))
             .map_err(ReleaseError::from)?
         {
-            let name = format!("{target}{}", crate::package::sbom::SBOM_SUFFIX);
+            let name = format!("{target}{}", berth_formats::release::BOM_SUFFIX);
             builder.append(&name, bom.len() as u64, false, bom.as_slice())?;
             append_signature(&mut builder, &plan, &name, &bom)?;
         }

@@ -96,7 +96,7 @@ impl Fetcher<'_> {
         files: &[&Path],
     ) -> Result<(), FetchError> {
         let output = std::process::Command::new("gpgv")
-            .env_remove(crate::publish::sign::KEY_VARIABLE)
+            .env_remove(crate::process::SIGNING_KEY_VARIABLE)
             .arg("--keyring")
             .arg(keyring)
             .args(files)

@@ -15,10 +15,10 @@ pub mod fetch;
 pub mod repodata;
 pub mod rpm;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use berth_formats::Sha256Digest;
-use berth_formats::manifest::{Directive, Manifest};
+use berth_formats::manifest::HostPackageDirective;
 
 use distros::{Distro, Format};
 use fetch::{FetchError, Fetcher};
@@ -139,14 +139,14 @@ struct Wanted {
 }
 
 /// A closure error, pinned on the Manifest line that asked for the package it starts from.
-fn at_directive(manifest: &Manifest, wanted: &[Wanted], error: ClosureError) -> HostPackageError {
+fn at_directive(manifest: &Path, wanted: &[Wanted], error: ClosureError) -> HostPackageError {
     let root = match &error {
         ClosureError::Unknown { name, .. } => Some(name),
         ClosureError::Unsatisfiable { chain, .. } => chain.first(),
     };
     match root.and_then(|root| wanted.iter().find(|wanted| &wanted.package == root)) {
         Some(wanted) => HostPackageError::Directive {
-            manifest: manifest.path.clone(),
+            manifest: manifest.to_path_buf(),
             line: wanted.line,
             directive: wanted.directive.clone(),
             source: error,
@@ -159,7 +159,8 @@ fn at_directive(manifest: &Manifest, wanted: &[Wanted], error: ClosureError) -> 
 /// `timestamp` is recorded in generated rpm metadata, so equal inputs give equal bytes.
 pub async fn gather(
     fetcher: &Fetcher<'_>,
-    manifest: &Manifest,
+    manifest: &Path,
+    directives: &[(usize, &HostPackageDirective)],
     distros: &[Distro],
     timestamp: u64,
 ) -> Result<Vec<DistroArchives>, HostPackageError> {
@@ -167,16 +168,13 @@ pub async fn gather(
     for distro in distros {
         let mut wanted = Vec::new();
         let mut deps = Vec::new();
-        for entry in &manifest.entries {
-            let Directive::HostPackage(directive) = &entry.directive else {
-                continue;
-            };
+        for &(line, directive) in directives {
             if !distro.takes(directive.kind.as_str()) {
                 continue;
             }
             if directive.kind.ships_package() {
                 wanted.push(Wanted {
-                    line: entry.line,
+                    line,
                     directive: format!("{} {}", directive.kind.as_str(), directive.package),
                     package: directive.package.clone(),
                 });

@@ -157,7 +157,7 @@ pub fn attach_fields(
 #[derive(Debug, thiserror::Error)]
 pub enum WriteVersionsError {
     #[error(transparent)]
-    Fields(#[from] crate::source::addon::AddonError),
+    Fields(#[from] crate::source::error::AddonError),
     #[error("failed to list the add-ons in {path}")]
     Discover {
         path: PathBuf,

@@ -11,7 +11,9 @@ use berth_formats::package_index::{FileRecord, PACKAGE_INDEX_FILE, PackageIndex}
 
 use super::PackageError;
 use super::image_layout;
-use super::sbom::{SBOM_FILE, Scanned, Scanner};
+use berth_formats::release::BOM_FILE;
+
+use super::sbom::{Scanned, Scanner};
 use crate::fetch::asset::FetchedAsset;
 use crate::fetch::cache::BlobCache;
 use crate::fetch::image::PackagedImage;
@@ -238,7 +240,7 @@ impl Contents {
     pub fn add_sbom(&mut self, bom: &serde_json::Value) -> Result<(), PackageError> {
         let mut bytes = serde_json::to_vec_pretty(bom).expect("a JSON value serializes");
         bytes.push(b'\n');
-        self.add_bytes(SBOM_FILE.to_string(), bytes)
+        self.add_bytes(BOM_FILE.to_string(), bytes)
     }
 
     /// Puts `package.json` first in the archive and hands the archive over for writing.

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use berth_formats::manifest::{Directive, ImageSource};
+use berth_formats::manifest::{
+    AssetDirective, Directives, DockerOutDirective, ImageDirective, ImageSource,
+};
 
 use super::{BuildContext, PackageError, PackageSettings, io_error};
 use crate::fetch::asset::{self, FetchedAsset};
@@ -28,9 +30,16 @@ pub(super) async fn gather(
     source: &AddonSource,
     settings: &PackageSettings,
 ) -> Result<Inputs, PackageError> {
+    // Every kind of directive is decided here: a new one fails to compile until it is.
+    let Directives {
+        images,
+        assets,
+        host_packages,
+        builds,
+    } = source.manifest.directives();
     // Every image and asset is tried, so that a mirror lacking several names them all.
     let mut failed: Vec<PackageError> = Vec::new();
-    let images = match fetch_images(context, source, settings).await {
+    let images = match fetch_images(context, source, &images, settings).await {
         Ok(images) => images,
         Err(PackageError::Image(ImageError::Several(errors))) => {
             failed.extend(errors.into_iter().map(PackageError::Image));
@@ -41,25 +50,7 @@ pub(super) async fn gather(
             Vec::new()
         }
     };
-    let mut assets = Vec::new();
-    for entry in &source.manifest.entries {
-        if let Directive::Asset(directive) = &entry.directive {
-            match asset::fetch(
-                &context.http,
-                &context.cache,
-                context.retry,
-                context.reporter.as_ref(),
-                directive,
-                source.local_input(entry.line),
-                &context.asset_mirrors,
-            )
-            .await
-            {
-                Ok(fetched) => assets.push(fetched),
-                Err(error) => failed.push(error.into()),
-            }
-        }
-    }
+    let assets = fetch_assets(context, source, &assets, &mut failed).await;
     match failed.len() {
         0 => {}
         1 => return Err(failed.remove(0)),
@@ -72,7 +63,8 @@ pub(super) async fn gather(
     };
     let host_archives = host_packages::gather(
         &fetcher,
-        &source.manifest,
+        &source.manifest.path,
+        &host_packages,
         &settings.distros,
         settings.mtime,
     )
@@ -81,8 +73,13 @@ pub(super) async fn gather(
         .cache
         .temp_dir()
         .map_err(io_error(context.cache.root()))?;
-    let dockerout =
-        run_dockerout(source, work.path(), settings.selected_distros.as_deref()).await?;
+    let dockerout = run_dockerout(
+        source,
+        &builds,
+        work.path(),
+        settings.selected_distros.as_deref(),
+    )
+    .await?;
     Ok(Inputs {
         images,
         assets,
@@ -92,31 +89,54 @@ pub(super) async fn gather(
     })
 }
 
+/// Fetches each asset, adding to `failed` those that fail.
+async fn fetch_assets(
+    context: &BuildContext,
+    source: &AddonSource,
+    directives: &[(usize, &AssetDirective)],
+    failed: &mut Vec<PackageError>,
+) -> Vec<FetchedAsset> {
+    let mut assets = Vec::new();
+    for &(line, directive) in directives {
+        match asset::fetch(
+            &context.http,
+            &context.cache,
+            context.retry,
+            context.reporter.as_ref(),
+            directive,
+            source.local_input(line),
+            &context.asset_mirrors,
+        )
+        .await
+        {
+            Ok(fetched) => assets.push(fetched),
+            Err(error) => failed.push(error.into()),
+        }
+    }
+    assets
+}
+
 async fn fetch_images(
     context: &BuildContext,
     source: &AddonSource,
+    directives: &[(usize, &ImageDirective)],
     settings: &PackageSettings,
 ) -> Result<Vec<PackagedImage>, PackageError> {
-    let requests: Vec<ImageRequest> = source
-        .manifest
-        .entries
+    let requests: Vec<ImageRequest> = directives
         .iter()
-        .filter_map(|entry| match &entry.directive {
-            Directive::Image(image) => Some(ImageRequest {
-                name: image.name.clone(),
-                source: match &image.source {
-                    ImageSource::Registry(reference) => ImageOrigin::Registry(reference.clone()),
-                    ImageSource::Archive(_) => ImageOrigin::Archive(
-                        source
-                            .local_input(entry.line)
-                            .expect("archive paths are resolved on load")
-                            .path
-                            .clone(),
-                    ),
-                },
-                no_remote_load: image.no_remote_load,
-            }),
-            _ => None,
+        .map(|&(line, image)| ImageRequest {
+            name: image.name.clone(),
+            source: match &image.source {
+                ImageSource::Registry(reference) => ImageOrigin::Registry(reference.clone()),
+                ImageSource::Archive(_) => ImageOrigin::Archive(
+                    source
+                        .local_input(line)
+                        .expect("archive paths are resolved on load")
+                        .path
+                        .clone(),
+                ),
+            },
+            no_remote_load: image.no_remote_load,
         })
         .collect();
     let fetcher = ImageFetcher {
@@ -133,17 +153,13 @@ async fn fetch_images(
 /// under the directive's destination.
 async fn run_dockerout(
     source: &AddonSource,
+    directives: &[(usize, &DockerOutDirective)],
     work: &Path,
     selected: Option<&[String]>,
 ) -> Result<Vec<addon::AddonFile>, PackageError> {
-    let builds: Vec<_> = source
-        .manifest
-        .entries
+    let builds: Vec<_> = directives
         .iter()
-        .filter_map(|entry| match &entry.directive {
-            Directive::DockerOut(build) => Some((entry.line, build.clone())),
-            _ => None,
-        })
+        .copied()
         .filter(|(_, build)| {
             let wanted = builds_for_selected_distros(&build.destination, selected);
             if !wanted {

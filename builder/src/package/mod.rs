@@ -33,7 +33,8 @@ use crate::fetch::registry::RegistryClient;
 use crate::host_packages::HostPackageError;
 use crate::host_packages::distros::Distro;
 use crate::reporter::Reporter;
-use crate::source::addon::{AddonError, AddonSource};
+use crate::source::addon::AddonSource;
+use crate::source::error::AddonError;
 
 /// What every package build shares: network clients and the blob cache.
 pub struct BuildContext {

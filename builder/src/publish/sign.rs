@@ -9,8 +9,7 @@ use anyhow::Context as _;
 use berth_formats::signature::{MAX_KEY_FILE_BYTES, SIGNATURE_SUFFIX, SigningKey};
 use berth_formats::versions::VERSIONS_FILE;
 
-/// The environment variable that may hold the signing key's PEM text (a CI secret).
-pub const KEY_VARIABLE: &str = "BERTH_SIGNING_KEY";
+use crate::process::SIGNING_KEY_VARIABLE as KEY_VARIABLE;
 
 /// The signing key from `file`, else from [`KEY_VARIABLE`]; none when neither is given.
 pub fn load_key(file: Option<&Path>) -> anyhow::Result<Option<SigningKey>> {
@@ -39,7 +38,7 @@ pub fn signed_files(dist: &Path) -> anyhow::Result<Vec<PathBuf>> {
                 let name = name.to_string_lossy();
                 name == VERSIONS_FILE
                     || name.ends_with(".sha256")
-                    || name.ends_with(crate::package::sbom::SBOM_SUFFIX)
+                    || name.ends_with(berth_formats::release::BOM_SUFFIX)
             })
         })
         .collect();

@@ -8,30 +8,8 @@ use berth_formats::manifest::{Manifest, ManifestErrors, ReadError};
 use berth_formats::package_index::SCHEMA_VERSION;
 use serde::Serialize;
 
+use crate::source::error::AddonError;
 use crate::source::repository::{AddonLocation, PackageKind};
-
-/// Why an add-on folder could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum AddonError {
-    #[error(
-        "{path} is not a package folder: expected `<repository>/addons/<name>/<version>/`, `packages/kubernetes/<version>/` or `packages/host/<name>/`"
-    )]
-    NotAnAddon { path: PathBuf },
-    #[error("{path} has no Manifest")]
-    NoManifest { path: PathBuf },
-    #[error("{0}")]
-    Manifest(#[from] ManifestErrors),
-    #[error("{0}")]
-    Fields(String),
-    #[error("{0}")]
-    Health(#[from] berth_formats::health::HealthError),
-    #[error("failed to read {path}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
 
 /// One file of the add-on folder.
 #[derive(Debug, Clone, Serialize)]

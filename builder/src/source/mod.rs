@@ -5,5 +5,6 @@
 
 pub mod addon;
 pub mod check;
+pub mod error;
 pub mod kurl_version_lists;
 pub mod repository;

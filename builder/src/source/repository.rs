@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::source::addon::AddonError;
+use crate::source::error::AddonError;
 
 /// kURL's folder of version generators inside an add-on's folder.
 pub const TEMPLATE_FOLDER: &str = "template";

@@ -17,24 +17,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use berth_formats::fleet::{
-    FLEET_PARAMS, MAX_POLL_WAIT_MS, NodeRecord, Outcome, PRIMARY_TOKEN_PARAM, Request, Response,
-    Role, TOKEN_PARAM,
-};
+use berth_formats::fleet::{NodeRecord, Request};
 use berth_formats::rollout::RolloutRecord;
 
 mod admin;
 mod admission;
 pub mod bundles;
+mod messages;
 
+use admin::serve_lock;
 pub use admin::{Serving, age, check_first_node, nodes, prepare, remove};
-use admin::{forget, serve_lock};
 use admission::{Admission, MAX_UNREGISTERED_FRAME, Slot};
 use bundles::Bundles;
 
 use crate::channel::{self, ChannelError, Identity, Pin};
 use crate::log::FleetLog;
-use crate::now;
 use crate::registry::Registry;
 use crate::rollouts::{self, Rollouts};
 use crate::{FleetPaths, JoinParams};
@@ -305,276 +302,6 @@ impl Shared {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-
-    /// A poll: the node's work when a rollout started it, held up to `wait` for some.
-    fn poll(&self, machine: &str, primary: bool, wait: Duration) -> anyhow::Result<Response> {
-        let deadline = Instant::now() + wait.min(Duration::from_millis(MAX_POLL_WAIT_MS));
-        let held =
-            !wait.is_zero() && self.held_polls.fetch_add(1, Ordering::SeqCst) < MAX_HELD_POLLS;
-        let result = (|| {
-            let mut records = self.records();
-            loop {
-                if let Some((id, since_seconds)) = self.bundles.for_node(machine) {
-                    return Ok(Response::Bundle { id, since_seconds });
-                }
-                if rollouts::has_work(&records, machine) {
-                    let records = records.clone();
-                    return self.work_for(&records, machine, primary);
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if !held || left.is_zero() {
-                    return Ok(Response::Idle);
-                }
-                records = self
-                    .changed
-                    .wait_timeout(records, left)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .0;
-            }
-        })();
-        if !wait.is_zero() {
-            self.held_polls.fetch_sub(1, Ordering::SeqCst);
-        }
-        result
-    }
-
-    /// The work a rollout gives the node now, with the join parameters a joined node's
-    /// upgrade needs (the fleet's own left out: the node registered already).
-    fn work_for(
-        &self,
-        records: &[RolloutRecord],
-        machine: &str,
-        primary: bool,
-    ) -> anyhow::Result<Response> {
-        let params: Vec<(String, String)> = self
-            .join
-            .for_node(primary)?
-            .into_iter()
-            .filter(|(key, _)| !FLEET_PARAMS.contains(&key.as_str()))
-            .collect();
-        Ok(rollouts::work_for(records, machine, &params)
-            .map_or(Response::Idle, |work| Response::Work { work }))
-    }
-
-    /// Whether `token` is the published, unexpired join token `key`.
-    fn token_is(&self, key: &str, token: &str) -> bool {
-        self.join
-            .current(key)
-            .ok()
-            .flatten()
-            .is_some_and(|value| constant_time_equal(value.as_bytes(), token.as_bytes()))
-    }
-
-    fn answer(&self, peer: &Pin, address: &str, request: Request) -> Response {
-        // Throttled: a flood of crafted messages is told, not written out line by line.
-        let refused = |reason: String| {
-            self.log
-                .write_throttled(&format!("refused {address} (key {peer}): {reason}"));
-            Response::Refused { reason }
-        };
-        if let Err(reason) = request.check() {
-            return refused(reason);
-        }
-        let address = if *peer == self.own { ITSELF } else { address };
-        let now = now();
-        if let Request::Register { token, node } = request {
-            // The role is the one the token was issued for: a control-plane join command
-            // alone carries the primary token.
-            let key = match node.role {
-                Role::Primary => PRIMARY_TOKEN_PARAM,
-                Role::Secondary => TOKEN_PARAM,
-            };
-            if !self.token_is(key, &token) {
-                return refused(format!(
-                    "the join token is wrong or has expired (a {} registers with {key}, which {} join commands carry)",
-                    format!("{:?}", node.role).to_lowercase(),
-                    if node.role == Role::Primary {
-                        "control-plane"
-                    } else {
-                        "all"
-                    }
-                ));
-            }
-            let name = node.name.clone();
-            let registered = {
-                let mut registry = self.registry();
-                registry
-                    .register(peer, node, address, &now)
-                    .map(|replaced| (replaced, registry.changes()))
-            };
-            return match registered {
-                Ok((replaced, changes)) => {
-                    if let Some(old) = replaced {
-                        self.log.write(&format!(
-                            "{name}: registered again with the key {peer} in place of {old}"
-                        ));
-                    }
-                    // Answered once it is on disk: a node told it is registered stays so.
-                    if self.wait_saved(changes) {
-                        Response::Registered { name }
-                    } else {
-                        refused(
-                            "the first node could not save its registry; see its fleet.log".into(),
-                        )
-                    }
-                }
-                Err(reason) => refused(reason),
-            };
-        }
-        if let Request::Remove { node } = &request {
-            if *peer != self.own {
-                return refused("only the first node itself removes nodes".into());
-            }
-            let mut registry = self.registry();
-            return match forget(&mut registry, &self.rollouts, node, |records| {
-                self.publish(records)
-            }) {
-                Ok((name, machine_id)) => {
-                    self.log.write(&format!("{name} ({machine_id}): removed"));
-                    Response::Removed { name, machine_id }
-                }
-                Err(error) => refused(berth_formats::report::chain(error.as_ref())),
-            };
-        }
-        match &request {
-            Request::BundleAsk { .. } | Request::BundleClose { .. } if *peer != self.own => {
-                return refused("only the first node itself asks for support bundles".into());
-            }
-            Request::BundleAsk {
-                id,
-                nodes,
-                since_seconds,
-                wait_ms,
-            } => {
-                let wait = Duration::from_millis(*wait_ms);
-                return match self.bundles.ask(id, nodes, *since_seconds, wait) {
-                    Ok(()) => {
-                        self.log
-                            .write(&format!("support bundle {id}: asked {} nodes", nodes.len()));
-                        // Held polls look again (under the lock they wait with).
-                        let _records = self.records();
-                        self.changed.notify_all();
-                        Response::Accepted
-                    }
-                    Err(reason) => refused(reason),
-                };
-            }
-            Request::BundleClose { id } => {
-                self.bundles.close(id);
-                return Response::Accepted;
-            }
-            _ => {}
-        }
-        // Every other message comes from a registered key.
-        let (machine, name, primary) = {
-            let mut registry = self.registry();
-            let record = match &request {
-                // A Running progress carries no report: the add-ons reported before stay.
-                Request::Progress {
-                    outcome: Outcome::Running,
-                    ..
-                } => registry.touch(peer, address, &now),
-                Request::Report { addons } | Request::Progress { addons, .. } => {
-                    registry.report(peer, addons.clone(), address, &now)
-                }
-                _ => registry.touch(peer, address, &now),
-            };
-            match record {
-                Ok(record) => (
-                    record.info.machine_id.clone(),
-                    record.info.name.clone(),
-                    record.info.role == Role::Primary,
-                ),
-                Err(reason) => {
-                    self.log
-                        .write_throttled(&format!("refused {address} (key {peer}): {reason}"));
-                    return Response::NotRegistered { reason };
-                }
-            }
-        };
-        match request {
-            Request::Register { .. }
-            | Request::Remove { .. }
-            | Request::Report { .. }
-            | Request::BundleAsk { .. }
-            | Request::BundleClose { .. } => Response::Accepted,
-            Request::BundlePart {
-                id,
-                offset,
-                data,
-                last,
-                sha256,
-                error,
-            } => match self.bundles.part(
-                &machine,
-                &id,
-                offset,
-                &data,
-                last,
-                sha256.as_deref(),
-                error.as_deref(),
-            ) {
-                Ok(()) => {
-                    if last {
-                        let what = error.map_or_else(
-                            || "received".to_string(),
-                            |error| format!("none collected: {error}"),
-                        );
-                        self.log
-                            .write(&format!("{name} ({machine}): support bundle {id} {what}"));
-                    }
-                    Response::Accepted
-                }
-                Err(refusal) => {
-                    // The node is told what was wrong; where, the first node's log alone.
-                    if let Some(local) = &refusal.local {
-                        self.log
-                            .write(&format!("{name} ({machine}): support bundle {id}: {local}"));
-                    }
-                    refused(refusal.reason)
-                }
-            },
-            Request::Poll { wait_ms } => self
-                .poll(&machine, primary, Duration::from_millis(wait_ms))
-                .unwrap_or_else(|error| {
-                    self.log.write(&format!(
-                        "rollouts: {}",
-                        berth_formats::report::chain(error.as_ref())
-                    ));
-                    Response::Idle
-                }),
-            Request::Progress {
-                work,
-                outcome,
-                message,
-                addons,
-            } => {
-                let nodes: Vec<NodeRecord> = self.registry().nodes().cloned().collect();
-                let said = self.rollouts.update(|records| {
-                    let now = SystemTime::now();
-                    let taken = rollouts::progress(
-                        records, &machine, &work, outcome, &message, &addons, now,
-                    );
-                    // Decided at once: the next node starts now, not at the next tick.
-                    if let Some(record) = records.iter_mut().find(|record| record.work_id() == work)
-                    {
-                        self.decide(record, &nodes, now);
-                    }
-                    self.publish(records);
-                    Ok(taken)
-                });
-                match said {
-                    Ok(Ok(judged)) => {
-                        self.log
-                            .write(&format!("{name} ({machine}): {work} {judged}"));
-                        Response::Accepted
-                    }
-                    Ok(Err(reason)) => refused(reason),
-                    Err(error) => refused(berth_formats::report::chain(error.as_ref())),
-                }
-            }
-        }
-    }
 }
 
 fn handle(
@@ -615,17 +342,6 @@ fn handle(
         let response = shared.answer(&peer, &address, request);
         connection.send(&response)?;
     }
-}
-
-/// Compares without stopping at the first difference, so the time taken tells nothing of
-/// how much of a guessed token was right.
-fn constant_time_equal(left: &[u8], right: &[u8]) -> bool {
-    left.len() == right.len()
-        && left
-            .iter()
-            .zip(right)
-            .fold(0u8, |difference, (left, right)| difference | (left ^ right))
-            == 0
 }
 
 fn failed_nodes(record: &RolloutRecord) -> Vec<String> {

@@ -14,7 +14,9 @@ use berth_formats::rollout::{
     Control, Direction, RolloutRecord, RolloutState, Strategy, TargetRecord, TargetState,
 };
 
-use super::{rfc3339, seconds, seconds_of, unfinished};
+use berth_formats::time::rfc3339;
+
+use super::{seconds, seconds_of, unfinished};
 use crate::strategy::{self, Progress, Target};
 
 /// The strategy a record runs with.

@@ -18,6 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use berth_formats::rollout::{Control, RolloutRecord, RolloutState, TargetState};
+use berth_formats::time::rfc3339;
 
 pub use decide::{has_work, is_node, mismatch, next_tick, progress, tick, work_for};
 pub use plan::{check_offered, config_hash, plan, rollback, wanted_versions};
@@ -168,10 +169,6 @@ pub const MAX_RECORD_BYTES: usize = 64 << 20;
 pub fn seconds(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs())
-}
-
-pub(crate) fn rfc3339(time: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(time).to_string()
 }
 
 pub(crate) fn seconds_of(text: &Option<String>) -> Option<u64> {

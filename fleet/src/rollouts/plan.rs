@@ -15,7 +15,9 @@ use berth_formats::rollout::{
 use berth_formats::versions::{VersionsFile, compare_versions};
 use serde_json::{Map, Value};
 
-use super::{rfc3339, unfinished};
+use berth_formats::time::rfc3339;
+
+use super::unfinished;
 
 /// The hash a node's configuration is known by: its version and fields, as canonical JSON.
 pub fn config_hash(version: &str, config: &Map<String, Value>) -> String {

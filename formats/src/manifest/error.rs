@@ -66,7 +66,7 @@ impl Problem {
                 }
             }
             Problem::MissingArgument { kind, .. } | Problem::ExtraArgument { kind, .. } => {
-                format!("write it as `{}`", usage(*kind))
+                format!("write it as `{}`", kind.usage())
             }
             Problem::BadReference { .. } => {
                 "write a registry reference such as `registry.example.com/team/app:1.2` \
@@ -138,20 +138,4 @@ pub enum ReadError {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Invalid(#[from] ManifestErrors),
-}
-
-pub(super) fn usage(kind: DirectiveKind) -> &'static str {
-    match kind {
-        DirectiveKind::Image => "image <name> <reference or path/to/image.tar> [no_remote_load]",
-        DirectiveKind::Asset => "asset <file> <https://url or relative/path> [sha256:<hex>]",
-        DirectiveKind::DockerOut => "dockerout <destination> <path/to/Dockerfile> [<version>]",
-        DirectiveKind::Apt => "apt <package>",
-        DirectiveKind::Apt24 => "apt24 <package>",
-        DirectiveKind::Apt26 => "apt26 <package>",
-        DirectiveKind::Yum => "yum <package>",
-        DirectiveKind::Yum8 => "yum8 <package>",
-        DirectiveKind::Yum9 => "yum9 <package>",
-        DirectiveKind::Yum2023 => "yum2023 <package>",
-        DirectiveKind::YumOl => "yumol <package>",
-    }
 }

@@ -156,15 +156,92 @@ impl DirectiveKind {
         }
     }
 
-    /// Whether the directive names a host package (as opposed to an image, asset or build).
-    pub fn is_host_package(self) -> bool {
-        !matches!(self, Self::Image | Self::Asset | Self::DockerOut)
+    /// What the keyword is for and the arguments it takes: the one table a new keyword must
+    /// fill in (the match has no catch-all, so the compiler asks for its row).
+    pub fn syntax(self) -> Syntax {
+        let host_package = |ships| Syntax {
+            class: Class::HostPackage { ships },
+            arguments: &["package name"],
+            required: 1,
+            usage: "<package>",
+        };
+        match self {
+            Self::Image => Syntax {
+                class: Class::Image,
+                arguments: &["image name", "image reference", "flag"],
+                required: 2,
+                usage: "<name> <reference or path/to/image.tar> [no_remote_load]",
+            },
+            Self::Asset => Syntax {
+                class: Class::Asset,
+                arguments: &["file name", "URL or path", "sha256 pin"],
+                required: 2,
+                usage: "<file> <https://url or relative/path> [sha256:<hex>]",
+            },
+            Self::DockerOut => Syntax {
+                class: Class::DockerOut,
+                arguments: &["destination folder", "Dockerfile path", "version"],
+                required: 2,
+                usage: "<destination> <path/to/Dockerfile> [<version>]",
+            },
+            Self::Apt | Self::Yum | Self::Yum8 | Self::Yum9 | Self::Yum2023 | Self::YumOl => {
+                host_package(true)
+            }
+            // `apt24` and `apt26` only list dependencies checked on the host; they ship nothing.
+            Self::Apt24 | Self::Apt26 => host_package(false),
+        }
     }
 
-    /// `apt24` and `apt26` only list dependencies checked on the host; they ship nothing.
-    pub fn ships_package(self) -> bool {
-        self.is_host_package() && !matches!(self, Self::Apt24 | Self::Apt26)
+    /// How to write the directive, for messages: `apt <package>`.
+    pub fn usage(self) -> String {
+        format!("{} {}", self.as_str(), self.syntax().usage)
     }
+
+    /// Whether the directive names a host package (as opposed to an image, asset or build).
+    pub fn is_host_package(self) -> bool {
+        matches!(self.syntax().class, Class::HostPackage { .. })
+    }
+
+    /// Whether the host package it names ships in the package (not only checked on the host).
+    pub fn ships_package(self) -> bool {
+        matches!(self.syntax().class, Class::HostPackage { ships: true })
+    }
+}
+
+/// A keyword's row in [`DirectiveKind::syntax`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Syntax {
+    /// Which [`Directive`] the keyword parses into.
+    pub class: Class,
+    /// Its arguments' names, in order, for messages.
+    pub arguments: &'static [&'static str],
+    /// How many of them must be given.
+    pub required: usize,
+    /// Its arguments as a message shows how to write them.
+    pub usage: &'static str,
+}
+
+/// The [`Directive`] a keyword parses into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Image,
+    Asset,
+    /// `ships`: the package is fetched into the add-on package, not only checked on the host.
+    HostPackage {
+        ships: bool,
+    },
+    DockerOut,
+}
+
+/// A Manifest's directives sorted by what a build does with each, with their line numbers,
+/// in file order. [`Manifest::directives`] fills it with one match that has no catch-all, and
+/// the builder takes it apart whole: a new directive fails to compile until both decide.
+#[derive(Debug, Default)]
+pub struct Directives<'a> {
+    pub images: Vec<(usize, &'a ImageDirective)>,
+    pub assets: Vec<(usize, &'a AssetDirective)>,
+    pub host_packages: Vec<(usize, &'a HostPackageDirective)>,
+    pub builds: Vec<(usize, &'a DockerOutDirective)>,
 }
 
 impl fmt::Display for DirectiveKind {
@@ -232,6 +309,21 @@ impl Manifest {
         }
     }
 
+    /// The directives sorted by what a build does with each.
+    pub fn directives(&self) -> Directives<'_> {
+        let mut sorted = Directives::default();
+        for entry in &self.entries {
+            let line = entry.line;
+            match &entry.directive {
+                Directive::Image(image) => sorted.images.push((line, image)),
+                Directive::Asset(asset) => sorted.assets.push((line, asset)),
+                Directive::HostPackage(package) => sorted.host_packages.push((line, package)),
+                Directive::DockerOut(build) => sorted.builds.push((line, build)),
+            }
+        }
+        sorted
+    }
+
     /// The folder holding the Manifest, against which asset paths resolve.
     pub fn directory(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
@@ -271,7 +363,16 @@ impl Manifest {
                 ..
             }) => (repository_root.to_path_buf(), path),
             Directive::DockerOut(build) => (repository_root.to_path_buf(), &build.dockerfile),
-            _ => return None,
+            // Fetched by name or URL: nothing local to resolve.
+            Directive::Image(ImageDirective {
+                source: ImageSource::Registry(_),
+                ..
+            })
+            | Directive::Asset(AssetDirective {
+                source: AssetSource::Url(_),
+                ..
+            })
+            | Directive::HostPackage(_) => return None,
         };
         let error = |problem| ManifestError {
             path: self.path.clone(),

@@ -61,16 +61,12 @@ pub(super) fn parse_directive(keyword: &str, arguments: &[&str]) -> Result<Direc
             suggestion,
         });
     };
-    let argument_names: &[&'static str] = match kind {
-        DirectiveKind::Image => &["image name", "image reference", "flag"],
-        DirectiveKind::Asset => &["file name", "URL or path", "sha256 pin"],
-        DirectiveKind::DockerOut => &["destination folder", "Dockerfile path", "version"],
-        _ => &["package name"],
-    };
-    let required = match kind {
-        DirectiveKind::Image | DirectiveKind::Asset | DirectiveKind::DockerOut => 2,
-        _ => 1,
-    };
+    let Syntax {
+        class,
+        arguments: argument_names,
+        required,
+        ..
+    } = kind.syntax();
     if arguments.len() < required {
         return Err(Problem::MissingArgument {
             kind,
@@ -85,10 +81,10 @@ pub(super) fn parse_directive(keyword: &str, arguments: &[&str]) -> Result<Direc
         });
     }
     let optional = arguments.get(required).copied();
-    match kind {
-        DirectiveKind::Image => parse_image(arguments[0], arguments[1], optional),
-        DirectiveKind::Asset => parse_asset(arguments[0], arguments[1], optional),
-        DirectiveKind::DockerOut => {
+    match class {
+        Class::Image => parse_image(arguments[0], arguments[1], optional),
+        Class::Asset => parse_asset(arguments[0], arguments[1], optional),
+        Class::DockerOut => {
             check_destination(arguments[0])?;
             Ok(Directive::DockerOut(DockerOutDirective {
                 destination: arguments[0].to_string(),
@@ -96,7 +92,7 @@ pub(super) fn parse_directive(keyword: &str, arguments: &[&str]) -> Result<Direc
                 version: optional.map(str::to_string),
             }))
         }
-        _ => Ok(Directive::HostPackage(HostPackageDirective {
+        Class::HostPackage { .. } => Ok(Directive::HostPackage(HostPackageDirective {
             kind,
             package: arguments[0].to_string(),
         })),

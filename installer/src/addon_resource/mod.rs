@@ -273,7 +273,7 @@ fn addon(state: &AddonState, health: Option<&HealthRecord>) -> Value {
         "status": {
             "version": version,
             "installer": state.current.as_ref().map(|current| current.target.id.as_str()),
-            "checkedAt": health.map_or_else(crate::state::now, |record| record.checked_at.clone()),
+            "checkedAt": health.map_or_else(berth_formats::time::now, |record| record.checked_at.clone()),
             "conditions": conditions,
             "components": {"matchLabels": match_labels, "refs": refs},
         },

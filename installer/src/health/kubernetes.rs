@@ -12,10 +12,11 @@ use std::time::Duration;
 use berth_formats::health::KubernetesProbe;
 use serde_json::Value;
 
-use super::probe::{Found, RunError, run_program};
+use super::found::{Found, MAX_OBJECT_CONDITIONS, ObjectFacts, wanted};
+use crate::program::{RunError, run_program};
 
 pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> Vec<Found> {
-    let wanted = super::probe::wanted(probe.name.as_deref(), &probe.match_labels);
+    let wanted = wanted(probe.name.as_deref(), &probe.match_labels);
     let failed = |reason: &str, message: String| {
         vec![Found::new(&probe.kind, &wanted, false, reason, message)]
     };
@@ -124,7 +125,7 @@ fn judge(object: &Value) -> Found {
         .map(|conditions| {
             conditions
                 .iter()
-                .take(super::probe::MAX_OBJECT_CONDITIONS)
+                .take(MAX_OBJECT_CONDITIONS)
                 .cloned()
                 .collect()
         })
@@ -135,7 +136,7 @@ fn judge(object: &Value) -> Found {
         healthy,
         reason,
         message,
-        object: Some(super::probe::ObjectFacts {
+        object: Some(ObjectFacts {
             namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
             api_version: text(object, &["apiVersion"]).to_string(),
             conditions,

@@ -7,6 +7,7 @@
 //! a condition keeps its transition time until its status or reason changes, and each such
 //! change is added to the record's history.
 
+pub mod found;
 pub mod kubernetes;
 pub mod probe;
 
@@ -20,8 +21,10 @@ use serde_json::{Map, Value};
 
 use crate::images::Runtime;
 use crate::layout::Layout;
-use crate::state::{AddonState, HISTORY_LENGTH, now};
-use probe::Found;
+use berth_formats::time::now;
+
+use crate::state::{AddonState, HISTORY_LENGTH};
+use found::Found;
 
 /// The node's container runtime, detected the first time a container probe needs it (a
 /// detection asks the runtime, so an add-on with no container component costs none).
@@ -77,7 +80,7 @@ pub struct ComponentRef {
     pub conditions: Vec<HealthCondition>,
     /// A Kubernetes object's namespace, API version and own conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<probe::ObjectFacts>,
+    pub object: Option<found::ObjectFacts>,
 }
 
 /// One component, as the Addon API's status lists them.
@@ -419,7 +422,10 @@ fn probe_all(
         .map(|(component, found)| {
             let kind = component.probe().map_or("none", |probe| probe.kind());
             let found = found.unwrap_or_else(|| {
-                let message = format!("no answer within {}", probe::seconds(component.timeout()));
+                let message = format!(
+                    "no answer within {}",
+                    crate::program::seconds(component.timeout())
+                );
                 vec![Found::new(
                     kind,
                     &component.name,

@@ -5,66 +5,16 @@
 use std::io::Read as _;
 use std::net::{TcpStream, ToSocketAddrs as _};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use berth_formats::health::{
     CommandProbe, ContainerProbe, HttpProbe, Probe, ProcessProbe, SystemdProbe, TcpProbe,
 };
 
+use super::found::{Found, wanted};
 use crate::images::Runtime;
-
-/// The most of a response body, a command's output or a pid file a probe reads.
-const MAX_READ: u64 = 1 << 20;
-
-/// What a probe found about one object (a container, a unit, an address, a Kubernetes
-/// object…).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    /// The object's kind and name, as the Addon API's `refs` name them.
-    pub kind: String,
-    pub name: String,
-    pub healthy: bool,
-    /// One CamelCase word: `Running`, `Exited`, `Active`, `Refused`, `Status503`…
-    pub reason: String,
-    pub message: String,
-    /// A Kubernetes object's namespace, API version and own status conditions, as read.
-    pub object: Option<ObjectFacts>,
-}
-
-/// What a Kubernetes object says of itself, kept for the Addon resource's `refs`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectFacts {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    pub api_version: String,
-    /// Its `status.conditions`, as the server gave them (at most [`MAX_OBJECT_CONDITIONS`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<serde_json::Value>,
-}
-
-/// The most conditions of one object kept.
-pub const MAX_OBJECT_CONDITIONS: usize = 16;
-
-impl Found {
-    pub(super) fn new(
-        kind: &str,
-        name: &str,
-        healthy: bool,
-        reason: &str,
-        message: String,
-    ) -> Self {
-        Self {
-            kind: kind.into(),
-            name: name.into(),
-            healthy,
-            reason: reason.into(),
-            message,
-            object: None,
-        }
-    }
-}
+use crate::program::{MAX_READ, RunError, run_program, seconds};
 
 /// Where probes look: the node's root (for the kubeconfig) and its container runtime.
 pub struct Context<'a> {
@@ -85,90 +35,6 @@ pub fn run(probe: Probe<'_>, timeout: Duration, context: &Context<'_>) -> Vec<Fo
             super::kubernetes::probe(kubernetes, timeout, context.kubeconfig)
         }
     }
-}
-
-/// A program's exit status and output, killed at `timeout`.
-pub(crate) struct Ran {
-    pub success: bool,
-    pub stdout: String,
-    pub stderr: String,
-    /// Whether standard output went past the bound (its start is kept, the rest read and
-    /// dropped, so the program is never left blocked on a full pipe).
-    pub stdout_cut: bool,
-}
-
-/// Why a program gave no exit status.
-pub(crate) enum RunError {
-    /// Killed at its timeout.
-    TimedOut(String),
-    /// Not started.
-    NotRun(String),
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::TimedOut(message) | RunError::NotRun(message) => f.write_str(message),
-        }
-    }
-}
-
-pub(crate) fn run_program(command: &mut Command, timeout: Duration) -> Result<Ran, RunError> {
-    run_program_bounded(command, timeout, MAX_READ)
-}
-
-/// [`run_program`], keeping at most `bound` bytes of each output stream.
-pub(crate) fn run_program_bounded(
-    command: &mut Command,
-    timeout: Duration,
-    bound: u64,
-) -> Result<Ran, RunError> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|error| RunError::NotRun(error.to_string()))?;
-    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let mut cut = false;
-            if let Some(mut pipe) = pipe {
-                let _ = (&mut pipe).take(bound).read_to_string(&mut text);
-                cut = std::io::copy(&mut pipe, &mut std::io::sink()).unwrap_or(0) > 0;
-            }
-            (text, cut)
-        })
-    };
-    let stdout = read(child.stdout.take().map(|pipe| Box::new(pipe) as _));
-    let stderr = read(child.stderr.take().map(|pipe| Box::new(pipe) as _));
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(RunError::TimedOut(format!(
-                    "no answer within {}",
-                    seconds(timeout)
-                )));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(error) => return Err(RunError::NotRun(error.to_string())),
-        }
-    };
-    let (stdout, stdout_cut) = stdout.join().unwrap_or_default();
-    Ok(Ran {
-        success: status.success(),
-        stdout,
-        stderr: stderr.join().unwrap_or_default().0,
-        stdout_cut,
-    })
-}
-
-pub(super) fn seconds(duration: Duration) -> String {
-    format!("{:.1}s", duration.as_secs_f64())
 }
 
 fn container_probe(
@@ -207,20 +73,6 @@ fn container_probe(
         )],
         Ok(found) => found,
     }
-}
-
-/// What a probe looks for, in its messages: the name, or the labels as `key=value,…`.
-pub(super) fn wanted(
-    name: Option<&str>,
-    labels: &std::collections::BTreeMap<String, String>,
-) -> String {
-    name.map(str::to_string).unwrap_or_else(|| {
-        labels
-            .iter()
-            .map(|(key, value)| format!("{key}={value}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    })
 }
 
 /// containerd's containers (by name or labels) and whether each one's task runs.

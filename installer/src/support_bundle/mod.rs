@@ -312,7 +312,7 @@ pub fn top_folder(output: &Path) -> String {
 
 /// troubleshoot's default name, in UTC: `support-bundle-2006-01-02T15_04_05.tar.gz`.
 pub fn default_name() -> String {
-    let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let now = berth_formats::time::now();
     let stamp = now.trim_end_matches('Z').replace(':', "_");
     format!("support-bundle-{stamp}.tar.gz")
 }

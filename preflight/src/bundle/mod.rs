@@ -219,7 +219,7 @@ impl Staging {
         let record = serde_json::json!({
             "collector": title,
             "error": error,
-            "timestamp": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            "timestamp": berth_formats::time::now(),
         });
         let path = format!(
             "host-collectors/errors/{}-error.json",
@@ -293,13 +293,12 @@ pub fn collect(
     let gathered = crate::run::collect(documents, &limits, &writes_files, &mut report)?;
     for ((kind, name), collected) in &gathered {
         let name = Some(name.as_str()).filter(|name| !name.is_empty());
-        let title = name.map_or_else(
-            || checks::kind(kind).map_or_else(|| kind.clone(), |kind| kind.title.to_string()),
-            str::to_string,
-        );
-        let Some(path) = paths::result_path(kind, name) else {
+        // Only Berth's own kinds gather values.
+        let Some(kind) = checks::kind(kind) else {
             continue;
         };
+        let title = name.map_or_else(|| kind.title.to_string(), str::to_string);
+        let path = kind.result.path(name);
         match collected {
             Ok(value) => {
                 // certificate's result is a word, written bare as troubleshoot writes it.

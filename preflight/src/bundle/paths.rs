@@ -1,38 +1,44 @@
 //! Where troubleshoot puts each host collector's result in a bundle (`pkg/collect/host_*.go`),
 //! and collector names made safe to be part of a path.
 
-/// `host-collectors/…` for a value collector of `kind`, named `name` where it names one.
-pub fn result_path(kind: &str, name: Option<&str>) -> Option<String> {
-    let named = |folder: &str, default: &str| {
-        format!(
-            "host-collectors/{folder}/{}.json",
-            safe_name(name.filter(|name| !name.is_empty()).unwrap_or(default))
-        )
-    };
-    let system = |file: &str| format!("host-collectors/system/{file}");
-    Some(match kind {
-        "hostOS" => system("hostos_info.json"),
-        "cpu" => system("cpu.json"),
-        "memory" => system("memory.json"),
-        "time" => system("time.json"),
-        "hostServices" => system("systemctl_services.json"),
-        "kernelModules" => system("kernel_modules.json"),
-        "ipv4Interfaces" => system("ipv4Interfaces.json"),
-        "blockDevices" => system("block_devices.json"),
-        "systemPackages" => system(&format!(
-            "{}-packages.json",
-            safe_name(name.filter(|name| !name.is_empty()).unwrap_or("packages"))
-        )),
-        "diskUsage" => named("diskUsage", "diskUsage"),
-        "tcpPortStatus" => named("tcpPortStatus", "tcpPortStatus"),
-        "udpPortStatus" => named("udpPortStatus", "udpPortStatus"),
-        "tcpConnect" => named("connect", "connect"),
-        "tcpLoadBalancer" => named("tcpLoadBalancer", "tcpLoadBalancer"),
-        "http" => named("http", "result"),
-        "filesystemPerformance" => named("filesystemPerformance", "filesystemPerformance"),
-        "certificate" => named("certificate", "certificate"),
-        _ => return None,
-    })
+/// Where a value collector's result goes in a bundle, below `host-collectors/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultFile {
+    /// One result per run: `system/<file>`.
+    System(&'static str),
+    /// One result per collector name: `<folder>/<name, else default>.json`.
+    Named {
+        folder: &'static str,
+        default: &'static str,
+    },
+    /// systemPackages's, one per collector name: `system/<name, else packages>-packages.json`.
+    Packages,
+}
+
+impl ResultFile {
+    pub const fn named(folder: &'static str, default: &'static str) -> ResultFile {
+        ResultFile::Named { folder, default }
+    }
+
+    /// Whether `collectorName` names the result (else one is kept per run).
+    pub fn is_named(self) -> bool {
+        !matches!(self, ResultFile::System(_))
+    }
+
+    /// `host-collectors/…` for the collector named `name`, where it names one.
+    pub fn path(self, name: Option<&str>) -> String {
+        let name =
+            |default: &str| safe_name(name.filter(|name| !name.is_empty()).unwrap_or(default));
+        match self {
+            ResultFile::System(file) => format!("host-collectors/system/{file}"),
+            ResultFile::Named { folder, default } => {
+                format!("host-collectors/{folder}/{}.json", name(default))
+            }
+            ResultFile::Packages => {
+                format!("host-collectors/system/{}-packages.json", name("packages"))
+            }
+        }
+    }
 }
 
 /// A collector name as one path component: troubleshoot joins it in as written; Berth keeps
@@ -88,13 +94,17 @@ mod tests {
     #[test]
     fn names_never_leave_their_folder() {
         assert_eq!(
-            result_path("diskUsage", Some("../../etc/passwd")).unwrap(),
+            ResultFile::named("diskUsage", "diskUsage").path(Some("../../etc/passwd")),
             "host-collectors/diskUsage/.._.._etc_passwd.json"
         );
         assert_eq!(safe_name(".."), "_");
         assert_eq!(
-            result_path("cpu", None).unwrap(),
+            ResultFile::System("cpu.json").path(None),
             "host-collectors/system/cpu.json"
+        );
+        assert_eq!(
+            ResultFile::Packages.path(Some("")),
+            "host-collectors/system/packages-packages.json"
         );
         assert_eq!(safe_path("berth/logs"), "berth/logs");
         assert_eq!(safe_path("../x//y/"), "_/x/y");

@@ -6,12 +6,13 @@ use serde_json::{Map, Value};
 use x509_parser::pem::Pem;
 
 use super::{Collected, Kind, Limits, Matched, first_match, text_field};
+use crate::bundle::paths::ResultFile;
 use crate::document::Item;
 
 pub const CERTIFICATE: Kind = Kind::new(
     "certificate",
     "Certificate Key Pair",
-    true,
+    ResultFile::named("certificate", "certificate"),
     collect_certificate,
     analyze_certificate,
 );

@@ -4,14 +4,20 @@
 
 mod certificate;
 mod clock;
+mod hardware;
+mod host_facts;
+mod host_os;
 mod network;
+mod packages;
+mod services;
 mod storage;
-mod system;
+mod time;
 
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::bundle::paths::ResultFile;
 use crate::document::Item;
 use crate::report::Outcome;
 
@@ -28,12 +34,13 @@ pub fn meminfo_kib(field: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("/proc/meminfo has no {field}"))
 }
 
-/// The kinds Berth runs, each with its default title and whether `collectorName` names its
-/// result (troubleshoot's per-kind file names; the others keep one result per run).
+/// The kinds Berth runs, each with its default title and where its result goes in a support
+/// bundle (which also says whether `collectorName` names its result, or one is kept per run).
+/// A new kind is a new row of [`KINDS`]; [`Kind::new`] asks for each fact.
 pub struct Kind {
     pub name: &'static str,
     pub title: &'static str,
-    pub named: bool,
+    pub result: ResultFile,
     collect: fn(&Map<String, Value>, &Limits) -> Collected,
     analyze: fn(&Item, &Value) -> Result<Vec<Matched>, String>,
     /// What the analyzer gives when its collector gathered nothing.
@@ -74,15 +81,15 @@ pub struct Matched {
 }
 
 pub const KINDS: &[Kind] = &[
-    system::HOST_OS,
-    system::CPU,
-    system::MEMORY,
-    system::TIME,
-    system::HOST_SERVICES,
-    system::KERNEL_MODULES,
-    system::SYSTEM_PACKAGES,
-    system::IPV4_INTERFACES,
-    system::BLOCK_DEVICES,
+    host_os::HOST_OS,
+    hardware::CPU,
+    hardware::MEMORY,
+    time::TIME,
+    services::HOST_SERVICES,
+    services::KERNEL_MODULES,
+    packages::SYSTEM_PACKAGES,
+    network::IPV4_INTERFACES,
+    hardware::BLOCK_DEVICES,
     network::TCP_PORT_STATUS,
     network::UDP_PORT_STATUS,
     network::TCP_CONNECT,
@@ -103,14 +110,14 @@ impl Kind {
     pub(crate) const fn new(
         name: &'static str,
         title: &'static str,
-        named: bool,
+        result: ResultFile,
         collect: fn(&Map<String, Value>, &Limits) -> Collected,
         analyze: fn(&Item, &Value) -> Result<Vec<Matched>, String>,
     ) -> Kind {
         Kind {
             name,
             title,
-            named,
+            result,
             collect,
             analyze,
             missing: no_outcome,
@@ -121,7 +128,7 @@ impl Kind {
 
     /// The key the result is kept under: the kind, and the collector name where it names one.
     pub fn result_key(&self, collector_name: Option<&str>) -> (String, String) {
-        let name = if self.named {
+        let name = if self.result.is_named() {
             collector_name.unwrap_or("").to_string()
         } else {
             String::new()

@@ -2,6 +2,7 @@
 //! UDP port is free, an address answers, a load balancer comes back to this host, and an
 //! HTTP endpoint's status.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
@@ -10,8 +11,9 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Collected, Compare, Kind, Limits, Matched, analyze_status, duration_field, first_match,
-    text_field,
+    text_field, words,
 };
+use crate::bundle::paths::ResultFile;
 use crate::document::Item;
 
 /// An HTTP body Berth keeps at most.
@@ -24,7 +26,7 @@ pub const TCP_PORT_STATUS: Kind = Kind {
     ..Kind::new(
         "tcpPortStatus",
         "TCP Port Status",
-        true,
+        ResultFile::named("tcpPortStatus", "tcpPortStatus"),
         collect_tcp_port_status,
         analyze_status,
     )
@@ -35,7 +37,7 @@ pub const UDP_PORT_STATUS: Kind = Kind {
     ..Kind::new(
         "udpPortStatus",
         "UDP Port Status",
-        true,
+        ResultFile::named("udpPortStatus", "udpPortStatus"),
         collect_udp_port_status,
         analyze_status,
     )
@@ -44,7 +46,7 @@ pub const UDP_PORT_STATUS: Kind = Kind {
 pub const TCP_CONNECT: Kind = Kind::new(
     "tcpConnect",
     "TCP Connection Attempt",
-    true,
+    ResultFile::named("connect", "connect"),
     collect_tcp_connect,
     analyze_status,
 );
@@ -54,13 +56,19 @@ pub const TCP_LOAD_BALANCER: Kind = Kind {
     ..Kind::new(
         "tcpLoadBalancer",
         "TCP Load Balancer",
-        true,
+        ResultFile::named("tcpLoadBalancer", "tcpLoadBalancer"),
         collect_tcp_load_balancer,
         analyze_status,
     )
 };
 
-pub const HTTP: Kind = Kind::new("http", "HTTP Request", true, collect_http, analyze_http);
+pub const HTTP: Kind = Kind::new(
+    "http",
+    "HTTP Request",
+    ResultFile::named("http", "result"),
+    collect_http,
+    analyze_http,
+);
 
 fn status(word: &str, message: impl Into<String>) -> Collected {
     Ok(json!({ "status": word, "message": message.into() }))
@@ -391,5 +399,49 @@ fn analyze_http(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
             any |= all;
         }
         Ok(any)
+    })
+}
+
+pub const IPV4_INTERFACES: Kind = Kind::new(
+    "ipv4Interfaces",
+    "IPv4 Interfaces",
+    ResultFile::System("ipv4Interfaces.json"),
+    collect_ipv4_interfaces,
+    analyze_ipv4_interfaces,
+);
+
+fn collect_ipv4_interfaces(_: &Map<String, Value>, _: &Limits) -> Collected {
+    use nix::net::if_::InterfaceFlags;
+    let addresses =
+        nix::ifaddrs::getifaddrs().map_err(|error| format!("listing interfaces: {error}"))?;
+    let mut interfaces = BTreeMap::new();
+    for address in addresses {
+        let up = address.flags.contains(InterfaceFlags::IFF_UP);
+        let loopback = address.flags.contains(InterfaceFlags::IFF_LOOPBACK);
+        let ipv4 = address
+            .address
+            .as_ref()
+            .and_then(|address| address.as_sockaddr_in())
+            .is_some();
+        if up && !loopback && ipv4 {
+            interfaces.insert(
+                address.interface_name.clone(),
+                json!({"Name": address.interface_name, "Flags": address.flags.bits()}),
+            );
+        }
+    }
+    Ok(Value::Array(interfaces.into_values().collect()))
+}
+
+fn analyze_ipv4_interfaces(item: &Item, data: &Value) -> Result<Vec<Matched>, String> {
+    let count = data.as_array().map_or(0, Vec::len) as u64;
+    first_match(item, |when| match words(when).as_slice() {
+        ["count", operator, value] => {
+            let wanted: u64 = value
+                .parse()
+                .map_err(|_| format!("`{value}` is not a whole number"))?;
+            Ok(Compare::parse(operator)?.holds(count, wanted))
+        }
+        _ => Err("expected `count <op> <n>`, e.g. `count == 0`".into()),
     })
 }

@@ -12,6 +12,7 @@ use super::{
     Collected, Compare, Kind, Limits, Matched, duration_field, first_match, first_match_rendered,
     go_duration, quantity, text_field, words,
 };
+use crate::bundle::paths::ResultFile;
 use crate::document::Item;
 
 pub const DISK_USAGE: Kind = Kind {
@@ -19,7 +20,7 @@ pub const DISK_USAGE: Kind = Kind {
     ..Kind::new(
         "diskUsage",
         "Disk Usage",
-        true,
+        ResultFile::named("diskUsage", "diskUsage"),
         collect_disk_usage,
         analyze_disk_usage,
     )
@@ -30,7 +31,7 @@ pub const FILESYSTEM_PERFORMANCE: Kind = Kind {
     ..Kind::new(
         "filesystemPerformance",
         "Filesystem Performance",
-        true,
+        ResultFile::named("filesystemPerformance", "filesystemPerformance"),
         collect_filesystem_performance,
         analyze_filesystem_performance,
     )

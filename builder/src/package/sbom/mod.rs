@@ -22,13 +22,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use berth_formats::Sha256Digest;
-use berth_formats::manifest::{AssetSource, Directive, Manifest};
+use berth_formats::manifest::{AssetSource, Manifest};
 use berth_formats::package_index::PackageIndex;
 use serde_json::{Value, json};
 
 use host::HostFacts;
 
-pub use berth_formats::release::{BOM_FILE as SBOM_FILE, BOM_SUFFIX as SBOM_SUFFIX};
+use berth_formats::release::BOM_FILE;
 
 /// What a build learned of the package it wrote: its BOM (without the package's own digest,
 /// which the copy inside cannot hold) and what its provenance statement is made from.
@@ -51,11 +51,9 @@ impl Scanned {
         if let Some(text) = &self.manifest
             && let Ok(manifest) = Manifest::parse(Path::new("Manifest"), text)
         {
-            for entry in manifest.entries {
-                if let Directive::Asset(asset) = entry.directive
-                    && let AssetSource::Url(url) = asset.source
-                {
-                    urls.insert(asset.file, url.to_string());
+            for (_, asset) in manifest.directives().assets {
+                if let AssetSource::Url(url) = &asset.source {
+                    urls.insert(asset.file.clone(), url.to_string());
                 }
             }
         }
@@ -134,7 +132,7 @@ pub fn bom(scanned: &Scanned) -> Value {
     }
     let mut components = Vec::new();
     for file in &index.files {
-        if file.path.starts_with("images/") || file.path == SBOM_FILE {
+        if file.path.starts_with("images/") || file.path == BOM_FILE {
             continue;
         }
         let name = file.path.rsplit('/').next().unwrap_or(&file.path);

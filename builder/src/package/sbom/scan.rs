@@ -11,6 +11,8 @@ use berth_formats::Sha256Digest;
 use berth_formats::compression::{Compression, decompress};
 use berth_formats::package_index::{PACKAGE_INDEX_FILE, PackageIndex, package_root};
 
+use berth_formats::release::BOM_FILE;
+
 use super::host::{self, HostFacts};
 
 /// The most bytes of one package database (or `os-release`) read from a layer.
@@ -78,7 +80,7 @@ impl Scanner {
     /// Whether [`Scanner::file`] reads the file at `relative` at all.
     pub fn reads(relative: &str) -> bool {
         relative == "Manifest"
-            || relative == super::SBOM_FILE
+            || relative == BOM_FILE
             || relative.starts_with("images/blobs/sha256/")
             || relative
                 .split_once('/')
@@ -96,7 +98,7 @@ impl Scanner {
             let mut text = String::new();
             reader.take(SMALL_BLOB).read_to_string(&mut text)?;
             self.manifest = Some(text);
-        } else if relative == super::SBOM_FILE {
+        } else if relative == BOM_FILE {
             let mut bytes = Vec::new();
             reader.take(MAX_KEPT_JSON).read_to_end(&mut bytes)?;
             self.carried = Some(bytes);
