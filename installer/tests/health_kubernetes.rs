@@ -123,18 +123,26 @@ fn refs(node: &Node, addon: &str) -> Vec<(String, String, String, String, String
         .collect()
 }
 
+// Each probe may take a minute: the test judges what the objects say, and a loaded machine
+// must not turn a judgement into a timeout.
 const CLUSTER_COMPONENTS: &str = "components:
   - name: kube-dns
+    timeout: 1m
     kubernetes: {kind: Deployment, matchLabels: {k8s-app: kube-dns}}
   - name: metrics-server
+    timeout: 1m
     kubernetes: {kind: Deployment, namespace: kube-system, matchLabels: {k8s-app: metrics-server}}
   - name: traefik
+    timeout: 1m
     kubernetes: {kind: Deployment, namespace: kube-system, matchLabels: {app: traefik, release: traefik}}
   - name: local-path
+    timeout: 1m
     kubernetes: {kind: Deployment, namespace: kube-system, name: local-path-provisioner}
   - name: load-balancer
+    timeout: 1m
     kubernetes: {kind: DaemonSet, matchLabels: {svccontroller.k3s.cattle.io/nodeselector: 'false'}}
   - name: web
+    timeout: 1m
     kubernetes: {kind: StatefulSet, name: web}
 ";
 
