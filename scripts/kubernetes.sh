@@ -214,7 +214,10 @@ if [ ! -s "$images/pause.tar" ]; then
     cp "$out/bin/pause" "$rootfs/pause"
     image "$rootfs" "k8s.gcr.io/pause:3.2" "$images/pause.tar" --entrypoint '["/pause"]'
 fi
-# kube-proxy runs iptables, ipset and conntrack: Debian's, with the libraries they load.
+# kube-proxy runs iptables, ipset and conntrack: Debian's, with the libraries they load, and
+# netbase's /etc/protocols, where ipset reads what `tcp` in `10.96.0.1,tcp:443` is (without it
+# every entry of kube-proxy's sets fails, the node's own connections to a Service are not
+# masqueraded, and a Service whose pods run on other nodes does not answer the node).
 # iptables is the nft variant, as on Debian 11 and 12 hosts, whose kubelet writes its own
 # rules through the host's iptables (nft by default there).
 if [ ! -s "$images/kube-proxy.tar" ]; then
@@ -222,7 +225,9 @@ if [ ! -s "$images/kube-proxy.tar" ]; then
     cp "$out/bin/kube-proxy" "$rootfs/usr/local/bin/"
     extract "$rootfs" libc6 iptables libip4tc2 libip6tc2 libxtables12 libnftnl11 libmnl0 \
         libnetfilter-conntrack3 libnfnetlink0 ipset libipset13 conntrack \
-        libnetfilter-cthelper0 libnetfilter-queue1
+        libnetfilter-cthelper0 libnetfilter-queue1 netbase
+    grep -qE '^tcp[[:space:]]+6[[:space:]]' "$rootfs/etc/protocols" ||
+        { log "kube-proxy's image: /etc/protocols does not name tcp"; exit 1; }
     for name in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
         ln -sfn xtables-nft-multi "$rootfs/usr/sbin/$name"
     done
