@@ -299,6 +299,41 @@ spec:
         printed(&by_short_name)
     );
 
+    // A Service whose one pod runs on node-2 answers node-1 itself (a node's own connection
+    // to a Service is masqueraded by kube-proxy, so the pod's answer comes back).
+    let (pod_on_2, _, _, _) = on("node-2");
+    let labelled = cluster.kubectl(&format!("label pod {pod_on_2} reached=node-2"));
+    assert!(labelled.status.success(), "{}", printed(&labelled));
+    let service = "apiVersion: v1
+kind: Service
+metadata: {name: answer-on-2}
+spec:
+  selector: {reached: node-2}
+  ports: [{port: 80, targetPort: 8080}]
+";
+    let applied = cluster.shell(
+        0,
+        &format!(
+            "kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - <<'EOF'\n{service}EOF"
+        ),
+    );
+    assert!(applied.status.success(), "{}", printed(&applied));
+    let address = cluster.kubectl("get service answer-on-2 -o jsonpath='{.spec.clusterIP}'");
+    let address = String::from_utf8_lossy(&address.stdout).to_string();
+    let from_node_1 = || cluster.shell(0, &format!("curl -fsS --max-time 5 http://{address}/"));
+    wait_or_explain(
+        &format!("node-1 to reach the Service at {address}, its pod on node-2"),
+        Duration::from_secs(120),
+        || String::from_utf8_lossy(&from_node_1().stdout).trim() == "node-2",
+        || {
+            format!(
+                "{}\n{}",
+                printed(&from_node_1()),
+                printed(&cluster.kubectl("-n kube-system logs -l k8s-app=kube-proxy --tail=5"))
+            )
+        },
+    );
+
     // node-3 is removed from node-1 (kURL's ekco-purge-node); misuses are refused first,
     // changing nothing.
     let refused = |index: usize, node: &str, says: &str| {
