@@ -13,14 +13,13 @@ use berth_formats::fleet::{
     Action, MAX_MESSAGE, MAX_POLL_WAIT_MS, Outcome, Request, Response, Work,
 };
 use berth_formats::spec::spec_key;
+use berth_formats::time::now;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::node::{
     NotRegistered, applied_hashes, exchange, first_node, local_addons, refusal, set_applied_hash,
 };
-use berth_formats::time::now;
-
 use crate::{FleetPaths, Host, Pin, Upgrade};
 
 /// `berth fleet agent`: reports this node's add-ons every `interval`, and between reports

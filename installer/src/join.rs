@@ -11,9 +11,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
-
 use berth_formats::time::rfc3339;
+use serde::{Deserialize, Serialize};
 
 use crate::files::write_atomically_with_mode;
 

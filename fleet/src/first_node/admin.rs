@@ -10,13 +10,13 @@ use berth_formats::fleet::{
     TOKEN_PARAM,
 };
 use berth_formats::rollout::RolloutRecord;
+use berth_formats::time::now;
 
 use super::ITSELF;
 use crate::channel::{Identity, Pin};
 use crate::registry::Registry;
 use crate::rollouts::{self, Rollouts};
 use crate::{FleetPaths, Host, JoinParams, NewParam};
-use berth_formats::time::now;
 
 /// Makes (or keeps) the first node's key and join tokens, and publishes them as join
 /// parameters with `address`, where the other nodes reach this one.

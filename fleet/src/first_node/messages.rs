@@ -10,12 +10,12 @@ use berth_formats::fleet::{
     PRIMARY_TOKEN_PARAM, Request, Response, Role, TOKEN_PARAM,
 };
 use berth_formats::rollout::RolloutRecord;
+use berth_formats::time::now;
 
 use super::admin::forget;
 use super::{ITSELF, MAX_HELD_POLLS, Shared};
 use crate::channel::Pin;
 use crate::rollouts;
-use berth_formats::time::now;
 
 impl Shared {
     /// A poll: the node's work when a rollout started it, held up to `wait` for some.

@@ -13,7 +13,6 @@ use berth_formats::fleet::{Action, AddonReport, NodeRecord, Outcome, Work};
 use berth_formats::rollout::{
     Control, Direction, RolloutRecord, RolloutState, Strategy, TargetRecord, TargetState,
 };
-
 use berth_formats::time::rfc3339;
 
 use super::{seconds, seconds_of, unfinished};

@@ -12,10 +12,9 @@ use berth_formats::fleet::NodeRecord;
 use berth_formats::rollout::{
     Control, Direction, Role, Rollout, RolloutRecord, RolloutState, TargetRecord, TargetState,
 };
+use berth_formats::time::rfc3339;
 use berth_formats::versions::{VersionsFile, compare_versions};
 use serde_json::{Map, Value};
-
-use berth_formats::time::rfc3339;
 
 use super::unfinished;
 

@@ -16,13 +16,12 @@ use std::sync::{OnceLock, mpsc};
 use std::time::Instant;
 
 use berth_formats::health::{HEALTH_FILE, HealthFile, Stage};
+use berth_formats::time::now;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::images::Runtime;
 use crate::layout::Layout;
-use berth_formats::time::now;
-
 use crate::state::{AddonState, HISTORY_LENGTH};
 use found::Found;
 
