@@ -9,6 +9,8 @@
 # unsigned package without a bill of materials (`--no-sbom`), both from a warm cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 for tool in docker-registry skopeo python3 gzip; do
     command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/test.sh first" >&2; exit 1; }
 done
@@ -41,7 +43,6 @@ for n in 1 2 3 4 5 6; do
     echo "image img$n 127.0.0.1:$port/bench/img$n:1" >> "$work/repo/addons/bench/1.0.0/Manifest"
 done
 
-now() { date +%s.%N; }
 elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 

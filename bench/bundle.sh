@@ -7,6 +7,8 @@
 # Then the same bundle in zstd (`--compression zstd`), against the gzip one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 for tool in python3 /usr/bin/time tar; do
     command -v "$tool" >/dev/null || { echo "missing $tool (Debian: time, tar, python3)" >&2; exit 1; }
 done
@@ -22,7 +24,6 @@ python3 bench/make-addons.py "$work/repository" 4 256 128
 cp "$work/repository/versions.json" "$work/dist/versions.json"
 spec="$work/repository/installer.yaml"
 
-now() { date +%s.%N; }
 elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 max_rss_kib() { sed -n 's/^\s*Maximum resident set size (kbytes): //p' "$1"; }

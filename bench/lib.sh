@@ -4,6 +4,8 @@
 # Times are read from $EPOCHREALTIME (bash 5), which costs no process: `date` in a command
 # substitution added about 2 ms to each interval measured.
 [ -n "${EPOCHREALTIME:-}" ] || { echo "bash 5 or later is needed (EPOCHREALTIME)" >&2; exit 1; }
+# Now, in seconds with a fraction, for intervals (`$(now) - start` through bc or awk).
+now() { printf '%s\n' "$EPOCHREALTIME"; }
 # The median of the numbers given.
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 

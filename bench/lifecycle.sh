@@ -9,6 +9,8 @@
 # nothing on the host is touched; each run starts from fresh node folders. Median of RUNS (3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 [ "$(id -u)" -eq 0 ] || { echo "run as root: it makes a network namespace" >&2; exit 1; }
 for tool in containerd ctr curl ip nsenter unshare python3; do
     command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/test.sh first" >&2; exit 1; }
@@ -62,9 +64,7 @@ url=$(inside curl -fsS --data-binary @examples/demo.yaml http://127.0.0.1:18800/
 id=${url##*/}
 inside curl -fsS -o "$work/bundle.tar.gz" "http://127.0.0.1:18800/bundle/$id.tar.gz"
 
-now() { date +%s.%N; }
 seconds() { python3 -c "print(f'{$2 - $1:.3f}')"; }
-median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
 answers() { inside curl -fsS --max-time 1 "http://127.0.0.1:$1/" 2>/dev/null | grep -qx "$2"; }
 wait_answer() { for _ in $(seq 300); do answers "$1" "$2" && return; sleep 0.01; done; echo "no answer on $1" >&2; exit 1; }
 # A node: a fresh Berth root with a port of its own (a per-node override of the spec's).

@@ -6,6 +6,8 @@
 # first node's CPU seconds and peak resident memory, per phase, and the CPU per message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 command -v python3 >/dev/null || { echo "missing python3: run scripts/test.sh first" >&2; exit 1; }
 cargo build --release --quiet -p berth -p berth-build
 berth="$PWD/target/release/berth"
@@ -59,7 +61,6 @@ token=$(param fleet-token)
 # The server's CPU seconds (user + system) and peak resident memory, from /proc.
 cpu() { awk -v ticks="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / ticks }' "/proc/$server/stat"; }
 peak() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$server/status"; }
-now() { date +%s.%N; }
 
 export berth pin token port work
 start=$(now)

@@ -11,6 +11,8 @@
 # agree, and the time ratio. KEEP=1 keeps the work folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 command -v apt-get >/dev/null || { echo "apt-get is needed" >&2; exit 1; }
 mirror=${MIRROR:-http://deb.debian.org/debian}
 packages=${PACKAGES:-containerd}
@@ -52,7 +54,6 @@ for paragraph in sys.stdin.read().split("\n\n"):
 apt-get "${apt_options[@]}" install --simulate --no-install-recommends $packages 2>/dev/null |
     awk '/^Inst / && $3 !~ /^\[/ {print $2}' | sort >"$work/apt.closure"
 
-now() { date +%s.%N; }
 berth_times=(); apt_times=()
 for _ in $(seq "$runs"); do
     start=$(now)
@@ -62,7 +63,6 @@ for _ in $(seq "$runs"); do
     apt-get "${apt_options[@]}" install --simulate --no-install-recommends $packages >/dev/null 2>&1
     apt_times+=("$(echo "$(now) - $start" | bc)")
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 berth=$(median "${berth_times[@]}"); apt=$(median "${apt_times[@]}")
 
 echo "base taken as present: $(wc -l <"$work/base") packages"

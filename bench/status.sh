@@ -4,6 +4,8 @@
 # healthy; against the target of 0.5 s. Every component is probed live on every call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 command -v python3 >/dev/null || { echo "missing python3: run scripts/test.sh first" >&2; exit 1; }
 cargo build --release --quiet -p berth -p berth-build
 berth="$PWD/target/release/berth"
@@ -56,7 +58,6 @@ PYTHON
 cp "$repository/versions.json" "$work/dist/versions.json"
 "$berth" install --spec "$spec" --dist "$work/dist" --root "$work/node" --health-timeout 30 >/dev/null 2>&1
 
-now() { date +%s.%N; }
 times=()
 for _ in $(seq "$runs"); do
     start=$(now)
@@ -65,7 +66,6 @@ for _ in $(seq "$runs"); do
 done
 available=$(grep -c '^service[0-9]* .* True  *False ' "$work/status.txt" || true)
 [ "$available" -eq "$count" ] || { echo "expected $count Available add-ons:" >&2; cat "$work/status.txt" >&2; exit 1; }
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 status=$(median "${times[@]}")
 echo "runs: $runs (median shown; all: ${times[*]})"
 printf '%-60s %8.3f s\n' "berth status, $count add-ons x 3 components, all probed" "$status"

@@ -6,6 +6,8 @@
 # with a bundle of about NODE_MIB (8) MiB of incompressible logs, send theirs at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 command -v python3 >/dev/null || { echo "missing python3: run scripts/test.sh first" >&2; exit 1; }
 cargo build --release --quiet -p berth -p berth-build
 berth="$PWD/target/release/berth"
@@ -21,7 +23,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-now() { date +%s.%N; }
 
 # A node with 10 trivial add-ons, each printing a line of logs.
 repository="$work/repository"
