@@ -50,7 +50,7 @@ pub fn install() -> std::io::Result<()> {
             end_session(Signal::SIGTERM);
             // Collectors' programs (host preflights, support bundles) run in groups of their
             // own, which the terminal's signal does not reach.
-            berth_preflight::bundle::command::stop_all();
+            berth_preflight::support_bundle::command::stop_all();
         }
     });
     Ok(())

@@ -2,9 +2,8 @@
 //! kURL templates them, and run natively: every collector and analyzer in Rust, no
 //! `preflight` binary. The installer runs them before any hook changes a node; add-on
 //! authors run a file directly with `berth preflight FILE`. The same engine collects
-//! support bundles ([`bundle`]) from `SupportBundle` documents.
+//! support bundles ([`support_bundle`]) from `SupportBundle` documents.
 
-pub mod bundle;
 pub mod checks;
 pub mod context;
 pub mod document;
@@ -12,6 +11,7 @@ mod remote_hosts;
 pub mod report;
 pub mod run;
 mod semver_range;
+pub mod support_bundle;
 pub mod template;
 
 use std::path::Path;

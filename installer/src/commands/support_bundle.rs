@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use berth::layout::Layout;
 use berth::support_bundle::{self, Options};
-use berth_preflight::bundle::BundleLimits;
+use berth_preflight::support_bundle::BundleLimits;
 
 use crate::RootArgs;
 

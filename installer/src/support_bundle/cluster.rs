@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use berth_preflight::bundle::{Staging, command, paths, title};
+use berth_preflight::support_bundle::{Staging, command, paths, title};
 use berth_preflight::{Document, DocumentKind, Origin};
 use serde_json::{Map, Value, json};
 
@@ -371,7 +371,7 @@ fn cluster_resources(kubectl: &Kubectl, staging: &Staging) -> Result<(), String>
 }
 
 fn text<'a>(fields: &'a Map<String, Value>, key: &str) -> &'a str {
-    berth_preflight::bundle::fields::text(fields, key).unwrap_or("")
+    berth_preflight::support_bundle::fields::text(fields, key).unwrap_or("")
 }
 
 fn selector(fields: &Map<String, Value>) -> String {

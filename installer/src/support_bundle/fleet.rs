@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use berth_fleet::first_node::bundles::Gathered;
 use berth_formats::fleet::NodeRecord;
-use berth_preflight::bundle::{archive, paths};
+use berth_preflight::support_bundle::{archive, paths};
 use serde_json::Value;
 
 use super::Collected;
@@ -59,7 +59,7 @@ pub fn write(
         for result in &mut results {
             result.title = format!("{own_name}: {}", result.title);
         }
-        let mut analysis = berth_preflight::bundle::analysis(&berth_preflight::Report {
+        let mut analysis = berth_preflight::support_bundle::analysis(&berth_preflight::Report {
             results,
             milliseconds: 0,
         });
@@ -121,7 +121,7 @@ pub fn write(
                     kind: "berth".into(),
                     ignored: false,
                 };
-                analysis.extend(berth_preflight::bundle::analysis(
+                analysis.extend(berth_preflight::support_bundle::analysis(
                     &berth_preflight::Report {
                         results: vec![missing],
                         milliseconds: 0,
@@ -188,7 +188,7 @@ fn titled(node: &str, entries: Vec<Value>) -> Vec<Value> {
         kept.push(entry);
     }
     if malformed > 0 {
-        kept.extend(berth_preflight::bundle::analysis(&berth_preflight::Report {
+        kept.extend(berth_preflight::support_bundle::analysis(&berth_preflight::Report {
             results: vec![berth_preflight::CheckResult {
                 title: format!("{node}: analysis"),
                 outcome: berth_preflight::Outcome::Warn,
@@ -301,14 +301,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out.tar.gz");
         let folder = tempfile::tempdir().unwrap();
-        let mut redactor = berth_preflight::bundle::redact::Redactor::default();
+        let mut redactor = berth_preflight::support_bundle::redact::Redactor::default();
         redactor
             .hide_value("first node's secret", "planted-secret")
             .unwrap();
-        let staging = berth_preflight::bundle::Staging::new(
+        let staging = berth_preflight::support_bundle::Staging::new(
             &folder.path().join("bundle"),
             redactor,
-            berth_preflight::bundle::BundleLimits::default(),
+            berth_preflight::support_bundle::BundleLimits::default(),
         )
         .unwrap();
         let own = Collected {

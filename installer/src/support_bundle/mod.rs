@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
-use berth_preflight::bundle::redact::Redactor;
-use berth_preflight::bundle::{self, BundleLimits, Staging, archive};
+use berth_preflight::support_bundle::redact::Redactor;
+use berth_preflight::support_bundle::{self as engine, BundleLimits, Staging, archive};
 use berth_preflight::{Document, DocumentKind, Origin, Report, TemplateContext};
 
 use crate::layout::Layout;
@@ -65,7 +65,7 @@ pub fn collect(
     for path in &options.redactors {
         let text = berth_formats::files::read_to_string_at_most(
             path,
-            bundle::redact::MAX_REDACTOR_BYTES as u64,
+            engine::redact::MAX_REDACTOR_BYTES as u64,
         )
         .with_context(|| format!("failed to read the redactor file {}", path.display()))?;
         redactor
@@ -174,7 +174,7 @@ pub fn collect(
         .since
         .and_then(|since| SystemTime::now().checked_sub(since));
     let staging = Staging::new(&folder.path().join("bundle"), redactor, limits)?;
-    let mut report = bundle::collect(&documents, &staging, progress)?;
+    let mut report = engine::collect(&documents, &staging, progress)?;
     progress("in-cluster collectors");
     cluster::collect(
         layout,
@@ -185,7 +185,7 @@ pub fn collect(
     let mut skipped = Vec::new();
     report
         .results
-        .extend(bundle::analyze_cluster(&documents, &staging, &mut skipped));
+        .extend(engine::analyze_cluster(&documents, &staging, &mut skipped));
     if !skipped.is_empty() {
         let record =
             serde_json::json!({"error": "analyzers Berth does not run", "analyzers": skipped});
@@ -307,7 +307,7 @@ pub fn top_folder(output: &Path) -> String {
         .strip_suffix(".tar.gz")
         .or_else(|| name.strip_suffix(".tgz"))
         .unwrap_or(&name);
-    bundle::paths::safe_name(stem)
+    engine::paths::safe_name(stem)
 }
 
 /// troubleshoot's default name, in UTC: `support-bundle-2006-01-02T15_04_05.tar.gz`.

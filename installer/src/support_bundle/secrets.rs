@@ -6,13 +6,13 @@
 
 use std::path::Path;
 
-use berth_preflight::bundle::redact::Redactor;
+use berth_preflight::support_bundle::redact::Redactor;
 use serde_json::Value;
 
 use crate::layout::Layout;
 
 // Parts of a field or variable name that mark its value secret: the redactor's own.
-use berth_preflight::bundle::redact::SECRET_WORDS;
+use berth_preflight::support_bundle::redact::SECRET_WORDS;
 
 /// A spec or node file read at most.
 const MAX_FILE_BYTES: usize = 4 << 20;

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 use x509_parser::pem::Pem;
 
 use super::{Collected, Kind, Limits, Matched, first_match, text_field};
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
+use crate::support_bundle::paths::ResultFile;
 
 pub const CERTIFICATE: Kind = Kind::new(
     "certificate",

@@ -6,8 +6,8 @@ use serde_json::{Map, Value, json};
 
 use super::host_facts::{tool_output, uname};
 use super::{Collected, Compare, Kind, Limits, Matched, first_match, quantity, words};
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
+use crate::support_bundle::paths::ResultFile;
 
 pub const CPU: Kind = Kind::new(
     "cpu",

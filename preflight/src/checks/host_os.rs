@@ -4,9 +4,9 @@ use serde_json::{Map, Value, json};
 
 use super::host_facts::{os_release, uname};
 use super::{Collected, Compare, Kind, Limits, Matched, first_match, words};
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
 use crate::semver_range::parse_version;
+use crate::support_bundle::paths::ResultFile;
 
 pub const HOST_OS: Kind = Kind::new(
     "hostOS",

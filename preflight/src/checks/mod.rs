@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
 use crate::report::Outcome;
+use crate::support_bundle::paths::ResultFile;
 
 /// What a collector found, or why it found nothing.
 pub type Collected = Result<Value, String>;

@@ -13,8 +13,8 @@ use super::{
     Collected, Compare, Kind, Limits, Matched, analyze_status, duration_field, first_match,
     text_field, words,
 };
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
+use crate::support_bundle::paths::ResultFile;
 
 /// An HTTP body Berth keeps at most.
 const MAX_BODY_BYTES: u64 = 1 << 20;

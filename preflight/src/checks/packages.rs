@@ -6,8 +6,8 @@ use serde_json::{Map, Value, json};
 
 use super::host_facts::os_release;
 use super::{Collected, Kind, Limits, Matched, first_match_rendered};
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
+use crate::support_bundle::paths::ResultFile;
 
 pub const SYSTEM_PACKAGES: Kind = Kind::new(
     "systemPackages",

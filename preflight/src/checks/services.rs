@@ -4,9 +4,9 @@ use serde_json::{Map, Value, json};
 
 use super::host_facts::{tool_output, uname};
 use super::{Collected, Compare, Kind, Limits, Matched, first_match, outcomes, words};
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
 use crate::report::Outcome;
+use crate::support_bundle::paths::ResultFile;
 
 pub const HOST_SERVICES: Kind = Kind::new(
     "hostServices",

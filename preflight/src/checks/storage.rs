@@ -12,8 +12,8 @@ use super::{
     Collected, Compare, Kind, Limits, Matched, duration_field, first_match, first_match_rendered,
     go_duration, quantity, text_field, words,
 };
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
+use crate::support_bundle::paths::ResultFile;
 
 pub const DISK_USAGE: Kind = Kind {
     titled_by_collector: true,

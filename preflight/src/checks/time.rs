@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::{Collected, Compare, Kind, Limits, Matched, first_match, words};
-use crate::bundle::paths::ResultFile;
 use crate::document::Item;
+use crate::support_bundle::paths::ResultFile;
 
 pub const TIME: Kind = Kind::new(
     "time",
