@@ -9,9 +9,9 @@ use anyhow::Context as _;
 use berth_formats::signature::{MAX_KEY_FILE_BYTES, SIGNATURE_SUFFIX, SigningKey};
 use berth_formats::versions::VERSIONS_FILE;
 
-use crate::process::SIGNING_KEY_VARIABLE as KEY_VARIABLE;
+use crate::process::SIGNING_KEY_VARIABLE;
 
-/// The signing key from `file`, else from [`KEY_VARIABLE`]; none when neither is given.
+/// The signing key from `file`, else from [`SIGNING_KEY_VARIABLE`]; none when neither is given.
 pub fn load_key(file: Option<&Path>) -> anyhow::Result<Option<SigningKey>> {
     if let Some(file) = file {
         let text = berth_formats::files::read_to_string_at_most(file, MAX_KEY_FILE_BYTES)
@@ -21,8 +21,10 @@ pub fn load_key(file: Option<&Path>) -> anyhow::Result<Option<SigningKey>> {
             &text,
         )?));
     }
-    match std::env::var(KEY_VARIABLE) {
-        Ok(text) if !text.trim().is_empty() => Ok(Some(SigningKey::from_pem(KEY_VARIABLE, &text)?)),
+    match std::env::var(SIGNING_KEY_VARIABLE) {
+        Ok(text) if !text.trim().is_empty() => {
+            Ok(Some(SigningKey::from_pem(SIGNING_KEY_VARIABLE, &text)?))
+        }
         _ => Ok(None),
     }
 }

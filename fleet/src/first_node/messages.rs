@@ -154,11 +154,15 @@ impl Shared {
     /// A refusal, logged (throttled: a flood of crafted messages is told, not written out
     /// line by line).
     fn refuse(&self, sender: &Sender, reason: String) -> Response {
+        self.log_refusal(sender, &reason);
+        Response::Refused { reason }
+    }
+
+    fn log_refusal(&self, sender: &Sender, reason: &str) {
         self.log.write_throttled(&format!(
             "refused {} (key {}): {reason}",
             sender.address, sender.peer
         ));
-        Response::Refused { reason }
     }
 
     /// `handle`'s answer when the first node itself sent the message; else a refusal.
@@ -197,10 +201,7 @@ impl Shared {
                     primary: record.info.role == Role::Primary,
                 },
                 Err(reason) => {
-                    self.log.write_throttled(&format!(
-                        "refused {} (key {}): {reason}",
-                        sender.address, sender.peer
-                    ));
+                    self.log_refusal(sender, &reason);
                     return Response::NotRegistered { reason };
                 }
             }

@@ -197,11 +197,6 @@ impl DirectiveKind {
         format!("{} {}", self.as_str(), self.syntax().usage)
     }
 
-    /// Whether the directive names a host package (as opposed to an image, asset or build).
-    pub fn is_host_package(self) -> bool {
-        matches!(self.syntax().class, Class::HostPackage { .. })
-    }
-
     /// Whether the host package it names ships in the package (not only checked on the host).
     pub fn ships_package(self) -> bool {
         matches!(self.syntax().class, Class::HostPackage { ships: true })

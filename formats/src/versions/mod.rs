@@ -77,7 +77,7 @@ impl ReleaseStamp {
         let counter = previous
             .map_or(0, |stamp| stamp.counter.saturating_add(1))
             .max(seconds);
-        let expires = humantime::format_rfc3339_seconds(now + valid_for).to_string();
+        let expires = crate::time::rfc3339(now + valid_for);
         Self { counter, expires }
     }
 

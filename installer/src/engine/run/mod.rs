@@ -134,9 +134,7 @@ fn fetch_in_parallel(
 
 /// `<what>-<UTC time>-<pid>`: the run's log file name, and its mark in the records.
 fn run_id(name: &str) -> String {
-    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .replace([':', '-'], "");
+    let stamp = berth_formats::time::now().replace([':', '-'], "");
     format!(
         "{name}-{}-{}",
         stamp.trim_end_matches('Z'),
