@@ -238,7 +238,7 @@ export BERTH_KUBERNETES_ARTEFACTS
 
 # The lints CI keeps, before the tests: formatting, and clippy with every warning an error
 # (clippy.toml refuses std::fs and tokio::fs calls, whose errors do not name their path).
-# Shellcheck runs as a test (testgrid/tests/lint.rs).
+# Shellcheck runs as a test (testgrid/tests/it/lint.rs).
 # One build from a clean clone: incremental artefacts would only add a third to the disk it
 # takes (about 5 GB without them), on CI machines whose disk is shared.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"

@@ -5,7 +5,7 @@
 //! second, image loads, kubeadm's wait for the control plane). `bench/cluster.sh` runs it; it
 //! needs `BERTH_KUBERNETES_ARTEFACTS`, as the tests do.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! their default settings (a report every 30 s, a poll held open in between); the time runs
 //! from `berth rollout apply` until every node succeeded. `bench/rollout.sh` runs it.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use std::time::{Duration, Instant};

@@ -15,11 +15,11 @@ use berth_formats::fleet::AddonReport;
 use berth_formats::lock::{LOCK_SCHEMA_VERSION, Lock, LockedAddon};
 use berth_formats::spec::InstallerSpec;
 
-use crate::join::JoinStore;
-use crate::last_installer::LastInstaller;
-use crate::layout::Layout;
-use crate::node_lock::NodeLock;
-use crate::state::{AddonState, StateStore};
+use crate::kubernetes::join::JoinStore;
+use crate::node::last_installer::LastInstaller;
+use crate::node::layout::Layout;
+use crate::node::lock::NodeLock;
+use crate::node::state::{AddonState, StateStore};
 
 /// Where the fleet keeps its files under `layout`'s root.
 pub fn paths(layout: &Layout) -> FleetPaths {
@@ -81,7 +81,7 @@ impl Host for Node {
 
     /// On the cluster's primary, the Addon resources follow what the agent reports.
     fn reported(&self) {
-        if let Err(error) = crate::addon_resource::publish_from_agent(&self.layout) {
+        if let Err(error) = crate::kubernetes::addon_resource::publish_from_agent(&self.layout) {
             eprintln!("berth: warning: the add-ons were not published as Addon resources: {error}");
         }
     }
@@ -256,9 +256,9 @@ impl JoinFile {
 
 impl JoinParams for JoinFile {
     fn publish(&self, params: &[NewParam], ttl: Duration) -> anyhow::Result<()> {
-        let params: Vec<crate::join::NewParam<'_>> = params
+        let params: Vec<crate::kubernetes::join::NewParam<'_>> = params
             .iter()
-            .map(|param| crate::join::NewParam {
+            .map(|param| crate::kubernetes::join::NewParam {
                 key: param.key,
                 value: param.value.clone(),
                 secret: param.secret,
@@ -280,7 +280,10 @@ impl JoinParams for JoinFile {
     }
 
     fn for_node(&self, primary: bool) -> anyhow::Result<Vec<(String, String)>> {
-        Ok(crate::join::join_params(&self.store.load()?, primary)?)
+        Ok(crate::kubernetes::join::join_params(
+            &self.store.load()?,
+            primary,
+        )?)
     }
 }
 

@@ -1,53 +1,34 @@
 //! `berth`, the node installer.
 //!
-//! A run: [`plan`] decides per add-on from its [`state`] record; [`engine`] fetches packages
-//! from the [`dist`], checks and unpacks them ([`unpack`]), loads their [`images`], and runs
-//! their bash hooks in one [`session`] with the [`helpers`] library and the variables of the
-//! [`hook_environment`], recording state as it goes; `engine::reset` takes a node back to
-//! before the install. [`layout`] says where everything lives; [`files`] writes them
-//! atomically; [`node_lock`] lets one run at a time change the node; [`interrupt`] stops a run
-//! cleanly on a signal; [`kustomization`] does the YAML edits the `insert_*` helpers ask for;
-//! [`join`] keeps what a new node needs and builds its command; [`last_installer`] remembers
-//! the installer the node ran last; [`network_interfaces`] answers kURL's `kurl netutil`;
-//! [`health`] probes each add-on's components and sums them up as Available and Degraded;
-//! [`status`] makes the node's status document from the records and a probe; [`program`]
-//! runs the programs probes and kubectl calls start, bounded in time and output;
-//! [`fleet`] moves an add-on across the nodes by a rollout; [`addon_resource`] publishes each
-//! add-on's state in the cluster as an Addon resource.
+//! The modules follow a run's data flow: [`plan`] decides per add-on from its record (the
+//! [`node`]'s state); [`engine`] fetches packages from the [`dist`] (which checks and unpacks
+//! them), loads their [`images`], and runs their bash hooks ([`hooks`]) in the [`phase`]
+//! order, recording state as it goes; `engine::reset` takes a node back to before the
+//! install. [`kubernetes`] holds what Berth does with the cluster itself (kubeadm's
+//! configuration, the join command, kubectl, the Addon resources); [`health`] probes each
+//! add-on's components; [`fleet`] moves an add-on across the nodes by a rollout;
+//! [`support_bundle`] collects what a vendor needs to help. Under them all: [`program`] runs
+//! the programs probes and kubectl calls start, bounded in time and output; [`interrupt`]
+//! stops a run cleanly on a signal; [`terminal`] asks the user; [`files`] writes atomically.
 
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
 
-pub mod addon_resource;
-pub mod bundle_stream;
 pub mod dist;
 pub mod engine;
 pub use berth_formats::files;
 pub mod fleet;
 pub mod health;
-pub mod helpers;
-pub mod hook_environment;
+pub mod hooks;
 pub mod images;
 pub mod interrupt;
-pub mod join;
-pub mod kubeadm_config;
-pub mod kubectl;
-pub mod kurl_programs;
-pub mod kustomization;
-pub mod last_installer;
-pub mod layout;
-pub mod network_interfaces;
-pub mod node_lock;
+pub mod kubernetes;
+pub mod node;
 pub mod phase;
 pub mod plan;
 pub mod program;
-pub mod session;
-pub mod state;
-pub mod status;
 pub mod support_bundle;
 pub mod terminal;
-pub mod trust;
-pub mod unpack;
 
 /// This program's path, for the processes it starts (a fleet agent's upgrade, the hooks'
 /// `$BERTH_BIN`): where it was started from, also once a newer berth has replaced that file

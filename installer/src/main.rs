@@ -1,7 +1,6 @@
 //! `berth`, the node installer: plans, verifies, loads images, runs add-on hooks and records
 //! what it applied. The commands are thin; the work is in the library.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
@@ -31,33 +30,6 @@ mod commands;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-#[derive(clap::Args, Clone)]
-pub struct RootArgs {
-    /// Root of the node's filesystem as Berth sees it (state, packages, logs hang off it).
-    #[arg(
-        long,
-        env = "BERTH_ROOT",
-        value_name = "DIR",
-        default_value = "/",
-        global = true
-    )]
-    root: PathBuf,
-}
-
-impl RootArgs {
-    /// The root, for a command that reads what is there: one that is not a folder is a
-    /// mistyped --root or BERTH_ROOT, not a node with nothing installed.
-    pub fn existing(&self) -> anyhow::Result<&std::path::Path> {
-        if !self.root.is_dir() {
-            anyhow::bail!(
-                "{} is not a folder (--root, or BERTH_ROOT): there is no node's filesystem there",
-                self.root.display()
-            );
-        }
-        Ok(&self.root)
-    }
 }
 
 #[derive(Subcommand)]
@@ -167,7 +139,7 @@ enum Command {
 fn main() -> ExitCode {
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Called as one of kURL's utility programs (`$DIR/bin/bcrypt`): that program's command line.
-    if let Some(program) = berth::kurl_programs::called_as(&arguments) {
+    if let Some(program) = berth::hooks::kurl_programs::called_as(&arguments) {
         let Some(words) = arguments[1..]
             .iter()
             .map(|word| word.to_str().map(str::to_string))
@@ -176,7 +148,7 @@ fn main() -> ExitCode {
             say!("{program}: an argument is not UTF-8 text");
             return ExitCode::from(2);
         };
-        return berth::kurl_programs::run(program, &words);
+        return berth::hooks::kurl_programs::run(program, &words);
     }
     let arguments = commands::kurl::arguments_under_kurls_name(arguments);
     // Only a plan or a preflight takes the installer the node ran last.
@@ -250,13 +222,13 @@ mod tests {
     /// Every argument of every command, to the deepest subcommand, says what it is.
     #[test]
     fn every_argument_has_help() {
-        let missing = berth_testgrid::undocumented(&Cli::command());
+        let missing = berth_testkit::undocumented(&Cli::command());
         assert!(missing.is_empty(), "without help: {missing:#?}");
     }
 
     /// docs/cli/ holds this program's reference as its definitions say it.
     #[test]
     fn the_reference_is_the_command_lines_own() {
-        berth_testgrid::cli_docs::assert_reference(&Cli::command(), env!("CARGO_MANIFEST_DIR"));
+        berth_testkit::cli_docs::assert_reference(&Cli::command(), env!("CARGO_MANIFEST_DIR"));
     }
 }

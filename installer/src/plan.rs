@@ -12,8 +12,8 @@ use std::fmt;
 
 use berth_formats::versions::compare_versions;
 
+use crate::node::state::{AddonState, Outcome, Reason, Target};
 use crate::phase::Step;
-use crate::state::{AddonState, Outcome, Reason, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {

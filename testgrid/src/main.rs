@@ -39,7 +39,7 @@ enum Commands {
     },
     /// Build kURL's add-ons from the shared fixtures into a dist for the grid, through
     /// loopback stand-ins for the registries, GitHub and Debian's mirror (see
-    /// `testgrid/src/kurl_dist.rs`); needs docker-registry, skopeo, runc and dpkg-dev.
+    /// `testkit/src/kurl_dist.rs`); needs docker-registry, skopeo, runc and dpkg-dev.
     KurlDist {
         /// The dist folder to write.
         #[arg(long, value_name = "DIR")]
@@ -51,7 +51,7 @@ enum Commands {
     /// Build real Kubernetes v1.20.2 (kURL's `packages/kubernetes/1.20.2/Manifest` less what
     /// cannot be built here) with Berth's containerd, pod-network and demo add-ons into a dist
     /// for the grid, from what `scripts/kubernetes.sh` built (see
-    /// `testgrid/src/kubernetes_dist.rs`); needs docker-registry and skopeo.
+    /// `testkit/src/kubernetes_dist.rs`); needs docker-registry and skopeo.
     KubernetesDist {
         /// The dist folder to write.
         #[arg(long, value_name = "DIR")]
@@ -469,7 +469,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 fn kurl_dist(out: &Path, compression: &str) -> anyhow::Result<ExitCode> {
     let builder = berth_build()?;
     let cache = tempfile::tempdir()?;
-    berth_testgrid::kurl_dist::build_with(
+    berth_testkit::kurl_dist::build_with(
         &builder,
         out,
         cache.path(),
@@ -486,12 +486,12 @@ fn kubernetes_dist(
     compression: &str,
     kurl_registry: bool,
 ) -> anyhow::Result<ExitCode> {
-    use berth_testgrid::kubernetes_dist::Extra;
+    use berth_testkit::kubernetes_dist::Extra;
     let builder = berth_build()?;
-    let artefacts = berth_testgrid::kubernetes_dist::checked_artefacts(artefacts)
-        .map_err(anyhow::Error::msg)?;
+    let artefacts =
+        berth_testkit::kubernetes_dist::checked_artefacts(artefacts).map_err(anyhow::Error::msg)?;
     let cache = tempfile::tempdir()?;
-    berth_testgrid::kubernetes_dist::build(
+    berth_testkit::kubernetes_dist::build(
         &builder,
         &artefacts,
         out,
@@ -506,7 +506,7 @@ fn kubernetes_dist(
     .map_err(anyhow::Error::msg)?;
     println!(
         "Kubernetes {} is in {}",
-        berth_testgrid::kubernetes_dist::KUBERNETES_VERSION,
+        berth_testkit::kubernetes_dist::KUBERNETES_VERSION,
         out.display()
     );
     Ok(ExitCode::SUCCESS)
@@ -605,13 +605,13 @@ mod help_tests {
     /// Every argument of every command, to the deepest subcommand, says what it is.
     #[test]
     fn every_argument_has_help() {
-        let missing = berth_testgrid::undocumented(&Cli::command());
+        let missing = berth_testkit::undocumented(&Cli::command());
         assert!(missing.is_empty(), "without help: {missing:#?}");
     }
 
     /// docs/cli/ holds this program's reference as its definitions say it.
     #[test]
     fn the_reference_is_the_command_lines_own() {
-        berth_testgrid::cli_docs::assert_reference(&Cli::command(), env!("CARGO_MANIFEST_DIR"));
+        berth_testkit::cli_docs::assert_reference(&Cli::command(), env!("CARGO_MANIFEST_DIR"));
     }
 }

@@ -1,9 +1,30 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use berth_build::package::build;
+use clap::Args;
 
-use crate::BuildArgs;
+use super::FetchArgs;
+
+#[derive(Args)]
+pub struct BuildArgs {
+    /// The `addons` folder, or the repository holding it.
+    #[arg(default_value = "addons")]
+    addons: PathBuf,
+    #[command(flatten)]
+    fetch: FetchArgs,
+    /// Add-ons packaged at once [default: number of CPUs].
+    #[arg(long, short = 'j')]
+    jobs: Option<usize>,
+    /// Rebuild packages whose inputs are unchanged too.
+    #[arg(long)]
+    force: bool,
+    /// Sign the dist with this private key (PEM) once built [default: the PEM text of
+    /// $BERTH_SIGNING_KEY, if set; else unsigned].
+    #[arg(long, value_name = "FILE", visible_alias = "key")]
+    signing_key: Option<PathBuf>,
+}
 
 pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let directories = berth_build::source::repository::discover(&args.addons)

@@ -1,6 +1,14 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::CheckArgs;
+use clap::Args;
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Files or folders to check.
+    #[arg(default_value = "addons")]
+    paths: Vec<PathBuf>,
+}
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let report = berth_build::source::check::check(&args.paths)?;

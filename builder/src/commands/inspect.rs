@@ -1,8 +1,20 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use berth_formats::table::{self, Align};
+use clap::Args;
 
-use crate::InspectArgs;
+#[derive(Args)]
+pub struct InspectArgs {
+    /// A `<name>-<version>.tar.gz` package.
+    package: PathBuf,
+    // `-o json|yaml`: the package index (`package.json`) as the package holds it.
+    #[command(flatten)]
+    output: berth_formats::output::OutputArgs,
+    /// Print the package's software bill of materials (CycloneDX 1.5 JSON).
+    #[arg(long, conflicts_with_all = ["output", "json"])]
+    sbom: bool,
+}
 
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     if args.sbom {

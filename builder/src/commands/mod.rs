@@ -15,6 +15,7 @@ pub mod sign;
 pub mod upload;
 pub mod versions;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -24,9 +25,69 @@ use berth_build::fetch::mirrors::{MirrorsFile, by_longest_prefix};
 use berth_build::fetch::registry::{RegistryClient, RegistrySettings};
 use berth_build::host_packages::distros::{Distro, DistrosFile};
 use berth_build::package::{BuildContext, PackageSettings};
+use clap::Args;
 
-use crate::FetchArgs;
 use crate::progress::Bars;
+
+/// Settings shared by the commands that fetch and write packages.
+#[derive(Args, Clone)]
+pub struct FetchArgs {
+    /// Where packages are written.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    #[command(flatten)]
+    no_format: berth_formats::output::NoOutputFormat,
+    /// Architecture whose images are packaged (`amd64`, `arm64`, `arm/v7`).
+    #[arg(long, default_value = "amd64")]
+    arch: String,
+    /// Blob cache shared across builds [default: ~/.cache/berth].
+    #[arg(long, value_name = "DIR", env = "BERTH_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Blob downloads in flight at once.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Registry (`host` or `host:port`) to reach over plain HTTP; loopback ones always are.
+    #[arg(
+        long = "insecure-registry",
+        value_name = "HOST",
+        env = "BERTH_INSECURE_REGISTRIES",
+        value_delimiter = ','
+    )]
+    insecure_registries: Vec<String>,
+    /// Fetch a registry's images from a mirror instead: `REGISTRY=HOST[:PORT]`
+    /// (`registry.k8s.io=mirror.internal:5000`); the images keep their own names.
+    #[arg(long = "registry-mirror", value_name = "REGISTRY=HOST")]
+    registry_mirrors: Vec<String>,
+    /// Fetch assets whose URL starts with a prefix from another: `PREFIX=REPLACEMENT`
+    /// (`https://github.com/=http://mirror.internal/github/`); pins still apply.
+    #[arg(long = "asset-mirror", value_name = "PREFIX=REPLACEMENT")]
+    asset_mirrors: Vec<String>,
+    /// A mirrors file: `registries:` (REGISTRY: HOST[:PORT]) and `assets:` (URL PREFIX:
+    /// REPLACEMENT); --registry-mirror and --asset-mirror add to it.
+    #[arg(long = "mirrors", value_name = "FILE", env = "BERTH_MIRRORS")]
+    mirrors_file: Option<PathBuf>,
+    /// How packages are compressed: gzip (what kURL-format consumers read) or zstd (several
+    /// times faster to write and unpack); a node reads both.
+    #[arg(long, default_value = "gzip", value_name = "gzip|zstd")]
+    compression: berth_formats::compression::Compression,
+    /// The compression level: gzip 0-9 (default 6), zstd 1-19 (default 3).
+    #[arg(long, value_name = "LEVEL")]
+    compression_level: Option<u32>,
+    /// Leave the bill of materials out: no `sbom.cdx.json` inside the packages, no
+    /// `<package>.cdx.json` beside them.
+    #[arg(long)]
+    no_sbom: bool,
+    /// Build host packages for this target distro only (repeatable) [default: every target].
+    #[arg(long = "distro", value_name = "NAME")]
+    distros: Vec<String>,
+    /// Target distros file [default: the built-in builder/distros.yaml].
+    #[arg(long = "distros", value_name = "FILE")]
+    distros_file: Option<PathBuf>,
+    /// Replace a target's mirrors for this run: `NAME=URL` (repeat for an rpm target's
+    /// several repositories).
+    #[arg(long = "mirror", value_name = "NAME=URL")]
+    mirrors: Vec<String>,
+}
 
 /// The shared context and package settings that `package` and `build` both need.
 pub fn prepare(

@@ -1,8 +1,18 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use clap::Args;
 
-use crate::PackageArgs;
+use super::FetchArgs;
+
+#[derive(Args)]
+pub struct PackageArgs {
+    /// The add-on folder, `addons/<name>/<version>`.
+    addon: PathBuf,
+    #[command(flatten)]
+    fetch: FetchArgs,
+}
 
 pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
     let (context, settings) = super::prepare(&args.fetch, false)?;

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use berth_build::package::provenance::{BUILD_TYPE, BuildParameters};
 use berth_formats::signature::{MAX_KEY_FILE_BYTES, PublicKey};
 
-use crate::FetchArgs;
+use super::FetchArgs;
 
 #[derive(clap::Args)]
 pub struct VerifyProvenanceArgs {

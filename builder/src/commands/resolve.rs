@@ -1,3 +1,4 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -6,8 +7,30 @@ use berth_build::fetch::cache::BlobCache;
 use berth_build::fetch::download::RetryPolicy;
 use berth_build::host_packages::distros::Format;
 use berth_build::host_packages::fetch::Fetcher;
+use clap::Args;
 
-use crate::ResolveArgs;
+#[derive(Args)]
+pub struct ResolveArgs {
+    /// The target distro (a name from the distros file, e.g. `debian-12`).
+    #[arg(long)]
+    distro: String,
+    /// Packages to resolve.
+    #[arg(required = true)]
+    packages: Vec<String>,
+    /// Target distros file [default: the built-in builder/distros.yaml].
+    #[arg(long, value_name = "FILE")]
+    distros: Option<PathBuf>,
+    /// Replace a target's mirrors for this run: `NAME=URL` (repeat for an rpm target's
+    /// several repositories).
+    #[arg(long = "mirror", value_name = "NAME=URL")]
+    mirrors: Vec<String>,
+    /// Blob cache shared across builds [default: ~/.cache/berth].
+    #[arg(long, value_name = "DIR", env = "BERTH_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Also print, after a `--` line, the packages taken as present on every host.
+    #[arg(long)]
+    show_base: bool,
+}
 
 /// Prints `name version` of each package of the closure (apt or rpm, by the target's format)
 /// on stdout, timings on stderr.

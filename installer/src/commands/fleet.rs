@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use berth::fleet::{JoinFile, Node, paths};
-use berth::layout::Layout;
+use berth::node::layout::Layout;
 use berth_fleet::channel::Pin;
 use berth_fleet::log::escape;
 use berth_fleet::{first_node, node};
@@ -16,7 +16,7 @@ use berth_formats::output::{AddonRollout, ApiVersion, FleetNode, NodeList, NodeL
 use berth_formats::rollout::{RolloutRecord, TargetRecord};
 use berth_formats::table::{self, Align};
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 
 #[derive(clap::Subcommand)]
 pub enum FleetCommand {
@@ -29,7 +29,7 @@ pub enum FleetCommand {
         #[arg(long)]
         advertise: Option<String>,
         /// How long the join token lasts (`24h`, `90m`; a bare number is seconds).
-        #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = berth::join::parse_ttl)]
+        #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = berth::kubernetes::join::parse_ttl)]
         token_ttl: Duration,
         /// This node's name in the fleet (its host name unless given).
         #[arg(long)]

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use berth::health::{self, RuntimeOnce};
-use berth::layout::Layout;
-use berth::state::StateStore;
+use berth::node::layout::Layout;
+use berth::node::state::StateStore;
 use berth_formats::output::{AddonHealth, ConditionStatus, ConditionType, Format, OutputArgs};
 use berth_formats::table::{self, Align};
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 
 #[derive(clap::Args)]
 pub struct HealthArgs {
@@ -34,10 +34,11 @@ pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
         );
     };
     let document = match health::check(&layout, &state, &RuntimeOnce::new()) {
-        Some(record) => berth::status::addon_health(&record),
-        None => {
-            berth::status::addon_health_without_components(&args.addon, &current.target.version)
-        }
+        Some(record) => berth::node::status::addon_health(&record),
+        None => berth::node::status::addon_health_without_components(
+            &args.addon,
+            &current.target.version,
+        ),
     };
     let format = args.output.format();
     if format.is_document() {

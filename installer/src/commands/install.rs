@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use berth::dist::Dist;
 use berth::engine::{self, EngineError, Mode, Plan, RunSettings, SpecSource};
-use berth::join::{JoinStore, check_expiry};
-use berth::last_installer::LastInstaller;
-use berth::layout::Layout;
-use berth::node_lock::NodeLock;
+use berth::kubernetes::join::{JoinStore, check_expiry};
+use berth::node::last_installer::LastInstaller;
+use berth::node::layout::Layout;
+use berth::node::lock::NodeLock;
 use berth::plan::Permissions;
 use berth_formats::lock::Lock;
 use berth_formats::output::{ApiVersion, Format, OutputArgs, PlanDocument, PlanKind};
@@ -20,7 +20,7 @@ use berth_formats::spec::parse_scalar;
 use berth_formats::table::{self, Align};
 use berth_formats::versions::VersionsError;
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 use crate::commands::{HealthTimeout, HookTimeout, Stderr};
 
 /// The installer a command works on: its spec, its dist and lock, and what this run adds.
@@ -89,7 +89,7 @@ pub struct RunArgs {
     #[command(flatten)]
     health_timeout: HealthTimeout,
     /// How long the join secrets hooks publish stay valid (`24h`, `90m`, `30s`).
-    #[arg(long, env = "BERTH_JOIN_TTL", value_name = "DURATION", default_value = "24h", value_parser = berth::join::parse_ttl)]
+    #[arg(long, env = "BERTH_JOIN_TTL", value_name = "DURATION", default_value = "24h", value_parser = berth::kubernetes::join::parse_ttl)]
     join_ttl: Duration,
     /// Where this installer's scripts are served (`<server>/<id>`); install.sh passes it, and
     /// `berth join-command` prints a join command that fetches join.sh from there.
@@ -103,7 +103,7 @@ impl Default for RunArgs {
             dry_run: false,
             hook_timeout: HookTimeout::default(),
             health_timeout: HealthTimeout::default(),
-            join_ttl: berth::join::DEFAULT_TTL,
+            join_ttl: berth::kubernetes::join::DEFAULT_TTL,
             scripts_url: None,
         }
     }
@@ -305,7 +305,7 @@ fn execute(
         format!("the {command} did not finish; run the same command again to continue")
     })?;
     // The cluster's primary publishes each add-on's state as an Addon resource.
-    berth::addon_resource::publish_and_say(&settings.layout);
+    berth::kubernetes::addon_resource::publish_and_say(&settings.layout);
     say!(
         "berth: done in {:.1}s; see `berth status`",
         started.elapsed().as_secs_f64()
@@ -313,7 +313,7 @@ fn execute(
     // For a script: the node as the run left it, as `berth status -o json` prints it.
     let format = args.output.format();
     if format.is_document() {
-        let status = berth::status::collect(&settings.layout)?;
+        let status = berth::node::status::collect(&settings.layout)?;
         // A reader that went away (`| head`) does not undo a finished run.
         let _ = berth_formats::output::write_document(format, &status, &mut std::io::stdout());
     }
@@ -368,13 +368,16 @@ pub(crate) fn settings(
     };
     if let Some(bundle) = &args.bundle {
         let folder = received_bundle_dir(&layout);
-        let trust =
-            bundle_trust.insert(berth::trust::Trust::load(&layout, &args.trust_keys, None)?);
+        let trust = bundle_trust.insert(berth::dist::trust::Trust::load(
+            &layout,
+            &args.trust_keys,
+            None,
+        )?);
         // Held while the bundle comes in: two runs never write the one folder. From here on,
         // what comes in is removed should these settings fail.
         received = ReceivedBundle {
             layout: Some(layout.clone()),
-            lock: Some(berth::node_lock::NodeLock::acquire(
+            lock: Some(berth::node::lock::NodeLock::acquire(
                 &layout.lock_file(),
                 &format!("berth receiving the bundle {}", bundle.display()),
             )?),
@@ -385,10 +388,10 @@ pub(crate) fn settings(
                     "--bundle - reads the bundle on standard input, so --params-from-stdin cannot"
                 );
             }
-            berth::bundle_stream::receive(std::io::stdin().lock(), &folder, trust)?;
+            berth::dist::bundle_stream::receive(std::io::stdin().lock(), &folder, trust)?;
         } else {
             let file = fs_err::File::open(bundle)?;
-            berth::bundle_stream::receive(file, &folder, trust)?;
+            berth::dist::bundle_stream::receive(file, &folder, trust)?;
         }
         args.dist = Some(folder.display().to_string());
         args.spec = args
@@ -431,9 +434,9 @@ pub(crate) fn settings(
         // nothing), so a later run for that dist — an upgrade by hand, a fleet rollout —
         // checks with it too; and a run given no key takes the keys kept for that origin.
         if !plan_only && !args.trust_keys.is_empty() {
-            berth::trust::Trust::keep_for(&layout, &args.trust_keys, &dist)?;
+            berth::dist::trust::Trust::keep_for(&layout, &args.trust_keys, &dist)?;
         }
-        berth::trust::Trust::load(&layout, &args.trust_keys, Some(&dist))?
+        berth::dist::trust::Trust::load(&layout, &args.trust_keys, Some(&dist))?
     };
     let source = SpecSource {
         spec_path,
@@ -445,7 +448,7 @@ pub(crate) fn settings(
                 // signature (a node made it) only as far as the keys signed what it pins.
                 let unsigned = match trust.check_file(path, &bytes) {
                     Ok(()) => false,
-                    Err(berth::trust::TrustError::Signature(
+                    Err(berth::dist::trust::TrustError::Signature(
                         berth_formats::signature::SignatureError::Unsigned { .. },
                     )) => true,
                     Err(error) => return Err(error.into()),
@@ -493,7 +496,7 @@ fn received_bundle_dir(layout: &Layout) -> PathBuf {
 /// see `take`), or when a plan ends, however it ends. A run again reads the bundle whole.
 pub(crate) struct ReceivedBundle {
     layout: Option<Layout>,
-    lock: Option<berth::node_lock::NodeLock>,
+    lock: Option<berth::node::lock::NodeLock>,
 }
 
 impl ReceivedBundle {
@@ -529,7 +532,7 @@ impl Drop for ReceivedBundle {
 pub(crate) fn release_received_bundle(layout: &Layout) {
     let folder = received_bundle_dir(layout);
     if folder.is_dir() {
-        let _ = berth::bundle_stream::clear(&folder);
+        let _ = berth::dist::bundle_stream::clear(&folder);
         // Unless it is a mount point of its own.
         let _ = fs_err::remove_dir(&folder);
     }

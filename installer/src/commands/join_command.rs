@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use berth::join::{CommandOptions, JoinStore, join_command};
-use berth::layout::Layout;
+use berth::kubernetes::join::{CommandOptions, JoinStore, join_command};
+use berth::node::layout::Layout;
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 
 #[derive(clap::Args)]
 pub struct JoinCommandArgs {
@@ -52,7 +52,7 @@ pub enum JoinParamCommand {
         #[arg(long)]
         control_plane: bool,
         /// How long a secret stays valid.
-        #[arg(long, env = "BERTH_JOIN_TTL", value_name = "DURATION", default_value = "24h", value_parser = berth::join::parse_ttl)]
+        #[arg(long, env = "BERTH_JOIN_TTL", value_name = "DURATION", default_value = "24h", value_parser = berth::kubernetes::join::parse_ttl)]
         ttl: Duration,
         #[command(flatten)]
         root: RootArgs,

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use berth::kubeadm_config::{Role, render};
+use berth::kubernetes::kubeadm_config::{Role, render};
 
 #[derive(clap::Args)]
 pub struct KubeadmConfigArgs {

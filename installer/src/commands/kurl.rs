@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use berth::kurl_programs::{longhorn, rook};
-use berth::network_interfaces::{default_route_interface, interface_with_address};
+use berth::hooks::kurl_programs::{longhorn, rook};
+use berth::hooks::network_interfaces::{default_route_interface, interface_with_address};
 
 #[derive(clap::Subcommand)]
 pub enum KurlCommand {

@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use berth::kustomization::{insert, json6902_entry};
+use berth::hooks::kustomization::{insert, json6902_entry};
 
 #[derive(clap::Subcommand)]
 pub enum KustomizationCommand {

@@ -19,7 +19,36 @@ pub mod trust;
 pub mod unpack;
 pub mod verify;
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+// `--root`, which every command that reads or changes the node takes.
+#[derive(clap::Args, Clone)]
+pub struct RootArgs {
+    /// Root of the node's filesystem as Berth sees it (state, packages, logs hang off it).
+    #[arg(
+        long,
+        env = "BERTH_ROOT",
+        value_name = "DIR",
+        default_value = "/",
+        global = true
+    )]
+    root: PathBuf,
+}
+
+impl RootArgs {
+    /// The root, for a command that reads what is there: one that is not a folder is a
+    /// mistyped --root or BERTH_ROOT, not a node with nothing installed.
+    pub fn existing(&self) -> anyhow::Result<&std::path::Path> {
+        if !self.root.is_dir() {
+            anyhow::bail!(
+                "{} is not a folder (--root, or BERTH_ROOT): there is no node's filesystem there",
+                self.root.display()
+            );
+        }
+        Ok(&self.root)
+    }
+}
 
 /// How long a hook may run: one definition for every command that runs hooks.
 #[derive(clap::Args, Clone, Copy)]

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use berth::engine::{self, Mode};
-use berth::node_lock::NodeLock;
+use berth::node::lock::NodeLock;
 use berth_formats::spec::InstallerSpec;
 use berth_preflight::{Limits, Report, Role, report};
 

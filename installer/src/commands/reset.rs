@@ -3,12 +3,12 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use berth::layout::Layout;
-use berth::node_lock::NodeLock;
+use berth::node::layout::Layout;
+use berth::node::lock::NodeLock;
 
 use berth_formats::output::{ApiVersion, OutputArgs, ResetReport, ResetReportKind};
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 use crate::commands::{HookTimeout, Stderr};
 
 #[derive(clap::Args)]

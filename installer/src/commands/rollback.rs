@@ -7,10 +7,10 @@ use std::time::Instant;
 use anyhow::Context as _;
 use berth::dist::Dist;
 use berth::engine::{self, Mode, RunSettings};
-use berth::layout::Layout;
-use berth::node_lock::NodeLock;
+use berth::node::layout::Layout;
+use berth::node::lock::NodeLock;
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 use crate::commands::{HealthTimeout, HookTimeout, Stderr};
 
 #[derive(clap::Args)]
@@ -42,17 +42,17 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     say!("berth: {} {}: {}", addon.name, addon.version, addon.reason);
     // The keys kept for the dist the node's last installer came from: the cache holds its
     // packages, with their signed `.sha256`.
-    let origin = berth::last_installer::LastInstaller::load(&layout)?
+    let origin = berth::node::last_installer::LastInstaller::load(&layout)?
         .map(|last| Dist::parse(&last.dist))
         .transpose()?;
-    let trust = berth::trust::Trust::load(&layout, &[], origin.as_ref())?;
+    let trust = berth::dist::trust::Trust::load(&layout, &[], origin.as_ref())?;
     let settings = RunSettings {
         dist: Dist::Local(layout.package_cache()),
         params: Vec::new(),
         hook_timeout: args.hook_timeout.duration(),
         health_timeout: args.health_timeout.duration(),
         mode: Mode::Rollback,
-        join_ttl: berth::join::DEFAULT_TTL,
+        join_ttl: berth::kubernetes::join::DEFAULT_TTL,
         reuse_unpacked: true,
         consume_bundle: false,
         trust,

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use anyhow::Context as _;
 use berth::fleet::{Node, paths};
-use berth::layout::Layout;
+use berth::node::layout::Layout;
 use berth_fleet::first_node;
 use berth_fleet::log::escape;
 use berth_fleet::rollouts::{self, Rollouts};
@@ -18,7 +18,7 @@ use berth_formats::package_index::package_file_name;
 use berth_formats::rollout::{Control, Direction, Rollout, RolloutRecord, TargetState};
 use berth_formats::table::{self, Align};
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 
 #[derive(clap::Subcommand)]
 pub enum RolloutCommand {
@@ -224,14 +224,14 @@ fn offered_versions(
 ) -> anyhow::Result<(
     berth_formats::versions::VersionsFile,
     berth::dist::Dist,
-    berth::trust::Trust,
+    berth::dist::trust::Trust,
 )> {
-    let last = berth::last_installer::LastInstaller::load(layout)?.context(
+    let last = berth::node::last_installer::LastInstaller::load(layout)?.context(
         "this node has run no installer, so there is no dist to check the rollout against; install it first",
     )?;
     let dist = berth::dist::Dist::parse(&last.dist)?;
     // The keys kept for that dist: those an install was given, or a served script carried.
-    let trust = berth::trust::Trust::load(layout, &[], Some(&dist))?;
+    let trust = berth::dist::trust::Trust::load(layout, &[], Some(&dist))?;
     let location = dist.location(berth_formats::versions::VERSIONS_FILE);
     let bytes = dist
         .read(berth_formats::versions::VERSIONS_FILE)
@@ -245,7 +245,7 @@ fn offered_versions(
 /// `.sha256` checked against its signature with keys kept in /etc/berth/trusted-keys/):
 /// pinned in the rollout's record, so that no node installs other bytes.
 fn pinned_packages(
-    trust: &berth::trust::Trust,
+    trust: &berth::dist::trust::Trust,
     rollout: &Rollout,
     versions: &berth_formats::versions::VersionsFile,
     dist: &berth::dist::Dist,

@@ -4,13 +4,13 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use berth::layout::Layout;
+use berth::node::layout::Layout;
 use berth_formats::output::{
     AddonStatus, ConditionStatus, ConditionType, Format, NodeStatus, OutputArgs,
 };
 use berth_formats::table::{self, Align};
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 
 #[derive(clap::Args)]
 pub struct StatusArgs {
@@ -47,7 +47,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
 
 fn show_once(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(args.root.existing()?);
-    let status = berth::status::collect(&layout)?;
+    let status = berth::node::status::collect(&layout)?;
     // The other records are shown all the same; a damaged one is named, and the exit status
     // says something is wrong.
     let code = if status.damaged_records.is_empty() {

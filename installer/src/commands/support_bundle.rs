@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use berth::layout::Layout;
+use berth::node::layout::Layout;
 use berth::support_bundle::{self, Options};
 use berth_preflight::support_bundle::BundleLimits;
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 
 #[derive(clap::Args)]
 pub struct SupportBundleArgs {

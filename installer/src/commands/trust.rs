@@ -4,10 +4,10 @@
 
 use std::process::ExitCode;
 
-use berth::layout::Layout;
-use berth::trust::Trust;
+use berth::dist::trust::Trust;
+use berth::node::layout::Layout;
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 
 #[derive(clap::Subcommand)]
 pub enum TrustCommand {

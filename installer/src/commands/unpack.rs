@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use berth::unpack::unpack;
+use berth::dist::unpack::unpack;
 use berth_formats::package_index::{checksum_path, parse_checksum_file, read_from_archive};
 
 #[derive(clap::Args)]
@@ -17,12 +17,12 @@ pub struct UnpackArgs {
     #[arg(long = "trust-key", value_name = "FILE", visible_alias = "key")]
     trust_keys: Vec<PathBuf>,
     #[command(flatten)]
-    root: crate::RootArgs,
+    root: crate::commands::RootArgs,
 }
 
 pub fn run(args: UnpackArgs) -> anyhow::Result<ExitCode> {
-    let trust = berth::trust::Trust::load(
-        &berth::layout::Layout::new(&args.root.root),
+    let trust = berth::dist::trust::Trust::load(
+        &berth::node::layout::Layout::new(&args.root.root),
         &args.trust_keys,
         None,
     )?;

@@ -54,7 +54,7 @@ pub fn read_by(folder: &Path, inputs: &BTreeMap<String, String>) -> BTreeSet<Str
     if inputs.is_empty() {
         return BTreeSet::new();
     }
-    match crate::unpack::read_unpacked(folder) {
+    match crate::dist::unpack::read_unpacked(folder) {
         Ok(index) => named_in(folder, own_files(&index), inputs),
         Err(_) => BTreeSet::new(),
     }

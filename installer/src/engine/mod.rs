@@ -40,14 +40,14 @@ use berth_formats::spec::SpecError;
 use berth_formats::versions::{VERSIONS_FILE, VersionsError};
 use serde_json::{Map, Value};
 
+use crate::dist::unpack::UnpackError;
 use crate::dist::{Dist, FetchError};
+use crate::hooks::session::HookError;
 use crate::images::ImageError;
-use crate::layout::Layout;
+use crate::node::layout::Layout;
+use crate::node::state::{AddonState, StateError, Target};
 use crate::phase::{HOOK_PHASES, JOIN_PHASES, Phase};
 use crate::plan::{Decision, Permissions};
-use crate::session::HookError;
-use crate::state::{AddonState, StateError, Target};
-use crate::unpack::UnpackError;
 
 pub use resolve::{node_overrides, plan, record_refusal, rollback_plan, script_flags};
 pub use run::{PreflightRecord, SessionStart, apply, file_documents, preflight};
@@ -159,7 +159,7 @@ pub struct RunSettings {
     pub consume_bundle: bool,
     /// The signing keys the run trusts: with any, versions.json, each `.sha256` and the lock
     /// must be signed by one.
-    pub trust: crate::trust::Trust,
+    pub trust: crate::dist::trust::Trust,
 }
 
 impl RunSettings {
@@ -245,7 +245,7 @@ pub enum EngineError {
     #[error("failed to read {VERSIONS_FILE} from the dist")]
     VersionsFetch(#[source] FetchError),
     #[error(transparent)]
-    Trust(#[from] crate::trust::TrustError),
+    Trust(#[from] crate::dist::trust::TrustError),
     #[error("--set {text}: {problem}")]
     BadOverride { text: String, problem: String },
     #[error(
@@ -257,7 +257,7 @@ pub enum EngineError {
     #[error("{path}: {problem}")]
     NodeConfig { path: PathBuf, problem: String },
     #[error("the hooks' environment cannot be made")]
-    Environment(#[from] crate::hook_environment::EnvironmentError),
+    Environment(#[from] crate::hooks::environment::EnvironmentError),
     #[error("failed to fetch {name} {version}")]
     Fetch {
         name: String,

@@ -8,11 +8,11 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::engine::{EngineError, Reporter, first_line};
-use crate::hook_environment::HookEnvironment;
-use crate::layout::Layout;
+use crate::hooks::environment::HookEnvironment;
+use crate::hooks::session::Session;
+use crate::node::layout::Layout;
+use crate::node::state::{AddonState, StateStore};
 use crate::phase::hook_functions;
-use crate::session::Session;
-use crate::state::{AddonState, StateStore};
 
 /// An add-on Berth installed on this node: its record, version and configuration.
 pub(crate) type Installed = (AddonState, String, Map<String, Value>);
@@ -94,7 +94,7 @@ pub(crate) fn run_node_hooks(
     // A session only when some add-on has hooks to run.
     let mut session = None;
     if scripts.iter().any(|(_, _, script)| script.is_some()) {
-        crate::helpers::install(layout).map_err(|source| EngineError::Io {
+        crate::hooks::helpers::install(layout).map_err(|source| EngineError::Io {
             path: layout.helpers_dir(),
             source,
         })?;
@@ -102,7 +102,7 @@ pub(crate) fn run_node_hooks(
         let mut started = Session::start(&work, &environment, Box::new(std::io::sink()))
             .map_err(hook_error("berth", "", "bash"))?;
         started
-            .source(&crate::helpers::entry_point(layout), hook_timeout)
+            .source(&crate::hooks::helpers::entry_point(layout), hook_timeout)
             .map_err(hook_error("berth", "", "the helper library"))?;
         session = Some(started);
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::engine::node_hooks::{installed_addons, run_node_hooks};
 use crate::engine::{EngineError, Reporter};
-use crate::layout::Layout;
+use crate::node::layout::Layout;
 
 /// The variable a `<name>_remove_node` hook reads the node's name from.
 pub const NODE_VARIABLE: &str = "BERTH_REMOVE_NODE";

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use berth_formats::package_index::PackageIndex;
 
+use crate::dist::unpack::read_unpacked;
 use crate::engine::node_hooks::{installed_addons, run_node_hooks};
 use crate::engine::{EngineError, Reporter};
 use crate::images::Runtime;
-use crate::layout::Layout;
-use crate::state::AddonState;
-use crate::unpack::read_unpacked;
+use crate::node::layout::Layout;
+use crate::node::state::AddonState;
 
 /// What `reset` did.
 #[derive(Debug, Default, serde::Serialize)]
@@ -40,9 +40,9 @@ pub fn reset(
 ) -> Result<ResetReport, EngineError> {
     let mut report = ResetReport::default();
     let installed = installed_addons(layout)?;
-    crate::session::end_orphans(&layout.work_dir());
+    crate::hooks::session::end_orphans(&layout.work_dir());
     // The Addon resources go while the cluster is there: the add-ons' reset hooks may take it.
-    if let Err(error) = crate::addon_resource::remove(layout) {
+    if let Err(error) = crate::kubernetes::addon_resource::remove(layout) {
         reporter.step(&format!(
             "warning: the Addon resources were not removed: {error}"
         ));

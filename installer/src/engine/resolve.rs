@@ -16,10 +16,10 @@ use super::{
     ENGINE_GENERATION, EngineError, Plan, PlannedAddon, RunSettings, SpecSource, first_line,
     kept_compression, kept_packages,
 };
-use crate::last_installer::LastInstaller;
-use crate::layout::Layout;
+use crate::node::last_installer::LastInstaller;
+use crate::node::layout::Layout;
+use crate::node::state::{Applied, Reason, StateStore, Target};
 use crate::plan::{Decision, decide};
-use crate::state::{Applied, Reason, StateStore, Target};
 use berth_formats::spec::flags::ScriptFlags;
 
 /// The run's script arguments read as kURL reads them.
@@ -142,11 +142,13 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
                     .trust
                     .package_digest(&settings.dist, &file)
                     .map_err(|error| match error {
-                        crate::trust::TrustError::Fetch { source, .. } => EngineError::Fetch {
-                            name: addon.name.clone(),
-                            version: addon.version.clone(),
-                            source,
-                        },
+                        crate::dist::trust::TrustError::Fetch { source, .. } => {
+                            EngineError::Fetch {
+                                name: addon.name.clone(),
+                                version: addon.version.clone(),
+                                source,
+                            }
+                        }
                         error => EngineError::Trust(error),
                     })?;
                 Ok(Pinned {

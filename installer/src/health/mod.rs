@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::images::Runtime;
-use crate::layout::Layout;
-use crate::state::{AddonState, HISTORY_LENGTH};
+use crate::node::layout::Layout;
+use crate::node::state::{AddonState, HISTORY_LENGTH};
 use found::Found;
 
 /// The node's container runtime, detected the first time a container probe needs it (a

@@ -1,6 +1,6 @@
 use super::*;
+use crate::node::state::{Applied, Attempt};
 use crate::phase::Phase;
-use crate::state::{Applied, Attempt};
 
 fn target(version: &str) -> Target {
     Target {

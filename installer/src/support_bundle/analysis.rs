@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use berth_preflight::{CheckResult, Outcome};
 
 use crate::health::HealthRecord;
-use crate::state::{AddonState, Reason};
+use crate::node::state::{AddonState, Reason};
 
 const ORIGIN: &str = "berth built-in analysis";
 
@@ -127,7 +127,7 @@ pub fn addons(states: &[AddonState], health: &BTreeMap<String, HealthRecord>) ->
 }
 
 /// The host preflights of the last run that failed or warned.
-pub fn host_preflights(layout: &crate::layout::Layout) -> Vec<CheckResult> {
+pub fn host_preflights(layout: &crate::node::layout::Layout) -> Vec<CheckResult> {
     let Some(record) = crate::engine::PreflightRecord::load(layout) else {
         return Vec::new();
     };

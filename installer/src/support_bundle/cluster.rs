@@ -16,7 +16,7 @@ use berth_preflight::support_bundle::{Staging, command, paths, title};
 use berth_preflight::{Document, DocumentKind, Origin};
 use serde_json::{Map, Value, json};
 
-use crate::layout::Layout;
+use crate::node::layout::Layout;
 
 /// What `clusterResources` lists: plural, and whether it is namespaced.
 const RESOURCES: [(&str, bool); 12] = [

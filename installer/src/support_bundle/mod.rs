@@ -20,7 +20,7 @@ use berth_preflight::support_bundle::redact::Redactor;
 use berth_preflight::support_bundle::{self as engine, BundleLimits, Staging, archive};
 use berth_preflight::{Document, DocumentKind, Origin, Report, TemplateContext};
 
-use crate::layout::Layout;
+use crate::node::layout::Layout;
 
 /// Berth's own support bundle document.
 pub const BUILTIN: &str = include_str!("../../builtin/support-bundle.yaml");
@@ -105,7 +105,7 @@ pub fn collect(
     )?);
     // Each add-on's own document and units, and its health as probed now.
     progress("add-on records and health");
-    let (states, damaged) = crate::state::load_as_seen(layout)?;
+    let (states, damaged) = crate::node::state::load_as_seen(layout)?;
     let health = crate::health::check_all(layout, &states, &crate::health::RuntimeOnce::new());
     let mut units = std::collections::BTreeSet::new();
     for state in &states {

@@ -9,7 +9,7 @@ use std::path::Path;
 use berth_preflight::support_bundle::redact::Redactor;
 use serde_json::Value;
 
-use crate::layout::Layout;
+use crate::node::layout::Layout;
 
 // Parts of a field or variable name that mark its value secret: the redactor's own.
 use berth_preflight::support_bundle::redact::SECRET_WORDS;
@@ -43,7 +43,7 @@ pub fn gather(layout: &Layout, redactor: &mut Redactor) -> anyhow::Result<usize>
         Ok(())
     };
     // Join parameters marked secret.
-    if let Ok(file) = crate::join::JoinStore::new(layout.join_file()).load() {
+    if let Ok(file) = crate::kubernetes::join::JoinStore::new(layout.join_file()).load() {
         for (key, param) in &file.params {
             if param.secret || is_secret_name(key) {
                 hide(&format!("Berth join parameter {key}"), &param.value)?;

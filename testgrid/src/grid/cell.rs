@@ -60,7 +60,7 @@ struct Machines {
     /// hosts resolve each other's names already).
     addresses: Option<Vec<String>>,
     _vms: Vec<Vm>,
-    _network: Option<crate::network::Network>,
+    _network: Option<berth_testkit::network::Network>,
 }
 
 /// Timeouts of a cell's steps.

@@ -1,4 +1,4 @@
-//! The `netns` provider: machines that are namespaces of this host (`crate::machine`), on a
+//! The `netns` provider: machines that are namespaces of this host (`berth_testkit::machine`), on a
 //! bridge of their own: seconds to start, for quick runs and the suite. They share this
 //! host's kernel and userland, so they run only this host's own OS (its `ID-VERSION_ID`, as
 //! `debian-12`), with the OS spec's packages already installed here; they boot no init system
@@ -15,9 +15,9 @@ use anyhow::{Context as _, bail};
 
 use super::node::{Node, Outcome, run_bounded};
 use super::specs::OsSpec;
-use crate::kubelet_host::{self, KubeletCgroup};
-use crate::machine::Machine;
-use crate::network::Network;
+use berth_testkit::kubelet_host::{self, KubeletCgroup};
+use berth_testkit::machine::Machine;
+use berth_testkit::network::Network;
 
 /// This host's OS as an OS spec's id names it: `<ID>-<VERSION_ID>`.
 pub fn host_os_id() -> anyhow::Result<String> {
@@ -94,7 +94,7 @@ pub fn start(
 }
 
 /// A machine of the `netns` provider, readied for a kubelet as the grid's Kubernetes cells
-/// need ([`crate::kubelet_host`]).
+/// need ([`berth_testkit::kubelet_host`]).
 pub struct NamespaceNode {
     machine: Arc<Machine>,
     forwarder: Option<Forwarder>,

@@ -263,7 +263,7 @@ impl Qemu {
             let used = fs_err::metadata(path.join("ready"))
                 .and_then(|meta| meta.modified())
                 .unwrap_or(SystemTime::UNIX_EPOCH);
-            entries.push((used, crate::size_below(&path), path));
+            entries.push((used, berth_testkit::size_below(&path), path));
         }
         entries.sort();
         let mut total: u64 = entries.iter().map(|(_, size, _)| size).sum();
@@ -294,7 +294,7 @@ impl Qemu {
         let setpriv = tool("setpriv", "util-linux")?;
         let key = self.key()?;
         let dir = &std::path::absolute(dir)?;
-        let network_port = crate::free_port();
+        let network_port = berth_testkit::free_port();
         let mut vms = Vec::new();
         for (index, name) in names.iter().enumerate() {
             let overlay = dir.join(format!("{name}.qcow2"));
@@ -312,7 +312,7 @@ impl Qemu {
                     outcome.status
                 );
             }
-            let ssh_port = crate::free_port();
+            let ssh_port = berth_testkit::free_port();
             let address = format!("{SUBNET}.{}", 11 + index);
             let console = dir.join(format!("{name}.console.log"));
             let mut command = Command::new(&setpriv);

@@ -28,7 +28,7 @@ impl Server {
     /// Serves `dist`, offering `berth` as the node binary, keeping its installers and log
     /// under `out`; returns once it listens.
     pub fn start(builder: &Path, dist: &Path, berth: &Path, out: &Path) -> anyhow::Result<Server> {
-        let port = crate::free_port();
+        let port = berth_testkit::free_port();
         let log = fs_err::File::create(out.join("serve.log"))?;
         let child = Command::new(builder)
             .arg("serve")

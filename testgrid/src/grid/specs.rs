@@ -285,8 +285,9 @@ mod tests {
 
     #[test]
     fn kurls_own_addon_testgrid_spec_reads() {
-        let path =
-            crate::kurl_fixtures("kurl-addons/addons/containerd/template/testgrid/k8s-ctrd.yaml");
+        let path = berth_testkit::kurl_fixtures(
+            "kurl-addons/addons/containerd/template/testgrid/k8s-ctrd.yaml",
+        );
         let tests = read_tests(&path).unwrap();
         assert!(tests.len() >= 2, "{tests:?}");
         assert!(tests[0].airgap);

@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::{Component, Path};
 
 use anyhow::Context as _;
-use berth::trust::Trust;
+use berth::dist::trust::Trust;
 use berth_formats::Sha256Digest;
 use berth_formats::archive;
 use berth_formats::bundle::{self, FILES_LIST};

@@ -11,15 +11,15 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use berth::dist::Dist;
-use berth::layout::Layout;
-use berth::trust::Trust;
+use berth::dist::trust::Trust;
+use berth::node::layout::Layout;
 use berth_formats::Sha256Digest;
 use berth_formats::lock::LOCK_FILE;
 use berth_formats::release::{BOM_SUFFIX, PROVENANCE_SUFFIX};
 use berth_formats::signature::SIGNATURE_SUFFIX;
 use berth_formats::versions::VERSIONS_FILE;
 
-use crate::RootArgs;
+use crate::commands::RootArgs;
 
 #[derive(clap::Args)]
 pub struct VerifyArgs {

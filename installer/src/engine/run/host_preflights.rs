@@ -25,7 +25,7 @@ pub struct PreflightRecord {
 }
 
 impl PreflightRecord {
-    pub fn load(layout: &crate::layout::Layout) -> Option<Self> {
+    pub fn load(layout: &crate::node::layout::Layout) -> Option<Self> {
         let text = fs_err::read_to_string(layout.host_preflights_file()).ok()?;
         serde_json::from_str(&text).ok()
     }

@@ -26,17 +26,17 @@ use super::{
     first_line, io_error,
 };
 use crate::dist::Dist;
-use crate::hook_environment::HookEnvironment;
+use crate::hooks::environment::HookEnvironment;
 use crate::images::{ImageError, Runtime};
-use crate::last_installer::LastInstaller;
+use crate::node::last_installer::LastInstaller;
 use berth_formats::release::checksum_file;
 
-use crate::node_lock::NodeLock;
+use crate::dist::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
+use crate::hooks::session::HookError;
+use crate::node::lock::NodeLock;
+use crate::node::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
 use crate::phase::{Phase, Step, hook_functions, installs_runtime, joins_last};
 use crate::plan::Decision;
-use crate::session::HookError;
-use crate::state::{AddonState, Applied, Attempt, Outcome, Reason, StateStore};
-use crate::unpack::{bundled_package, read_unpacked, unpack, unpack_bundled};
 
 /// Carries out `plan` on the node in `session`, begun once the caller held the node lock.
 pub fn apply(
@@ -288,8 +288,8 @@ impl<'a> Run<'a> {
         let layout = self.settings.layout.clone();
         self.fetch_all(reporter)?;
         check_interrupt()?;
-        crate::helpers::link_programs(&layout).map_err(io_error(&layout.programs_dir()))?;
-        crate::helpers::fresh_kubeadm_patches(&layout)
+        crate::hooks::helpers::link_programs(&layout).map_err(io_error(&layout.programs_dir()))?;
+        crate::hooks::helpers::fresh_kubeadm_patches(&layout)
             .map_err(io_error(&layout.kustomize_dir("kubeadm")))?;
 
         let log_path = layout.log_dir().join(format!("{}.log", self.run_id));

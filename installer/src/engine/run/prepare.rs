@@ -15,13 +15,12 @@ impl Run<'_> {
             (&self.settings.dist, planned.bundled_index)
             && bundled_package(bundle, name, version).is_dir()
         {
-            return crate::unpack::check_bundled(bundle, &index_digest, (name, version)).map_err(
-                |source| EngineError::Unpack {
+            return crate::dist::unpack::check_bundled(bundle, &index_digest, (name, version))
+                .map_err(|source| EngineError::Unpack {
                     name: name.to_string(),
                     version: version.to_string(),
                     source,
-                },
-            );
+                });
         }
         let file = planned.package_file();
         let cache = layout.package_cache();
@@ -47,7 +46,7 @@ impl Run<'_> {
             return Err(EngineError::Unpack {
                 name: name.to_string(),
                 version: version.to_string(),
-                source: crate::unpack::UnpackError::Mismatch {
+                source: crate::dist::unpack::UnpackError::Mismatch {
                     package: cached,
                     expected,
                     actual,

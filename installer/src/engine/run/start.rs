@@ -9,9 +9,9 @@ use std::thread::JoinHandle;
 
 use super::log::RunLog;
 use super::{EngineError, RunSettings, io_error};
-use crate::hook_environment::HookEnvironment;
-use crate::node_lock::NodeLock;
-use crate::session::{HookError, Session};
+use crate::hooks::environment::HookEnvironment;
+use crate::hooks::session::{HookError, Session};
+use crate::node::lock::NodeLock;
 
 type Started = Result<Session, (&'static str, HookError)>;
 
@@ -39,7 +39,7 @@ impl SessionStart {
     /// to source. Only while holding the node lock: the sessions of other runs are ended.
     pub fn begin(settings: &RunSettings, _lock: &NodeLock) -> Result<SessionStart, EngineError> {
         let layout = &settings.layout;
-        crate::session::end_orphans(&layout.work_dir());
+        crate::hooks::session::end_orphans(&layout.work_dir());
         let install = layout.install_dir();
         let made: Vec<PathBuf> = [
             layout.helpers_dir(),
@@ -84,9 +84,9 @@ impl SessionStart {
         // to bash as it starts, not with the run's variables, so it is listed once.
         environment.push((
             "BERTH_HOST_ADDRESSES".to_string(),
-            crate::network_interfaces::address_listing(),
+            crate::hooks::network_interfaces::address_listing(),
         ));
-        let definitions = crate::helpers::definitions_file(layout);
+        let definitions = crate::hooks::helpers::definitions_file(layout);
         let timeout = settings.hook_timeout;
         let log = start.log.clone();
         start.starting = Some(std::thread::spawn(move || {
@@ -104,11 +104,11 @@ impl SessionStart {
                 .recv()
                 .map_err(|_| ("bash", HookError::Gone))?;
             session
-                .export_then(&variables, crate::helpers::GLOBALS_FUNCTION, timeout)
+                .export_then(&variables, crate::hooks::helpers::GLOBALS_FUNCTION, timeout)
                 .map_err(|source| ("the helper library", source))?;
             Ok(session)
         }));
-        crate::helpers::write_library(layout).map_err(io_error(&layout.helpers_dir()))?;
+        crate::hooks::helpers::write_library(layout).map_err(io_error(&layout.helpers_dir()))?;
         if let Some(library) = start.library.take() {
             let _ = library.send(());
         }

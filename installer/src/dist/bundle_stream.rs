@@ -1,0 +1,362 @@
+//! An airgap bundle read as a stream (a file, a pipe, a mounted disk), never extracted whole.
+//!
+//! The bundle says first what its packages take on disk (`contents.json`, refused up front
+//! when it would not fit), then its lock (checked against its signature when keys are trusted,
+//! before any package file is written), versions and spec. Each package's `package.json` must
+//! have the digest the lock pins; each of its files must be one the index lists, with its
+//! size and digest, and each image blob is written once. What is written is only what an
+//! install keeps: the run then moves each file into place (an image blob shared by several
+//! packages is linked), so the disk holds the installed content once, never the bundle too.
+//! Scripts, the `berth` binary, bills of materials and the list of files are passed over.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use berth_formats::Sha256Digest;
+use berth_formats::bundle::{self, CONTENTS_FILE, Contents, SPEC_FILE};
+use berth_formats::digest::HashingReader;
+use berth_formats::lock::{LOCK_FILE, Lock};
+use berth_formats::package_index::{MAX_INDEX_BYTES, PACKAGE_INDEX_FILE, PackageIndex};
+use berth_formats::signature::SIGNATURE_SUFFIX;
+use berth_formats::versions::VERSIONS_FILE;
+
+use crate::dist::trust::{Trust, TrustError};
+// What is left free beyond the packages' own size (the records, logs and the hook session's
+// files) is the reserve every unpack keeps.
+use crate::dist::unpack::{DISK_RESERVE, free_space};
+
+/// The most bytes of one of the small files the stream keeps (lock, versions, spec); an
+/// index may be as large as the format allows.
+const MAX_SMALL: u64 = 16 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("the bundle is not a compressed tar Berth can read (gzip or zstd)")]
+    Archive(#[source] std::io::Error),
+    #[error("the bundle's `{path}` is refused: {why}")]
+    Refused { path: String, why: String },
+    #[error(
+        "the bundle's packages need {needed} MiB on {folder} and {available} MiB is free\nhint: free some space there (or mount more), then run the install again"
+    )]
+    NoRoom {
+        folder: PathBuf,
+        needed: u64,
+        available: u64,
+    },
+    #[error("the bundle ended before {what}")]
+    Incomplete { what: String },
+    #[error(transparent)]
+    Trust(#[from] TrustError),
+    #[error("failed to write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Reads the bundle from `reader` into `folder` (laid out as an extracted bundle, with only
+/// what an install reads), checking each file as it is written.
+pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), StreamError> {
+    // What an earlier run left is not counted on: the bundle is read whole again, and the
+    // room it takes is checked on an empty folder. (Files already moved into place are the
+    // add-ons', linked or renamed away from here.)
+    fs_err::create_dir_all(folder).map_err(write_error(folder))?;
+    clear(folder).map_err(write_error(folder))?;
+    let mut archive =
+        berth_formats::archive::open(std::io::BufReader::with_capacity(1 << 20, reader))
+            .map_err(StreamError::Archive)?;
+    let mut lock: Option<Lock> = None;
+    let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    // Each package's files still to come (by its folder, then by path in the package), once
+    // its index is checked against the lock; the image blobs the indexes seen so far list.
+    let mut packages: BTreeMap<String, BTreeMap<String, (Sha256Digest, u64)>> = BTreeMap::new();
+    let mut blobs_listed: BTreeMap<String, (Sha256Digest, u64)> = BTreeMap::new();
+    let mut blobs_written: BTreeSet<String> = BTreeSet::new();
+    let mut room_checked = false;
+    for entry in archive.entries().map_err(StreamError::Archive)? {
+        let mut entry = entry.map_err(StreamError::Archive)?;
+        let path = entry
+            .path()
+            .map_err(StreamError::Archive)?
+            .to_string_lossy()
+            .trim_start_matches("./")
+            .trim_end_matches('/')
+            .to_string();
+        let refused = |why: &str| StreamError::Refused {
+            path: path.clone(),
+            why: why.to_string(),
+        };
+        if let Some(why) = berth_formats::archive::unsafe_entry(&mut entry) {
+            return Err(refused(why));
+        }
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => continue,
+            tar::EntryType::Regular => {}
+            other => return Err(refused(&format!("a {other:?} entry; a bundle holds files"))),
+        }
+        if path.is_empty()
+            || !Path::new(&path)
+                .components()
+                .all(|component| matches!(component, Component::Normal(_)))
+        {
+            return Err(refused("not a path inside the bundle"));
+        }
+        let size = entry.size();
+        let root = path.strip_suffix(SIGNATURE_SUFFIX).unwrap_or(&path);
+        if path == CONTENTS_FILE {
+            if room_checked {
+                return Err(refused("a bundle has one"));
+            }
+            let bytes = read_small(&mut entry, &path, MAX_SMALL)?;
+            let contents: Contents = serde_json::from_slice(&bytes)
+                .map_err(|error| refused(&format!("not what Berth writes there: {error}")))?;
+            check_room(folder, contents.installed_bytes)?;
+            room_checked = true;
+            continue;
+        }
+        if [LOCK_FILE, VERSIONS_FILE, SPEC_FILE].contains(&root) {
+            if small.contains_key(&path) || !packages.is_empty() {
+                return Err(refused("a bundle has one, before its packages"));
+            }
+            let bytes = read_small(&mut entry, &path, MAX_SMALL)?;
+            write_file(&folder.join(&path), &bytes)?;
+            small.insert(path.clone(), bytes);
+            continue;
+        }
+        if path.starts_with("addons/") {
+            return Err(refused(
+                "this is a package, not a bundle: give a package's dist with --dist, or make a bundle with `berth-build bundle`",
+            ));
+        }
+        let Some(rest) = path.strip_prefix(&format!("{}/", bundle::PACKAGES_DIR)) else {
+            if !path.contains('/') {
+                // The scripts, the binary, the list of files: not what an install reads.
+                if !(path.ends_with(".sh") || [bundle::BINARY, bundle::FILES_LIST].contains(&root))
+                {
+                    return Err(refused("not part of a bundle's layout"));
+                }
+                continue;
+            }
+            let Some(hex) = path.strip_prefix(&format!("{}/", bundle::BLOBS_DIR)) else {
+                return Err(refused("not part of a bundle's layout"));
+            };
+            let Some(&(digest, expected_size)) = blobs_listed.get(hex) else {
+                return Err(refused("no package's index before it lists this blob"));
+            };
+            if size != expected_size {
+                return Err(refused("its size is not the one its package's index gives"));
+            }
+            copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
+            blobs_written.insert(hex.to_string());
+            for pending in packages.values_mut() {
+                pending.retain(|listed, _| bundle::shared_blob(listed) != Some(hex));
+            }
+            continue;
+        };
+        let Some((folder_name, relative)) = rest.split_once('/') else {
+            // A bill of materials beside a package's folder.
+            continue;
+        };
+        if !room_checked {
+            return Err(refused(&format!(
+                "a package file before {CONTENTS_FILE}; this bundle was made by an older berth-build: extract it and run its install.sh"
+            )));
+        }
+        if relative == PACKAGE_INDEX_FILE {
+            let lock = match &lock {
+                Some(lock) => lock,
+                None => lock.insert(checked_lock(&small, folder, trust)?),
+            };
+            let addon = lock
+                .addons
+                .iter()
+                .find(|addon| {
+                    bundle::package_dir(&addon.name, &addon.version)
+                        == format!("{}/{folder_name}", bundle::PACKAGES_DIR)
+                })
+                .ok_or_else(|| refused("its package is not one the lock pins"))?;
+            if packages.contains_key(folder_name) {
+                return Err(refused("its package's index comes twice"));
+            }
+            let bytes = read_small(&mut entry, &path, MAX_INDEX_BYTES)?;
+            let actual = Sha256Digest::of(&bytes);
+            if Some(actual) != addon.index_sha256 {
+                return Err(refused(&format!(
+                    "its sha256 is {actual}, the lock pins {}",
+                    addon
+                        .index_sha256
+                        .map_or_else(|| "none".to_string(), |digest| digest.to_string())
+                )));
+            }
+            let index =
+                PackageIndex::from_bytes(&bytes).map_err(|error| refused(&error.to_string()))?;
+            write_file(&folder.join(&path), &bytes)?;
+            for file in &index.files {
+                if let Some(hex) = bundle::shared_blob(&file.path) {
+                    blobs_listed
+                        .entry(hex.to_string())
+                        .or_insert((file.sha256, file.size));
+                }
+            }
+            let pending = index
+                .files
+                .into_iter()
+                .filter(|file| {
+                    bundle::shared_blob(&file.path).is_none_or(|hex| !blobs_written.contains(hex))
+                })
+                .map(|file| (file.path, (file.sha256, file.size)))
+                .collect();
+            packages.insert(folder_name.to_string(), pending);
+            continue;
+        }
+        if bundle::shared_blob(relative).is_some() {
+            return Err(refused(&format!(
+                "a bundle keeps image blobs in {}/, not in a package's folder",
+                bundle::BLOBS_DIR
+            )));
+        }
+        let pending = packages
+            .get_mut(folder_name)
+            .ok_or_else(|| refused("it comes before its package's package.json"))?;
+        let Some((digest, expected_size)) = pending.remove(relative) else {
+            return Err(refused(
+                "its package's index does not list it (or lists it once)",
+            ));
+        };
+        if size != expected_size {
+            return Err(refused("its size is not the one its package's index gives"));
+        }
+        copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
+    }
+    berth_formats::archive::finish(archive).map_err(StreamError::Archive)?;
+    let lock = match lock {
+        Some(lock) => lock,
+        None => checked_lock(&small, folder, trust)?,
+    };
+    for addon in &lock.addons {
+        let name = bundle::package_dir(&addon.name, &addon.version);
+        let folder_name = name.trim_start_matches(&format!("{}/", bundle::PACKAGES_DIR));
+        let Some(pending) = packages.get(folder_name) else {
+            return Err(StreamError::Incomplete {
+                what: format!("{} {}", addon.name, addon.version),
+            });
+        };
+        if let Some(missing) = pending.keys().next() {
+            return Err(StreamError::Incomplete {
+                what: format!("{name}/{missing}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Empties `folder`, which stays (it may be a mount point of its own).
+pub fn clear(folder: &Path) -> std::io::Result<()> {
+    for entry in fs_err::read_dir(folder)? {
+        let path = entry?.path();
+        if fs_err::symlink_metadata(&path)?.is_dir() {
+            fs_err::remove_dir_all(&path)?;
+        } else {
+            fs_err::remove_file(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The bundle's lock, checked against its signature (with trusted keys) before any package
+/// file is written.
+fn checked_lock(
+    small: &BTreeMap<String, Vec<u8>>,
+    folder: &Path,
+    trust: &Trust,
+) -> Result<Lock, StreamError> {
+    let bytes = small
+        .get(LOCK_FILE)
+        .ok_or_else(|| StreamError::Incomplete {
+            what: format!("its {LOCK_FILE}, which comes before the packages"),
+        })?;
+    let signature = format!("{LOCK_FILE}{SIGNATURE_SUFFIX}");
+    trust.check_signature(
+        &folder.join(LOCK_FILE).display().to_string(),
+        bytes,
+        &folder.join(&signature).display().to_string(),
+        small.get(&signature).map(Vec::as_slice),
+    )?;
+    Lock::parse(LOCK_FILE, bytes).map_err(|error| StreamError::Refused {
+        path: LOCK_FILE.into(),
+        why: error.to_string(),
+    })
+}
+
+/// Refuses a bundle whose packages would not fit beside `folder`.
+fn check_room(folder: &Path, needed: u64) -> Result<(), StreamError> {
+    let needed = needed.saturating_add(DISK_RESERVE);
+    let available = free_space(folder);
+    if needed > available {
+        return Err(StreamError::NoRoom {
+            folder: folder.to_path_buf(),
+            needed: needed.div_ceil(1 << 20),
+            available: available / (1 << 20),
+        });
+    }
+    Ok(())
+}
+
+fn read_small(entry: &mut impl Read, path: &str, most: u64) -> Result<Vec<u8>, StreamError> {
+    let mut bytes = Vec::new();
+    entry
+        .take(most + 1)
+        .read_to_end(&mut bytes)
+        .map_err(StreamError::Archive)?;
+    if bytes.len() as u64 > most {
+        return Err(StreamError::Refused {
+            path: path.to_string(),
+            why: "larger than any such file".into(),
+        });
+    }
+    Ok(bytes)
+}
+
+fn write_error(path: &Path) -> impl Fn(std::io::Error) -> StreamError + '_ {
+    move |source| StreamError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StreamError> {
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent).map_err(write_error(parent))?;
+    }
+    fs_err::write(path, bytes).map_err(write_error(path))
+}
+
+/// Writes `entry` to `to`, refusing (and removing) it unless it has `digest`.
+fn copy_checked(
+    entry: &mut impl Read,
+    to: &Path,
+    digest: &Sha256Digest,
+    path: &str,
+) -> Result<(), StreamError> {
+    if let Some(parent) = to.parent() {
+        fs_err::create_dir_all(parent).map_err(write_error(parent))?;
+    }
+    // Written beside, and renamed over only once it has its digest: a name that is linked to
+    // an installed file keeps that file whole.
+    let partial = PathBuf::from(format!("{}.berth-partial", to.display()));
+    let mut reader = HashingReader::new(entry);
+    let mut file = fs_err::File::create(&partial).map_err(write_error(&partial))?;
+    std::io::copy(&mut reader, &mut file).map_err(StreamError::Archive)?;
+    drop(file);
+    let (actual, _) = reader.finish().map_err(StreamError::Archive)?;
+    if &actual != digest {
+        let _ = fs_err::remove_file(&partial);
+        return Err(StreamError::Refused {
+            path: path.to_string(),
+            why: format!("its sha256 is {actual}, its package's index says {digest}"),
+        });
+    }
+    fs_err::rename(&partial, to).map_err(write_error(to))
+}
