@@ -94,117 +94,12 @@ pub fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let versions = build::write_versions(&args.addons, &settings.out_dir, &results)?;
     eprintln!("wrote {}", versions.display());
-    // Each package's bill of materials beside it (the one inside with the package's digest
-    // added), and with a key its signed provenance; made again only for a package rebuilt
-    // (or one whose files beside it are missing).
-    use berth_build::package::{provenance, sbom};
-    for result in &results {
-        let Ok(outcome) = &result.outcome else {
-            continue;
-        };
-        let package = &outcome.path;
-        let beside =
-            |suffix: &str| std::path::PathBuf::from(format!("{}{suffix}", package.display()));
-        let (bom_path, sealed) = (
-            beside(berth_formats::release::BOM_SUFFIX),
-            beside(provenance::PROVENANCE_SUFFIX),
+    let removed = berth_build::package::beside::write(&results, &settings, signing_key.as_ref())?;
+    for path in removed {
+        eprintln!(
+            "removed {} (unsigned build; sign the dist again with `berth-build sign`)",
+            path.display()
         );
-        if !settings.sbom {
-            // Built without one: none beside it either, not even a stale one.
-            for stale in [
-                bom_path.clone(),
-                beside(&format!("{}.sig", berth_formats::release::BOM_SUFFIX)),
-            ] {
-                if stale.exists() {
-                    fs_err::remove_file(&stale)?;
-                }
-            }
-        }
-        let bom_wanted = settings.sbom && !(outcome.unchanged && bom_path.is_file());
-        let sealed_wanted = signing_key.is_some() && !(outcome.unchanged && sealed.is_file());
-        if !bom_wanted && !sealed_wanted {
-            continue;
-        }
-        // A package written now was read before it was written; one kept as it was is read
-        // once here, for both.
-        let read;
-        let scanned = match &outcome.described {
-            Some(described) => &described.scanned,
-            None => {
-                read = sbom::scan_package(package, Some(outcome.sha256))?;
-                &read
-            }
-        };
-        if bom_wanted {
-            let bom = match &outcome.described {
-                Some(described) => {
-                    let mut bom = described.bom.clone();
-                    sbom::with_package_digest(&mut bom, &outcome.sha256);
-                    bom
-                }
-                None => sbom::described_bom(scanned)?,
-            };
-            berth_formats::files::write_atomically(&bom_path, &serde_json::to_vec_pretty(&bom)?)
-                .with_context(|| format!("failed to write {}", bom_path.display()))?;
-        }
-        if let Some(key) = signing_key.as_ref().filter(|_| sealed_wanted) {
-            let parts: Vec<String> = result
-                .directory
-                .components()
-                .rev()
-                .take(3)
-                .map(|part| part.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            let parameters = provenance::BuildParameters {
-                addon: parts.into_iter().rev().collect::<Vec<_>>().join("/"),
-                arch: settings.arch.clone(),
-                compression_format: settings.compression.format,
-                compression_level: settings.compression.level,
-                mtime: settings.mtime,
-                distros: settings.selected_distros.clone(),
-                sbom: settings.sbom,
-            };
-            let statement = provenance::statement_of(package, scanned, &parameters);
-            let envelope = berth_formats::dsse::seal(&statement, key)?;
-            berth_formats::files::write_atomically(&sealed, &serde_json::to_vec_pretty(&envelope)?)
-                .with_context(|| format!("failed to write {}", sealed.display()))?;
-        }
-    }
-    if signing_key.is_none() {
-        // An unsigned build leaves no signature it made stale: versions.json's, and those of
-        // the packages it rebuilt.
-        let mut stale = vec![format!("{}.sig", berth_formats::versions::VERSIONS_FILE)];
-        for outcome in results
-            .iter()
-            .filter_map(|result| result.outcome.as_ref().ok())
-        {
-            if !outcome.unchanged {
-                let package = berth_formats::package_index::package_file_name(
-                    &outcome.name,
-                    &outcome.version,
-                    outcome.compression,
-                );
-                stale.push(format!("{package}.sha256.sig"));
-                stale.push(format!(
-                    "{package}{}.sig",
-                    berth_formats::release::BOM_SUFFIX
-                ));
-                stale.push(format!(
-                    "{package}{}",
-                    berth_build::package::provenance::PROVENANCE_SUFFIX
-                ));
-            }
-        }
-        for file in stale {
-            let path = settings.out_dir.join(&file);
-            if path.exists() {
-                fs_err::remove_file(&path)?;
-                eprintln!(
-                    "removed {} (unsigned build; sign the dist again with `berth-build sign`)",
-                    path.display()
-                );
-            }
-        }
     }
     if let Some(key) = &signing_key {
         let signed = berth_build::publish::sign::sign_dist(

@@ -6,6 +6,7 @@
 //! write the archive to a temporary file in `--out` and rename it into place only when complete,
 //! so a failure never leaves a partial package behind.
 
+pub mod beside;
 pub mod build;
 mod contents;
 mod image_layout;
