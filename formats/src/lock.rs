@@ -10,6 +10,8 @@ use crate::compression::Compression;
 
 /// The file name of a lock beside a spec (in a bundle, or where the scripts put it).
 pub const LOCK_FILE: &str = "lock.json";
+/// The most bytes of a lock a node reads.
+pub const MAX_LOCK_BYTES: u64 = 16 << 20;
 
 pub const LOCK_SCHEMA_VERSION: u32 = 1;
 

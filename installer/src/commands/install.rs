@@ -13,7 +13,6 @@ use berth::node::last_installer::LastInstaller;
 use berth::node::layout::Layout;
 use berth::node::lock::NodeLock;
 use berth::plan::Permissions;
-use berth_formats::lock::Lock;
 use berth_formats::output::{ApiVersion, Format, OutputArgs, PlanDocument, PlanKind};
 use berth_formats::spec::flags::check_word;
 use berth_formats::spec::parse_scalar;
@@ -368,11 +367,7 @@ pub(crate) fn settings(
     };
     if let Some(bundle) = &args.bundle {
         let folder = received_bundle_dir(&layout);
-        let trust = bundle_trust.insert(berth::dist::trust::Trust::load(
-            &layout,
-            &args.trust_keys,
-            None,
-        )?);
+        let trust = berth::dist::trust::Trust::load(&layout, &args.trust_keys, None)?;
         // Held while the bundle comes in: two runs never write the one folder. From here on,
         // what comes in is removed should these settings fail.
         received = ReceivedBundle {
@@ -388,11 +383,12 @@ pub(crate) fn settings(
                     "--bundle - reads the bundle on standard input, so --params-from-stdin cannot"
                 );
             }
-            berth::dist::bundle_stream::receive(std::io::stdin().lock(), &folder, trust)?;
+            berth::dist::bundle_stream::receive(std::io::stdin().lock(), &folder, &trust)?;
         } else {
             let file = fs_err::File::open(bundle)?;
-            berth::dist::bundle_stream::receive(file, &folder, trust)?;
+            berth::dist::bundle_stream::receive(file, &folder, &trust)?;
         }
+        bundle_trust = Some(trust.checked_on_arrival());
         args.dist = Some(folder.display().to_string());
         args.spec = args
             .spec
@@ -427,39 +423,15 @@ pub(crate) fn settings(
         ),
     };
     let dist = Dist::parse(&dist)?;
-    let trust = if let Some(trust) = bundle_trust {
-        trust
-    } else {
-        // A key given at install is kept for the dist's origin (not by a plan, which changes
-        // nothing), so a later run for that dist — an upgrade by hand, a fleet rollout —
-        // checks with it too; and a run given no key takes the keys kept for that origin.
-        if !plan_only && !args.trust_keys.is_empty() {
-            berth::dist::trust::Trust::keep_for(&layout, &args.trust_keys, &dist)?;
-        }
-        berth::dist::trust::Trust::load(&layout, &args.trust_keys, Some(&dist))?
+    // A key given at install is kept for the dist's origin (not by a plan, which changes
+    // nothing), so a later run for that dist — an upgrade by hand, a fleet rollout — checks
+    // with it too; and a run given no key takes the keys kept for that origin.
+    let trust = match bundle_trust {
+        Some(trust) => trust,
+        None => berth::dist::trust::Trust::for_dist(&layout, &args.trust_keys, &dist, !plan_only)?,
     };
     let source = SpecSource {
         spec_path,
-        lock: lock_path
-            .as_ref()
-            .map(|path| {
-                let bytes = fs_err::read(path)?;
-                // Signed by a trusted key before anything is read from it; one with no
-                // signature (a node made it) only as far as the keys signed what it pins.
-                let unsigned = match trust.check_file(path, &bytes) {
-                    Ok(()) => false,
-                    Err(berth::dist::trust::TrustError::Signature(
-                        berth_formats::signature::SignatureError::Unsigned { .. },
-                    )) => true,
-                    Err(error) => return Err(error.into()),
-                };
-                let lock = Lock::parse(&path.display().to_string(), &bytes)?;
-                if unsigned {
-                    trust.check_unsigned_lock(&dist, path, &lock)?;
-                }
-                anyhow::Ok(lock)
-            })
-            .transpose()?,
         lock_path,
         overrides,
         permissions: Permissions {

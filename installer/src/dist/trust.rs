@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::collections::BTreeMap;
 
 use berth_formats::Sha256Digest;
+use berth_formats::lock::{Lock, LockError, MAX_LOCK_BYTES};
 use berth_formats::signature::{
     MAX_KEY_FILE_BYTES, PublicKey, SIGNATURE_SUFFIX, SignatureError, fingerprints, verify,
 };
@@ -31,6 +32,10 @@ pub struct Trust {
     /// Where the highest release counter seen of each key is kept; none: not kept (a trust
     /// made in a test). `record`: whether this run may raise it (`verify` only reads it).
     releases: Option<(PathBuf, bool)>,
+    /// The packages were checked against their signed digests as they came in (an airgap
+    /// bundle received as a stream): a run need not fetch and check them again before it
+    /// unpacks any.
+    checked_on_arrival: bool,
 }
 
 /// The `*.pub` files of a folder of kept keys, by name; none when it is not there. One that
@@ -117,6 +122,14 @@ pub enum TrustError {
     },
     #[error(transparent)]
     Freshness(#[from] FreshnessError),
+    #[error("failed to read the lock {path}")]
+    LockRead {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Lock(#[from] LockError),
     #[error(
         "the release counters this node keeps ({path}) cannot be read or written\nhint: they stop an older signed release from being installed; restore the file, or remove it to trust the next release seen"
     )]
@@ -188,7 +201,35 @@ impl Trust {
         Ok(Self {
             keys,
             releases: Some((layout.state_dir().join("trust-releases.json"), true)),
+            checked_on_arrival: false,
         })
+    }
+
+    /// The keys a run for `dist` trusts ([`Trust::load`]). A run that may change the node
+    /// (`keep`: not a plan) first keeps the keys given for the dist's origin
+    /// ([`Trust::keep_for`]).
+    pub fn for_dist(
+        layout: &Layout,
+        given: &[PathBuf],
+        dist: &Dist,
+        keep: bool,
+    ) -> Result<Self, TrustError> {
+        if keep && !given.is_empty() {
+            Self::keep_for(layout, given, dist)?;
+        }
+        Self::load(layout, given, Some(dist))
+    }
+
+    /// The same trust, for the packages of an airgap bundle it checked as they came in.
+    pub fn checked_on_arrival(mut self) -> Self {
+        self.checked_on_arrival = true;
+        self
+    }
+
+    /// Whether a run fetches and checks every package against its signed digest before it
+    /// unpacks any: with keys, unless they were checked as they came in.
+    pub fn checks_before_unpacking(&self) -> bool {
+        !self.keys.is_empty() && !self.checked_on_arrival
     }
 
     /// Keeps the keys given for `dist`'s origin, so later runs for that dist (an upgrade by
@@ -297,6 +338,28 @@ impl Trust {
             &dist.location(&signature),
             &text,
         )
+    }
+
+    /// The lock at `path`, signed by a trusted key before anything is read from it; one with
+    /// no signature (a node made it: a fleet rollout's) only as far as the keys signed what it
+    /// pins in `dist` ([`Trust::check_unsigned_lock`]).
+    pub fn read_lock(&self, dist: &Dist, path: &Path) -> Result<Lock, TrustError> {
+        let bytes = berth_formats::files::read_to_string_at_most(path, MAX_LOCK_BYTES)
+            .map_err(|source| TrustError::LockRead {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .into_bytes();
+        let unsigned = match self.check_file(path, &bytes) {
+            Ok(()) => false,
+            Err(TrustError::Signature(SignatureError::Unsigned { .. })) => true,
+            Err(error) => return Err(error),
+        };
+        let lock = Lock::parse(&path.display().to_string(), &bytes)?;
+        if unsigned {
+            self.check_unsigned_lock(dist, path, &lock)?;
+        }
+        Ok(lock)
     }
 
     /// Checks a file on this node (a lock) against `<path>.sig` beside it.

@@ -34,7 +34,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use berth_formats::compression::Compression;
-use berth_formats::lock::Lock;
 use berth_formats::package_index::package_file_name;
 use berth_formats::spec::SpecError;
 use berth_formats::versions::{VERSIONS_FILE, VersionsError};
@@ -128,9 +127,7 @@ impl Mode {
 pub struct SpecSource {
     pub spec_path: PathBuf,
     /// The installer's lock: versions and package digests pinned when its scripts were
-    /// rendered.
-    pub lock: Option<Lock>,
-    /// Where the lock was read from.
+    /// rendered. [`plan`] reads it, and takes it only as the run's trust allows.
     pub lock_path: Option<PathBuf>,
     /// `--set addon.field=value`, in order.
     pub overrides: Vec<(String, String, Value)>,

@@ -94,7 +94,12 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
     }
 
     let store = StateStore::new(settings.layout.state_dir());
-    if let Some(lock) = &source.lock
+    let lock = source
+        .lock_path
+        .as_deref()
+        .map(|path| settings.trust.read_lock(&settings.dist, path))
+        .transpose()?;
+    if let Some(lock) = &lock
         && lock.id != id
     {
         return Err(EngineError::LockMismatch {
@@ -104,7 +109,7 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
     }
     // A lock pins each add-on's version and package digest as they were when the installer's
     // scripts were rendered; without one, versions.json and the dist's `.sha256` files decide.
-    let pinned: Vec<Pinned> = match &source.lock {
+    let pinned: Vec<Pinned> = match &lock {
         Some(lock) => {
             let mut pinned = Vec::new();
             for name in requested.keys() {

@@ -238,8 +238,8 @@ impl<'a> Run<'a> {
         };
         // With signing keys trusted, every package is fetched and checked against its signed
         // digest before any is unpacked: a tampered package leaves the add-ons' folders as
-        // they were. A bundle received as a stream was checked so as it came in.
-        if !self.settings.trust.is_empty() && !self.settings.consume_bundle {
+        // they were (a bundle received as a stream was checked so as it came in).
+        if self.settings.trust.checks_before_unpacking() {
             for index in 0..self.members.len() {
                 check_interrupt()?;
                 if needed(&self.members[index]) {
