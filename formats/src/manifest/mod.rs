@@ -109,7 +109,7 @@ pub struct DockerOutDirective {
 }
 
 /// The directive keywords, in the order kURL documents them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::VariantArray)]
 pub enum DirectiveKind {
     Image,
     Asset,
@@ -125,19 +125,8 @@ pub enum DirectiveKind {
 }
 
 impl DirectiveKind {
-    pub const ALL: [DirectiveKind; 11] = [
-        Self::Image,
-        Self::Asset,
-        Self::Apt,
-        Self::Apt24,
-        Self::Apt26,
-        Self::Yum,
-        Self::Yum8,
-        Self::Yum9,
-        Self::Yum2023,
-        Self::YumOl,
-        Self::DockerOut,
-    ];
+    /// Every keyword, in declaration order: the derive lists them, so a new one is in it.
+    pub const ALL: &'static [DirectiveKind] = <Self as strum::VariantArray>::VARIANTS;
 
     /// The keyword as written in a Manifest.
     pub fn as_str(self) -> &'static str {
@@ -250,7 +239,8 @@ impl FromStr for DirectiveKind {
 
     fn from_str(text: &str) -> Result<Self, ()> {
         Self::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|kind| kind.as_str() == text)
             .ok_or(())
     }
