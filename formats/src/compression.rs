@@ -153,6 +153,9 @@ impl Setting {
 /// a package is reproducible from a 2-core laptop to a 64-core CI machine.
 pub enum Encoder<W: Write> {
     Gzip(flate2::write::GzEncoder<W>),
+    /// One standard gzip stream compressed on several threads, as pigz writes it: 128 KiB
+    /// blocks compressed at once and written in order, one header and one trailer.
+    ParallelGzip(gzp::par::compress::ParCompress<'static, gzp::deflate::Gzip, W>),
     Zstd(zstd::stream::write::Encoder<'static, W>),
 }
 
@@ -173,10 +176,33 @@ impl<W: Write> Encoder<W> {
         })
     }
 
+    /// An encoder of `setting` on every core of the machine, gzip included: for a stream
+    /// whose bytes need not match another machine's (an airgap bundle is mostly layers that
+    /// are compressed already; one thread deflating them again was most of its time). A
+    /// package is written with [`Encoder::new`], whose gzip is the same everywhere.
+    pub fn on_every_core(out: W, setting: Setting) -> io::Result<Self>
+    where
+        W: Send + 'static,
+    {
+        match setting.format {
+            Compression::Gzip => Ok(Encoder::ParallelGzip(
+                gzp::par::compress::ParCompressBuilder::new()
+                    .compression_level(gzp::Compression::new(setting.level))
+                    .num_threads(all_cores() as usize)
+                    .map_err(io::Error::other)?
+                    .from_writer(out),
+            )),
+            Compression::Zstd => Self::new(out, setting, all_cores()),
+        }
+    }
+
     /// Ends the compressed stream and hands back what it wrote to.
     pub fn finish(self) -> io::Result<W> {
         match self {
             Encoder::Gzip(encoder) => encoder.finish(),
+            Encoder::ParallelGzip(mut encoder) => {
+                gzp::ZWriter::finish(&mut encoder).map_err(io::Error::other)
+            }
             Encoder::Zstd(encoder) => encoder.finish(),
         }
     }
@@ -186,6 +212,7 @@ impl<W: Write> Write for Encoder<W> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         match self {
             Encoder::Gzip(encoder) => encoder.write(bytes),
+            Encoder::ParallelGzip(encoder) => encoder.write(bytes),
             Encoder::Zstd(encoder) => encoder.write(bytes),
         }
     }
@@ -193,6 +220,7 @@ impl<W: Write> Write for Encoder<W> {
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Encoder::Gzip(encoder) => encoder.flush(),
+            Encoder::ParallelGzip(encoder) => encoder.flush(),
             Encoder::Zstd(encoder) => encoder.flush(),
         }
     }
@@ -329,6 +357,32 @@ mod tests {
                 .unwrap()
                 .read_to_end(&mut read)
                 .unwrap();
+            assert_eq!(read, data, "{format}");
+        }
+    }
+
+    #[test]
+    fn on_every_core_each_format_writes_one_standard_stream_that_reads_back() {
+        // Several of parallel gzip's 128 KiB blocks.
+        let data = sample(1 << 20);
+        for format in Compression::ALL {
+            let setting = Setting::new(format, None).unwrap();
+            let mut encoder = Encoder::on_every_core(Vec::new(), setting).unwrap();
+            encoder.write_all(&data).unwrap();
+            let bytes = encoder.finish().unwrap();
+            assert_eq!(Compression::sniff(&bytes), Some(format));
+            assert!(bytes.len() < data.len(), "{format} compressed nothing");
+            // One member, as `gzip -d` and a single-stream reader take it.
+            let mut read = Vec::new();
+            match format {
+                Compression::Gzip => flate2::read::GzDecoder::new(bytes.as_slice())
+                    .read_to_end(&mut read)
+                    .unwrap(),
+                Compression::Zstd => decompress(bytes.as_slice())
+                    .unwrap()
+                    .read_to_end(&mut read)
+                    .unwrap(),
+            };
             assert_eq!(read, data, "{format}");
         }
     }

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_formats::Sha256Digest;
-use berth_formats::archive::{self, Compressor, TarWriter, WriteError};
+use berth_formats::archive::{self, TarWriter, WriteError};
 use berth_formats::bundle;
-use berth_formats::compression::{Compression, Encoder, Setting, all_cores};
+use berth_formats::compression::{Compression, Encoder, Setting};
 use berth_formats::digest::HashingReader;
 use berth_formats::lock::{LOCK_FILE, Lock, LockedAddon};
 use berth_formats::package_index::{
@@ -237,7 +237,7 @@ async fn index_digest(
 /// The bundle's archive, recording each file's sha256 as it is written for the bundle's list
 /// of its files.
 struct BundleWriter<W: Write + Send + 'static> {
-    builder: TarWriter<BundleStream<W>>,
+    builder: TarWriter<W>,
     listed: Vec<(String, Sha256Digest)>,
 }
 
@@ -313,7 +313,14 @@ fn write_blocking<W: Write + Send + 'static>(
 ) -> Result<(), BundleError> {
     // Entries carry mtime 0, as the packages inside do.
     let mut builder = BundleWriter {
-        builder: TarWriter::over(BundleStream::new(out, plan.compression)?, 0),
+        builder: TarWriter::over(
+            Encoder::on_every_core(
+                out,
+                Setting::new(plan.compression, None).expect("its default level"),
+            )
+            .map_err(BundleError::Write)?,
+            0,
+        ),
         listed: Vec::new(),
     };
     // What says what the bundle holds comes first, so a reader of the stream knows what to
@@ -517,92 +524,6 @@ fn signature_of(
         .sign(name, bytes)
         .map_err(|error| BundleError::Write(std::io::Error::other(error)))?;
     Ok(Some(format!("{signature}\n")))
-}
-
-/// One standard gzip stream (level 6) compressed on every core, as pigz writes it: 128 KiB
-/// blocks compressed at once and written in order, one header and one trailer. A bundle is
-/// mostly layers that are compressed already; most of its time was the one thread deflating
-/// them again.
-struct ParallelGzip<W: Write + Send + 'static>(
-    gzp::par::compress::ParCompress<'static, gzp::deflate::Gzip, W>,
-);
-
-impl<W: Write + Send + 'static> ParallelGzip<W> {
-    fn new(out: W) -> Self {
-        let threads = all_cores() as usize;
-        Self(
-            gzp::par::compress::ParCompressBuilder::new()
-                .compression_level(gzp::Compression::new(6))
-                .num_threads(threads)
-                .expect("at least one thread")
-                .from_writer(out),
-        )
-    }
-}
-
-impl<W: Write + Send + 'static> Write for ParallelGzip<W> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.write(bytes)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl<W: Write + Send + 'static> Compressor for ParallelGzip<W> {
-    type Output = W;
-    fn finish_stream(mut self) -> std::io::Result<W> {
-        use gzp::ZWriter as _;
-        self.0.finish().map_err(std::io::Error::other)
-    }
-}
-
-/// The bundle's compressed stream: gzip on every core, or zstd on every core (its own
-/// multi-threaded mode, several times faster still), each at its tool's default level.
-enum BundleStream<W: Write + Send + 'static> {
-    Gzip(ParallelGzip<W>),
-    Zstd(Encoder<W>),
-}
-
-impl<W: Write + Send + 'static> BundleStream<W> {
-    fn new(out: W, compression: Compression) -> Result<Self, BundleError> {
-        Ok(match compression {
-            Compression::Gzip => BundleStream::Gzip(ParallelGzip::new(out)),
-            Compression::Zstd => BundleStream::Zstd(
-                Encoder::new(
-                    out,
-                    Setting::new(compression, None).expect("the default level"),
-                    all_cores(),
-                )
-                .map_err(BundleError::Write)?,
-            ),
-        })
-    }
-}
-
-impl<W: Write + Send + 'static> Write for BundleStream<W> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        match self {
-            BundleStream::Gzip(stream) => stream.write(bytes),
-            BundleStream::Zstd(stream) => stream.write(bytes),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            BundleStream::Gzip(stream) => stream.flush(),
-            BundleStream::Zstd(stream) => stream.flush(),
-        }
-    }
-}
-
-impl<W: Write + Send + 'static> Compressor for BundleStream<W> {
-    type Output = W;
-    fn finish_stream(self) -> std::io::Result<W> {
-        match self {
-            BundleStream::Gzip(stream) => stream.finish_stream(),
-            BundleStream::Zstd(stream) => stream.finish(),
-        }
-    }
 }
 
 /// The I/O error inside a finishing archive's error, which has nothing else to say.

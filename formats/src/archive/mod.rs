@@ -27,9 +27,7 @@ pub use extract::{
     ExtractError, ExtractLimits, extract, extract_within, read_entry, read_entry_within,
 };
 pub use read::{Counted, TarReader, finish, open, unsafe_entry};
-pub use write::{
-    Compressor, ReproducibleArchive, Source, TarWriter, WriteError, source_date_epoch,
-};
+pub use write::{ReproducibleArchive, Source, TarWriter, WriteError, source_date_epoch};
 
 use std::path::{Component, Path};
 

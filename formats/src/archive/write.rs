@@ -200,32 +200,18 @@ impl ReproducibleArchive {
     }
 }
 
-/// What a tar stream is compressed through; finished, it ends the stream and hands back what
-/// it wrote to.
-pub trait Compressor: Write {
-    type Output;
-    fn finish_stream(self) -> io::Result<Self::Output>;
-}
-
-impl<W: Write> Compressor for Encoder<W> {
-    type Output = W;
-    fn finish_stream(self) -> io::Result<W> {
-        self.finish()
-    }
-}
-
 /// A compressed tar written one entry at a time, every entry as reproducible archives have it:
 /// owner 0, one mtime, mode 0644 or 0755, nothing taken from the host. [`ReproducibleArchive`]
 /// writes through it in its sorted order; an airgap bundle writes through it as it streams.
-pub struct TarWriter<Z: Compressor> {
-    builder: tar::Builder<Z>,
+pub struct TarWriter<W: Write> {
+    builder: tar::Builder<Encoder<W>>,
     mtime: u64,
 }
 
-impl<Z: Compressor> TarWriter<Z> {
-    /// A tar written through `compressor`.
-    pub fn over(compressor: Z, mtime: u64) -> Self {
-        let mut builder = tar::Builder::new(compressor);
+impl<W: Write> TarWriter<W> {
+    /// A tar written through `encoder`.
+    pub fn over(encoder: Encoder<W>, mtime: u64) -> Self {
+        let mut builder = tar::Builder::new(encoder);
         builder.mode(tar::HeaderMode::Deterministic);
         Self { builder, mtime }
     }
@@ -265,12 +251,12 @@ impl<Z: Compressor> TarWriter<Z> {
     }
 
     /// Ends the tar and the compressed stream, and hands the output back.
-    pub fn finish(self) -> Result<Z::Output, WriteError> {
-        let compressor = self.builder.into_inner().map_err(|source| WriteError::Io {
+    pub fn finish(self) -> Result<W, WriteError> {
+        let encoder = self.builder.into_inner().map_err(|source| WriteError::Io {
             path: "(end of archive)".into(),
             source,
         })?;
-        compressor.finish_stream().map_err(|source| WriteError::Io {
+        encoder.finish().map_err(|source| WriteError::Io {
             path: "(end of the compressed stream)".into(),
             source,
         })
