@@ -69,8 +69,9 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             .map_err(StreamError::Archive)?;
     let mut lock: Option<Lock> = None;
     let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    // Each package's files still to come (by its folder, then by path in the package), once
-    // its index is checked against the lock; the image blobs the indexes seen so far list.
+    // Each package's files still to come but its image blobs (by its folder, then by path in
+    // the package), once its index is checked against the lock; the image blobs the indexes
+    // seen so far list, and those written.
     let mut packages: BTreeMap<String, BTreeMap<String, (Sha256Digest, u64)>> = BTreeMap::new();
     let mut blobs_listed: BTreeMap<String, (Sha256Digest, u64)> = BTreeMap::new();
     let mut blobs_written: BTreeSet<String> = BTreeSet::new();
@@ -148,11 +149,10 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             if size != expected_size {
                 return Err(refused("its size is not the one its package's index gives"));
             }
-            copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
-            blobs_written.insert(hex.to_string());
-            for pending in packages.values_mut() {
-                pending.retain(|listed, _| bundle::shared_blob(listed) != Some(hex));
+            if !blobs_written.insert(hex.to_string()) {
+                return Err(refused("a bundle holds each image blob once"));
             }
+            copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
             continue;
         };
         let Some((folder_name, relative)) = rest.split_once('/') else {
@@ -193,19 +193,26 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             let index =
                 PackageIndex::from_bytes(&bytes).map_err(|error| refused(&error.to_string()))?;
             write_file(&folder.join(&path), &bytes)?;
+            // A blob is named by its digest, so every index that lists it agrees on its bytes:
+            // the one copy checked as it arrives is each package's.
             for file in &index.files {
                 if let Some(hex) = bundle::shared_blob(&file.path) {
-                    blobs_listed
+                    let listed = blobs_listed
                         .entry(hex.to_string())
                         .or_insert((file.sha256, file.size));
+                    if file.sha256.hex() != hex || *listed != (file.sha256, file.size) {
+                        return Err(refused(&format!(
+                            "it lists the image blob {hex} with sha256 {} and {} bytes, not what its name or another index says",
+                            file.sha256, file.size
+                        )));
+                    }
                 }
             }
+            // Image blobs are awaited once, in `blobs_listed`, whichever packages list them.
             let pending = index
                 .files
                 .into_iter()
-                .filter(|file| {
-                    bundle::shared_blob(&file.path).is_none_or(|hex| !blobs_written.contains(hex))
-                })
+                .filter(|file| bundle::shared_blob(&file.path).is_none())
                 .map(|file| (file.path, (file.sha256, file.size)))
                 .collect();
             packages.insert(folder_name.to_string(), pending);
@@ -248,6 +255,14 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
                 what: format!("{name}/{missing}"),
             });
         }
+    }
+    if let Some(missing) = blobs_listed
+        .keys()
+        .find(|hex| !blobs_written.contains(hex.as_str()))
+    {
+        return Err(StreamError::Incomplete {
+            what: bundle::blob_path(missing),
+        });
     }
     Ok(())
 }
@@ -359,4 +374,173 @@ fn copy_checked(
         });
     }
     fs_err::rename(&partial, to).map_err(write_error(to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_formats::archive::TarWriter;
+    use berth_formats::compression::{Encoder, Setting};
+    use berth_formats::lock::{LOCK_SCHEMA_VERSION, LockedAddon};
+    use berth_formats::package_index::{FileRecord, SCHEMA_VERSION};
+
+    /// Two packages sharing one image blob, as `berth-build bundle` lays them out: the
+    /// bundle's entries in order, each as (path, bytes).
+    fn bundle_entries() -> Vec<(String, Vec<u8>)> {
+        let blob = b"a layer both images use".to_vec();
+        let hex = Sha256Digest::of(&blob).hex();
+        let mut lock = Lock {
+            schema_version: LOCK_SCHEMA_VERSION,
+            id: "abc1234".into(),
+            addons: Vec::new(),
+        };
+        let mut packages = Vec::new();
+        for name in ["first", "second"] {
+            let script = format!("echo {name}\n").into_bytes();
+            let index = PackageIndex {
+                schema_version: SCHEMA_VERSION,
+                name: name.into(),
+                version: "1.0.0".into(),
+                arch: "amd64".into(),
+                inputs_digest: Sha256Digest::of(name.as_bytes()),
+                files: vec![
+                    FileRecord {
+                        path: format!("images/blobs/sha256/{hex}"),
+                        size: blob.len() as u64,
+                        sha256: Sha256Digest::of(&blob),
+                        executable: false,
+                    },
+                    FileRecord {
+                        path: "install.sh".into(),
+                        size: script.len() as u64,
+                        sha256: Sha256Digest::of(&script),
+                        executable: true,
+                    },
+                ],
+                images: vec![],
+                host_packages: Default::default(),
+            }
+            .to_bytes();
+            lock.addons.push(LockedAddon {
+                name: name.into(),
+                version: "1.0.0".into(),
+                sha256: Sha256Digest::of(b"package"),
+                compression: Default::default(),
+                index_sha256: Some(Sha256Digest::of(&index)),
+            });
+            let folder = bundle::package_dir(name, "1.0.0");
+            packages.push((format!("{folder}/{PACKAGE_INDEX_FILE}"), index));
+            if name == "first" {
+                packages.push((bundle::blob_path(&hex), blob.clone()));
+            }
+            packages.push((format!("{folder}/install.sh"), script));
+        }
+        let contents = serde_json::to_vec(&Contents {
+            installed_bytes: 1 << 10,
+        })
+        .unwrap();
+        [
+            (CONTENTS_FILE.to_string(), contents),
+            (LOCK_FILE.to_string(), lock.to_bytes()),
+        ]
+        .into_iter()
+        .chain(packages)
+        .collect()
+    }
+
+    fn receive_entries(entries: &[(String, Vec<u8>)]) -> Result<tempfile::TempDir, StreamError> {
+        let mut writer = TarWriter::over(Encoder::new(Vec::new(), Setting::gzip(1), 1).unwrap(), 0);
+        for (path, bytes) in entries {
+            writer
+                .append_file(path, bytes.len() as u64, false, bytes.as_slice())
+                .unwrap();
+        }
+        let archive = writer.finish().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let trust = Trust::load(&crate::node::layout::Layout::new(root.path()), &[], None).unwrap();
+        let folder = root.path().join("received");
+        receive(archive.as_slice(), &folder, &trust).map(|()| root)
+    }
+
+    fn is_blob(path: &str) -> bool {
+        path.starts_with(&format!("{}/", bundle::BLOBS_DIR))
+    }
+
+    #[test]
+    fn a_shared_blob_is_written_once_for_every_package_that_lists_it() {
+        let entries = bundle_entries();
+        let root = receive_entries(&entries).unwrap();
+        let (blob, bytes) = entries.iter().find(|(path, _)| is_blob(path)).unwrap();
+        assert_eq!(
+            &fs_err::read(root.path().join("received").join(blob)).unwrap(),
+            bytes
+        );
+    }
+
+    #[test]
+    fn a_listed_blob_the_bundle_lacks_or_repeats_is_refused_naming_it() {
+        let entries = bundle_entries();
+        let blob = entries.iter().position(|(path, _)| is_blob(path)).unwrap();
+
+        let mut missing = entries.clone();
+        let (path, _) = missing.remove(blob);
+        let error = receive_entries(&missing).unwrap_err();
+        assert!(
+            matches!(&error, StreamError::Incomplete { what } if *what == path),
+            "{error}"
+        );
+
+        let mut twice = entries.clone();
+        twice.push(entries[blob].clone());
+        let error = receive_entries(&twice).unwrap_err();
+        assert!(
+            error.to_string().contains("each image blob once"),
+            "{error}"
+        );
+
+        // Listed under a name that is not its digest.
+        let mut misnamed = entries.clone();
+        let other = Sha256Digest::of(b"another layer").hex();
+        for (path, bytes) in &mut misnamed {
+            if path.ends_with(PACKAGE_INDEX_FILE) {
+                let text = String::from_utf8(bytes.clone()).unwrap();
+                let hex = Sha256Digest::of(&entries[blob].1).hex();
+                *bytes = text
+                    .replacen(&format!("sha256/{hex}"), &format!("sha256/{other}"), 1)
+                    .into_bytes();
+            }
+        }
+        let lock_at = misnamed
+            .iter()
+            .position(|(path, _)| path == LOCK_FILE)
+            .unwrap();
+        let mut lock = Lock::parse(LOCK_FILE, &misnamed[lock_at].1).unwrap();
+        for (addon, (_, index)) in lock.addons.iter_mut().zip(
+            misnamed
+                .iter()
+                .filter(|(path, _)| path.ends_with(PACKAGE_INDEX_FILE)),
+        ) {
+            addon.index_sha256 = Some(Sha256Digest::of(index));
+        }
+        misnamed[lock_at].1 = lock.to_bytes();
+        let error = receive_entries(&misnamed).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("not what its name or another index says"),
+            "{error}"
+        );
+
+        // Before any index lists it.
+        let mut early = entries.clone();
+        let moved = early.remove(blob);
+        early.insert(2, moved);
+        let error = receive_entries(&early).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("no package's index before it lists"),
+            "{error}"
+        );
+    }
 }

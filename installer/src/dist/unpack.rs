@@ -142,7 +142,8 @@ pub fn bundled_package(bundle: &Path, name: &str, version: &str) -> PathBuf {
 /// lists into the staging folder checking each against the index, then moves the add-on
 /// folder into `install_dir`. Returns the package's index.
 /// With `consume` (a bundle Berth received as a stream, in a folder of its own), each file is
-/// moved rather than copied, and an image blob linked: the disk holds the content once.
+/// moved rather than copied, and an image blob linked: the disk holds the content once. The
+/// stream checked each file as it arrived, so none is read again.
 pub fn unpack_bundled(
     bundle: &Path,
     expected: &Sha256Digest,
@@ -191,7 +192,8 @@ fn io_at(path: &Path) -> impl Fn(std::io::Error) -> UnpackError + use<> {
 enum Placement<'a> {
     Nowhere,
     Copy(&'a Path),
-    /// Moved (an image blob, which other packages may share, linked).
+    /// Moved (an image blob, which other packages may share, linked): the files of a bundle
+    /// received as a stream, each checked against its index as it arrived.
     Move(&'a Path),
 }
 
@@ -255,33 +257,13 @@ fn walk_bundled(
             Some(hex) => bundle.join(berth_formats::bundle::blob_path(hex)),
             None => source.join(relative),
         };
-        // No more than the index says: a longer file fails its digest without filling the disk.
-        let mut reader = HashingReader::new(std::io::Read::take(
-            fs_err::File::open(&from).map_err(io_at(&from))?,
-            file.size + 1,
-        ));
         let to = into.folder().map(|folder| folder.join(relative));
         if let Some(to) = &to {
             fs_err::create_dir_all(to.parent().expect("inside the folder")).map_err(io_at(to))?;
         }
-        match (&to, into) {
-            (Some(to), Placement::Copy(_)) => {
-                let mut writer = fs_err::File::create(to).map_err(io_at(to))?;
-                std::io::copy(&mut reader, &mut writer).map_err(io_at(&from))?;
-            }
-            _ => {
-                std::io::copy(&mut reader, &mut std::io::sink()).map_err(io_at(&from))?;
-            }
-        }
-        let (actual, _) = reader.finish().map_err(io_at(&from))?;
-        if actual != file.sha256 {
-            return Err(UnpackError::Mismatch {
-                package: from,
-                expected: file.sha256,
-                actual,
-            });
-        }
         if let (Some(to), Placement::Move(_)) = (&to, into) {
+            // Checked as it arrived, against this index (a blob against its name, which every
+            // index listing it shares): not read a second time.
             let shared = berth_formats::bundle::shared_blob(&file.path).is_some();
             let placed = if shared {
                 fs_err::hard_link(&from, to)
@@ -291,6 +273,30 @@ fn walk_bundled(
             // Another filesystem: copied after all.
             if placed.is_err() {
                 fs_err::copy(&from, to).map_err(io_at(to))?;
+            }
+        } else {
+            // No more than the index says: a longer file fails its digest without filling the
+            // disk.
+            let mut reader = HashingReader::new(std::io::Read::take(
+                fs_err::File::open(&from).map_err(io_at(&from))?,
+                file.size + 1,
+            ));
+            match &to {
+                Some(to) => {
+                    let mut writer = fs_err::File::create(to).map_err(io_at(to))?;
+                    std::io::copy(&mut reader, &mut writer).map_err(io_at(&from))?;
+                }
+                None => {
+                    std::io::copy(&mut reader, &mut std::io::sink()).map_err(io_at(&from))?;
+                }
+            }
+            let (actual, _) = reader.finish().map_err(io_at(&from))?;
+            if actual != file.sha256 {
+                return Err(UnpackError::Mismatch {
+                    package: from,
+                    expected: file.sha256,
+                    actual,
+                });
             }
         }
         if let Some(to) = &to {
