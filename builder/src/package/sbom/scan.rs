@@ -152,11 +152,13 @@ impl Scanner {
 }
 
 /// Reads the package at `path` once, streaming: nothing is written to disk. `digest` is the
-/// package's, where the caller knows it.
+/// package's, where the caller knows it. A package whose index lists the bill of materials it
+/// carries has only that and its Manifest read: its layers and host packages are passed over.
 pub fn scan_package(path: &Path, digest: Option<Sha256Digest>) -> anyhow::Result<Scanned> {
     let file = std::io::BufReader::with_capacity(1 << 20, fs_err::File::open(path)?);
     let mut hashing = berth_formats::digest::HashingReader::new(file);
     let mut index: Option<PackageIndex> = None;
+    let mut carries_bom = false;
     let mut scanner = Scanner::default();
     {
         let mut archive = tar::Archive::new(
@@ -175,21 +177,29 @@ pub fn scan_package(path: &Path, digest: Option<Sha256Digest>) -> anyhow::Result
             if name.ends_with(&format!("/{PACKAGE_INDEX_FILE}")) && index.is_none() {
                 let mut bytes = Vec::new();
                 (&mut entry).take(SMALL_BLOB).read_to_end(&mut bytes)?;
-                index = Some(
-                    PackageIndex::from_bytes(&bytes)
-                        .map_err(|error| anyhow::anyhow!("{}: {name}: {error}", path.display()))?,
-                );
+                let read = PackageIndex::from_bytes(&bytes)
+                    .map_err(|error| anyhow::anyhow!("{}: {name}: {error}", path.display()))?;
+                carries_bom = read.files.iter().any(|file| file.path == BOM_FILE);
+                index = Some(read);
                 continue;
             }
             let Some(known) = &index else {
                 continue;
             };
             let root = format!("{}/", package_root(&known.name, &known.version));
-            if let Some(relative) = name.strip_prefix(&root) {
+            if let Some(relative) = name.strip_prefix(&root)
+                && (!carries_bom || [BOM_FILE, "Manifest"].contains(&relative))
+            {
                 let size = entry.size();
                 scanner.file(relative, size, &mut entry)?;
             }
         }
+    }
+    if carries_bom && scanner.carried.is_none() {
+        anyhow::bail!(
+            "{}: its {PACKAGE_INDEX_FILE} lists {BOM_FILE}, which the package lacks",
+            path.display()
+        );
     }
     // The rest of the stream (padding) counts toward the digest too.
     std::io::copy(&mut hashing, &mut std::io::sink())?;
