@@ -285,7 +285,7 @@ fn execute(
     if plan.refused().is_empty() {
         // A bundle received as a stream does not stay: the installer's own folder keeps its
         // versions, as the dist later plans read.
-        let dist = if settings.consume_bundle {
+        let dist = if settings.bundle.is_some() {
             keep_received_versions(&settings.layout, &plan.id)?
         } else {
             settings.dist.clone()
@@ -365,6 +365,7 @@ pub(crate) fn settings(
         layout: None,
         lock: None,
     };
+    let mut arriving = None;
     if let Some(bundle) = &args.bundle {
         let folder = received_bundle_dir(&layout);
         let trust = berth::dist::trust::Trust::load(&layout, &args.trust_keys, None)?;
@@ -377,17 +378,18 @@ pub(crate) fn settings(
                 &format!("berth receiving the bundle {}", bundle.display()),
             )?),
         };
-        if bundle.as_os_str() == "-" {
-            if args.params_from_stdin {
-                bail!(
-                    "--bundle - reads the bundle on standard input, so --params-from-stdin cannot"
-                );
-            }
-            berth::dist::bundle_stream::receive(std::io::stdin().lock(), &folder, &trust)?;
-        } else {
-            let file = fs_err::File::open(bundle)?;
-            berth::dist::bundle_stream::receive(file, &folder, &trust)?;
+        if bundle.as_os_str() == "-" && args.params_from_stdin {
+            bail!("--bundle - reads the bundle on standard input, so --params-from-stdin cannot");
         }
+        // Its head now, for the plan; the run receives the packages it needs.
+        let reader: Box<dyn std::io::Read + Send> = if bundle.as_os_str() == "-" {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(fs_err::File::open(bundle)?)
+        };
+        arriving = Some(berth::dist::bundle_stream::BundleArrival::new(
+            berth::dist::bundle_stream::receive_head(reader, &folder, &trust)?,
+        ));
         bundle_trust = Some(trust.checked_on_arrival());
         args.dist = Some(folder.display().to_string());
         args.spec = args
@@ -448,7 +450,7 @@ pub(crate) fn settings(
         mode,
         join_ttl: run.join_ttl,
         reuse_unpacked: false,
-        consume_bundle: args.bundle.is_some(),
+        bundle: arriving,
         trust,
     };
     // The run takes the node lock itself; the received bundle goes when the command ends.

@@ -54,7 +54,7 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
         mode: Mode::Rollback,
         join_ttl: berth::kubernetes::join::DEFAULT_TTL,
         reuse_unpacked: true,
-        consume_bundle: false,
+        bundle: None,
         trust,
         layout,
     };

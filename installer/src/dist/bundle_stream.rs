@@ -1,13 +1,17 @@
 //! An airgap bundle read as a stream (a file, a pipe, a mounted disk), never extracted whole.
 //!
-//! The bundle says first what its packages take on disk (`contents.json`, refused up front
-//! when it would not fit), then its lock (checked against its signature when keys are trusted,
-//! before any package file is written), versions and spec. Each package's `package.json` must
-//! have the digest the lock pins; each of its files must be one the index lists, with its
-//! size and digest, and each image blob is written once. What is written is only what an
-//! install keeps: the run then moves each file into place (an image blob shared by several
-//! packages is linked), so the disk holds the installed content once, never the bundle too.
-//! Scripts, the `berth` binary, bills of materials and the list of files are passed over.
+//! It comes in two steps. Its head first ([`receive_head`]): what its packages take on disk
+//! (`contents.json`, refused up front when it would not fit), its lock (checked against its
+//! signature when keys are trusted), versions and spec, which is all a plan reads; the bytes
+//! read so far are kept in an unnamed file. The run then reads the rest
+//! ([`ArrivingBundle::receive`]) once it knows which packages it needs: each package's
+//! `package.json` must have the digest the lock pins; each of its files must be one the index
+//! lists, with its size and digest, and each image blob is written once. A package the run
+//! needs not (the node has it unpacked and applied as asked, as on a second run of the same
+//! bundle) is checked as it passes but not written. What is written is only what an install
+//! keeps: the run then moves each file into place (an image blob shared by several packages
+//! is linked), so the disk holds the installed content once, never the bundle too. Scripts,
+//! the `berth` binary, bills of materials and the list of files are passed over.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -16,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use berth_formats::Sha256Digest;
 use berth_formats::bundle::{self, CONTENTS_FILE, Contents, SPEC_FILE};
 use berth_formats::digest::HashingReader;
-use berth_formats::lock::{LOCK_FILE, Lock};
+use berth_formats::lock::{LOCK_FILE, Lock, LockedAddon};
 use berth_formats::package_index::{MAX_INDEX_BYTES, PACKAGE_INDEX_FILE, PackageIndex};
 use berth_formats::signature::SIGNATURE_SUFFIX;
 use berth_formats::versions::VERSIONS_FILE;
@@ -25,6 +29,9 @@ use crate::dist::trust::{Trust, TrustError};
 // What is left free beyond the packages' own size (the records, logs and the hook session's
 // files) is the reserve every unpack keeps.
 use crate::dist::unpack::{DISK_RESERVE, free_space};
+
+/// Why a package file before `contents.json` is refused.
+const OLDER_BUNDLE: &str = "a package file before contents.json; this bundle was made by an older berth-build: extract it and run its install.sh";
 
 /// The most bytes of one of the small files the stream keeps (lock, versions, spec); an
 /// index may be as large as the format allows.
@@ -56,14 +63,155 @@ pub enum StreamError {
     },
 }
 
-/// Reads the bundle from `reader` into `folder` (laid out as an extracted bundle, with only
-/// what an install reads), checking each file as it is written.
-pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), StreamError> {
+/// The most compressed bytes of a bundle before its first package (what it holds, its lock,
+/// versions, spec, scripts and the `berth` binary), kept on disk until the run reads the rest.
+const MAX_HEAD: u64 = 1 << 30;
+
+/// A bundle whose head (what its packages take, its lock, versions and spec) is received and
+/// checked, and whose packages are still to come: a plan reads the head alone, and the run
+/// then receives only the packages it needs.
+pub struct ArrivingBundle {
+    folder: PathBuf,
+    /// The compressed bytes read so far (an unnamed file in `folder`), then the rest.
+    head: std::fs::File,
+    rest: Box<dyn Read + Send>,
+}
+
+impl std::fmt::Debug for ArrivingBundle {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ArrivingBundle")
+            .field("folder", &self.folder)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An [`ArrivingBundle`] in a run's settings (which are shared and cloned): the run that
+/// receives its packages takes it.
+#[derive(Debug, Clone)]
+pub struct BundleArrival(std::sync::Arc<std::sync::Mutex<Option<ArrivingBundle>>>);
+
+impl BundleArrival {
+    pub fn new(bundle: ArrivingBundle) -> Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(Some(bundle))))
+    }
+
+    /// The bundle, to the first who asks; `None` after.
+    pub fn take(&self) -> Option<ArrivingBundle> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// What the rest of a bundle brought.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Packages written into the bundle's folder.
+    pub written: usize,
+    /// Packages passed over: the node has them unpacked and the run needs them no more.
+    pub in_place: usize,
+}
+
+/// Reads the head of the bundle from `reader` into `folder` (laid out as an extracted bundle),
+/// checking the lock (with trusted keys, its signature) before any package: what a plan
+/// needs. The packages come with [`ArrivingBundle::receive`].
+pub fn receive_head(
+    mut reader: Box<dyn Read + Send>,
+    folder: &Path,
+    trust: &Trust,
+) -> Result<ArrivingBundle, StreamError> {
     // What an earlier run left is not counted on: the bundle is read whole again, and the
     // room it takes is checked on an empty folder. (Files already moved into place are the
     // add-ons', linked or renamed away from here.)
     fs_err::create_dir_all(folder).map_err(write_error(folder))?;
     clear(folder).map_err(write_error(folder))?;
+    let mut head = tempfile::tempfile_in(folder).map_err(write_error(folder))?;
+    walk(
+        Spooling {
+            inner: &mut reader,
+            spool: &mut head,
+            spooled: 0,
+        },
+        folder,
+        trust,
+        Phase::Head,
+    )?;
+    std::io::Seek::rewind(&mut head).map_err(write_error(folder))?;
+    Ok(ArrivingBundle {
+        folder: folder.to_path_buf(),
+        head,
+        rest: reader,
+    })
+}
+
+impl ArrivingBundle {
+    /// The folder the bundle is received into, the run's dist.
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    /// Receives the whole bundle, checking each file as it is written. `in_place` gives, for
+    /// an add-on the run needs no package of, its unpacked folder on this node: its package
+    /// is passed over, and an image blob it shares with a package that is written is linked
+    /// from there (once its digest is checked) rather than written again.
+    pub fn receive(
+        self,
+        trust: &Trust,
+        in_place: &dyn Fn(&LockedAddon) -> Option<PathBuf>,
+    ) -> Result<Received, StreamError> {
+        walk(
+            self.head.chain(self.rest),
+            &self.folder,
+            trust,
+            Phase::Whole { in_place },
+        )
+    }
+}
+
+/// Records what is read from `inner` into `spool`, at most [`MAX_HEAD`] bytes.
+struct Spooling<'a> {
+    inner: &'a mut dyn Read,
+    spool: &'a mut std::fs::File,
+    spooled: u64,
+}
+
+impl Read for Spooling<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let count = self.inner.read(buffer)?;
+        self.spooled += count as u64;
+        if self.spooled > MAX_HEAD {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("more than {} MiB before its first package", MAX_HEAD >> 20),
+            ));
+        }
+        std::io::Write::write_all(self.spool, &buffer[..count])?;
+        Ok(count)
+    }
+}
+
+/// How far [`walk`] reads.
+#[derive(Clone, Copy)]
+enum Phase<'a> {
+    /// Up to the first package, its lock checked.
+    Head,
+    Whole {
+        in_place: &'a dyn Fn(&LockedAddon) -> Option<PathBuf>,
+    },
+}
+
+fn walk(
+    reader: impl Read,
+    folder: &Path,
+    trust: &Trust,
+    phase: Phase<'_>,
+) -> Result<Received, StreamError> {
+    let in_place = match phase {
+        Phase::Head => None,
+        Phase::Whole { in_place } => Some(in_place),
+    };
     let mut archive =
         berth_formats::archive::open(std::io::BufReader::with_capacity(1 << 20, reader))
             .map_err(StreamError::Archive)?;
@@ -75,6 +223,10 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
     let mut packages: BTreeMap<String, BTreeMap<String, (Sha256Digest, u64)>> = BTreeMap::new();
     let mut blobs_listed: BTreeMap<String, (Sha256Digest, u64)> = BTreeMap::new();
     let mut blobs_written: BTreeSet<String> = BTreeSet::new();
+    // The packages passed over (by folder), and where the node already has each image blob
+    // they list.
+    let mut passed_over: BTreeSet<String> = BTreeSet::new();
+    let mut blobs_in_place: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut room_checked = false;
     for entry in archive.entries().map_err(StreamError::Archive)? {
         let mut entry = entry.map_err(StreamError::Archive)?;
@@ -131,6 +283,18 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
                 "this is a package, not a bundle: give a package's dist with --dist, or make a bundle with `berth-build bundle`",
             ));
         }
+        // The head ends where the packages begin.
+        if in_place.is_none()
+            && [bundle::PACKAGES_DIR, bundle::BLOBS_DIR]
+                .iter()
+                .any(|top| path.starts_with(&format!("{top}/")))
+        {
+            if !room_checked {
+                return Err(refused(OLDER_BUNDLE));
+            }
+            checked_lock(&small, folder, trust)?;
+            return Ok(Received::default());
+        }
         let Some(rest) = path.strip_prefix(&format!("{}/", bundle::PACKAGES_DIR)) else {
             if !path.contains('/') {
                 // The scripts, the binary, the list of files: not what an install reads.
@@ -152,7 +316,13 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             if !blobs_written.insert(hex.to_string()) {
                 return Err(refused("a bundle holds each image blob once"));
             }
-            copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
+            let to = folder.join(&path);
+            if !blobs_in_place
+                .get(hex)
+                .is_some_and(|from| link_checked(from, &to, &digest))
+            {
+                copy_checked(&mut entry, &to, &digest, &path)?;
+            }
             continue;
         };
         let Some((folder_name, relative)) = rest.split_once('/') else {
@@ -160,9 +330,7 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             continue;
         };
         if !room_checked {
-            return Err(refused(&format!(
-                "a package file before {CONTENTS_FILE}; this bundle was made by an older berth-build: extract it and run its install.sh"
-            )));
+            return Err(refused(OLDER_BUNDLE));
         }
         if relative == PACKAGE_INDEX_FILE {
             let lock = match &lock {
@@ -192,7 +360,14 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             }
             let index =
                 PackageIndex::from_bytes(&bytes).map_err(|error| refused(&error.to_string()))?;
-            write_file(&folder.join(&path), &bytes)?;
+            // A package the run needs not is checked as it passes, but not written.
+            let unpacked = in_place.and_then(|in_place| in_place(addon));
+            match &unpacked {
+                Some(_) => {
+                    passed_over.insert(folder_name.to_string());
+                }
+                None => write_file(&folder.join(&path), &bytes)?,
+            }
             // A blob is named by its digest, so every index that lists it agrees on its bytes:
             // the one copy checked as it arrives is each package's.
             for file in &index.files {
@@ -205,6 +380,11 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
                             "it lists the image blob {hex} with sha256 {} and {} bytes, not what its name or another index says",
                             file.sha256, file.size
                         )));
+                    }
+                    if let Some(unpacked) = &unpacked {
+                        blobs_in_place
+                            .entry(hex.to_string())
+                            .or_insert_with(|| unpacked.join(&file.path));
                     }
                 }
             }
@@ -235,7 +415,9 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
         if size != expected_size {
             return Err(refused("its size is not the one its package's index gives"));
         }
-        copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
+        if !passed_over.contains(folder_name) {
+            copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
+        }
     }
     berth_formats::archive::finish(archive).map_err(StreamError::Archive)?;
     let lock = match lock {
@@ -264,7 +446,10 @@ pub fn receive(reader: impl Read, folder: &Path, trust: &Trust) -> Result<(), St
             what: bundle::blob_path(missing),
         });
     }
-    Ok(())
+    Ok(Received {
+        written: packages.len() - passed_over.len(),
+        in_place: passed_over.len(),
+    })
 }
 
 /// Empties `folder`, which stays (it may be a mount point of its own).
@@ -348,6 +533,16 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StreamError> {
     fs_err::write(path, bytes).map_err(write_error(path))
 }
 
+/// Links the node's copy `from` of an image blob to `to` when it still has `digest`; false
+/// when it does not (or cannot be linked), and the blob is then written from the bundle.
+fn link_checked(from: &Path, to: &Path, digest: &Sha256Digest) -> bool {
+    Sha256Digest::of_file(from).is_ok_and(|actual| actual == *digest)
+        && to
+            .parent()
+            .is_some_and(|parent| fs_err::create_dir_all(parent).is_ok())
+        && fs_err::hard_link(from, to).is_ok()
+}
+
 /// Writes `entry` to `to`, refusing (and removing) it unless it has `digest`.
 fn copy_checked(
     entry: &mut impl Read,
@@ -381,7 +576,7 @@ mod tests {
     use super::*;
     use berth_formats::archive::TarWriter;
     use berth_formats::compression::{Encoder, Setting};
-    use berth_formats::lock::{LOCK_SCHEMA_VERSION, LockedAddon};
+    use berth_formats::lock::LOCK_SCHEMA_VERSION;
     use berth_formats::package_index::{FileRecord, SCHEMA_VERSION};
 
     /// Two packages sharing one image blob, as `berth-build bundle` lays them out: the
@@ -459,7 +654,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let trust = Trust::load(&crate::node::layout::Layout::new(root.path()), &[], None).unwrap();
         let folder = root.path().join("received");
-        receive(archive.as_slice(), &folder, &trust).map(|()| root)
+        receive_head(Box::new(std::io::Cursor::new(archive)), &folder, &trust)?
+            .receive(&trust, &|_| None)?;
+        Ok(root)
     }
 
     fn is_blob(path: &str) -> bool {

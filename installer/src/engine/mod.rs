@@ -151,9 +151,10 @@ pub struct RunSettings {
     /// A package missing from the dist may be taken from its folder unpacked on this node
     /// (a rollback to a version installed from an airgap bundle, which leaves no archive).
     pub reuse_unpacked: bool,
-    /// The dist is a bundle Berth received as a stream into a folder of its own: its files are
-    /// moved into place, not copied.
-    pub consume_bundle: bool,
+    /// The dist is a bundle Berth receives as a stream into a folder of its own (its head is
+    /// there for the plan): the run receives the packages it needs and moves their files into
+    /// place, not copying them.
+    pub bundle: Option<crate::dist::bundle_stream::BundleArrival>,
     /// The signing keys the run trusts: with any, versions.json, each `.sha256` and the lock
     /// must be signed by one.
     pub trust: crate::dist::trust::Trust,
@@ -243,6 +244,8 @@ pub enum EngineError {
     VersionsFetch(#[source] FetchError),
     #[error(transparent)]
     Trust(#[from] crate::dist::trust::TrustError),
+    #[error(transparent)]
+    Bundle(#[from] crate::dist::bundle_stream::StreamError),
     #[error("--set {text}: {problem}")]
     BadOverride { text: String, problem: String },
     #[error(

@@ -272,12 +272,91 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
         !streamed.install_dir().join("received-bundle").exists(),
         "the received bundle's folder goes once the run ends"
     );
+    assert!(
+        said.contains("bundle: 2 packages received, 0 passed over"),
+        "{said}"
+    );
     // The node still plans against what it installed (the installer keeps the versions), and
-    // a plan of a bundle leaves nothing of it behind.
+    // a plan of a bundle leaves nothing of it behind. A plan reads the bundle's head alone:
+    // one cut short after it plans as the whole one does.
     let planned = succeeded(&streamed.berth(&["plan"]));
     assert!(planned.contains("AlreadyApplied"), "{planned}");
     let planned = succeeded(&streamed.berth(&["plan", "--bundle", archive.to_str().unwrap()]));
     assert!(planned.contains("AlreadyApplied"), "{planned}");
+    assert!(!streamed.install_dir().join("received-bundle").exists());
+    let whole = fs_err::read(&archive).unwrap();
+    let cut_archive = archive.with_file_name("cut.tar.gz");
+    fs_err::write(&cut_archive, &whole[..whole.len() - 4096]).unwrap();
+    let planned = succeeded(&streamed.berth(&["plan", "--bundle", cut_archive.to_str().unwrap()]));
+    assert!(planned.contains("AlreadyApplied"), "{planned}");
+
+    // The same bundle again: both add-ons are in place and applied as asked, so their packages
+    // pass by unwritten and the installed files stay the very same (same inodes).
+    use std::os::unix::fs::MetadataExt as _;
+    let inodes = |node: &Node| {
+        Node::installed_files(node)
+            .keys()
+            .map(|path| {
+                let metadata =
+                    fs_err::metadata(node.install_dir().join("addons").join(path)).unwrap();
+                (path.clone(), metadata.ino())
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = inodes(&streamed);
+    let again = succeeded(&streamed.berth(&["install", "--bundle", archive.to_str().unwrap()]));
+    assert!(
+        again.contains("bundle: 0 packages received, 2 passed over"),
+        "{again}"
+    );
+    assert_eq!(inodes(&streamed), before);
+    assert_eq!(Node::applied(&streamed), Node::applied(&plain));
+    // With one add-on's folder gone, that package alone is received; the image blob it shares
+    // with the other, which passes by, is linked from the node's copy, not written again.
+    let shared = |node: &Node, name: &str| {
+        let folder = node
+            .install_dir()
+            .join(format!("addons/{name}/1.0.0/images/blobs/sha256"));
+        fs_err::read_dir(folder)
+            .unwrap()
+            .map(|entry| {
+                let path = entry.unwrap().path();
+                (
+                    path.file_name().unwrap().to_owned(),
+                    fs_err::metadata(&path).unwrap().ino(),
+                )
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let first_blobs = shared(&streamed, "first");
+    fs_err::remove_dir_all(streamed.install_dir().join("addons/second/1.0.0")).unwrap();
+    let again = succeeded(&streamed.berth(&["install", "--bundle", archive.to_str().unwrap()]));
+    assert!(
+        again.contains("bundle: 1 packages received, 1 passed over"),
+        "{again}"
+    );
+    assert_eq!(
+        Node::installed_files(&streamed),
+        Node::installed_files(&plain)
+    );
+    let second_blobs = shared(&streamed, "second");
+    assert!(
+        second_blobs
+            .iter()
+            .any(|(name, inode)| first_blobs.get(name) == Some(inode)),
+        "the shared blob is the first add-on's file: {first_blobs:?} {second_blobs:?}"
+    );
+    // --force-reapply needs every package: each is received.
+    let again = succeeded(&streamed.berth(&[
+        "install",
+        "--bundle",
+        archive.to_str().unwrap(),
+        "--force-reapply",
+    ]));
+    assert!(
+        again.contains("bundle: 2 packages received, 0 passed over"),
+        "{again}"
+    );
     assert!(!streamed.install_dir().join("received-bundle").exists());
     // A join or an upgrade whose words are refused after the bundle came in leaves nothing
     // of it either.
@@ -305,7 +384,6 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
             .map(|entry| entry.unwrap().path())
             .collect::<Vec<_>>()
     };
-    use std::os::unix::fs::MetadataExt as _;
     let linked = blob("first")
         .iter()
         .filter(|path| fs_err::metadata(path).unwrap().nlink() == 2)
@@ -380,19 +458,22 @@ fn a_bundle_installs_as_a_stream_as_it_does_extracted() {
         writer.join().unwrap();
         output
     };
-    let cut = failed(&pipe_in(&piped, &bytes[..bytes.len() * 2 / 3]));
-    assert!(cut.contains("bundle") && !cut.contains("panicked"), "{cut}");
-    assert!(cut.contains("the file is cut short"), "{cut}");
-    assert!(
-        piped
-            .status()
-            .values()
-            .all(|record| record["current"].is_null())
-    );
-    assert!(
-        !piped.install_dir().join("received-bundle").exists(),
-        "what came in of the cut stream is not kept"
-    );
+    // Cut in its head, and among its packages (read once the plan is made).
+    for end in [bytes.len() * 2 / 3, bytes.len() - 4096] {
+        let cut = failed(&pipe_in(&piped, &bytes[..end]));
+        assert!(cut.contains("bundle") && !cut.contains("panicked"), "{cut}");
+        assert!(cut.contains("the file is cut short"), "{cut}");
+        assert!(
+            piped
+                .status()
+                .values()
+                .all(|record| record["current"].is_null())
+        );
+        assert!(
+            !piped.install_dir().join("received-bundle").exists(),
+            "what came in of the cut stream is not kept"
+        );
+    }
     succeeded(&pipe_in(&piped, &bytes));
     assert_eq!(Node::installed_files(&piped), Node::installed_files(&plain));
     assert_eq!(Node::applied(&piped), Node::applied(&plain));

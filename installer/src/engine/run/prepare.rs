@@ -91,7 +91,7 @@ pub(super) fn fetch(
                 (name, version),
                 &staging,
                 &layout.install_dir(),
-                settings.consume_bundle,
+                settings.bundle.is_some(),
             )
             .map_err(|source| EngineError::Unpack {
                 name: name.to_string(),
