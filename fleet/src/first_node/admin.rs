@@ -96,7 +96,7 @@ pub fn check_first_node(paths: &FleetPaths) -> anyhow::Result<Serving> {
             paths.registry().display()
         );
     }
-    Ok(if is_locked(&serve_lock(paths)) {
+    Ok(if serves(paths) {
         Serving::Yes
     } else {
         Serving::Stopped
@@ -109,6 +109,11 @@ pub enum Serving {
     Yes,
     /// It ran here once and is not running now: nothing moves until it is started again.
     Stopped,
+}
+
+/// Whether `berth fleet serve` runs on this node now.
+pub fn serves(paths: &FleetPaths) -> bool {
+    is_locked(&serve_lock(paths))
 }
 
 /// Whether a process holds the flock of `path` now (a shared lock is tried).

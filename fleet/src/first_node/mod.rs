@@ -26,7 +26,7 @@ pub mod bundles;
 mod messages;
 
 use admin::serve_lock;
-pub use admin::{Serving, age, check_first_node, nodes, prepare, remove};
+pub use admin::{Serving, age, check_first_node, nodes, prepare, remove, serves};
 use admission::{Admission, MAX_UNREGISTERED_FRAME, Slot};
 use bundles::Bundles;
 

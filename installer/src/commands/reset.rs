@@ -32,6 +32,14 @@ pub fn run(args: ResetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     let lock = NodeLock::acquire(&layout.lock_file(), "berth reset")?;
+    // The fleet's server writes in Berth's folder as long as it runs: the reset would remove
+    // it under the server's feet, after the hooks had already taken the cluster down.
+    let fleet = berth::fleet::paths(&layout);
+    if berth_fleet::first_node::serves(&fleet) {
+        anyhow::bail!(
+            "berth fleet serve runs on this node; nothing was changed\nhint: stop it, then run berth reset again"
+        );
+    }
     let report = berth::engine::reset::reset(
         &layout,
         args.hook_timeout.duration(),

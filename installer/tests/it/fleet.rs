@@ -502,8 +502,18 @@ fn nodes_register_with_the_first_node_report_and_forged_messages_are_refused() {
     assert!(listed.iter().any(|node| node["machineId"] == gone.as_str()));
     succeeded(&same_host[0].berth(&["fleet", "report"]));
 
+    // The first node is not reset while it serves the fleet; once the server stops, it is.
+    let refused = failed(&first.berth(&["reset", "--yes"]));
+    assert!(
+        refused.contains("berth fleet serve runs on this node; nothing was changed"),
+        "{refused}"
+    );
+    assert!(first.install_dir().join("fleet/nodes.json").exists());
+    assert!(first.status().contains_key("hello"));
     let _ = server.kill();
     let _ = server.wait();
+    succeeded(&first.berth(&["reset", "--yes"]));
+    assert!(!first.install_dir().exists());
 }
 
 /// A fleet upgrade installs the package its rollout pinned when it was applied: a package and

@@ -1235,7 +1235,7 @@ fn a_cluster_addon_is_applied_judged_live_rolled_out_rolled_back_and_reset() {
 
     // The worker joins, with the fleet's parameters; its `_join` runs, and the Deployment
     // is not its to wait for.
-    let _coordinator = spawn_berth(
+    let coordinator = spawn_berth(
         &cluster,
         0,
         &[
@@ -1491,6 +1491,15 @@ fn a_cluster_addon_is_applied_judged_live_rolled_out_rolled_back_and_reset() {
         !kubectl_text(&cluster, "get addons").is_empty(),
         "the worker's reset removed the Addons"
     );
+    // Not while the fleet's server writes in Berth's folder: refused before any hook runs.
+    let refused = cluster.shell(0, "berth reset --force");
+    let said = printed(&refused);
+    assert!(
+        !refused.status.success() && said.contains("berth fleet serve runs on this node"),
+        "{said}"
+    );
+    assert_eq!(addon_column(1), "1.0.0", "{said}");
+    drop(coordinator);
     let reset = cluster.shell(0, "berth reset --force");
     let said = printed(&reset);
     assert!(reset.status.success(), "{said}");
