@@ -309,6 +309,12 @@ pub fn cached_with(
         .tempdir_in(cache_root)
         .map_err(|error| error.to_string())?;
     let built = building.path().join("dist");
+    // A dist with extra add-ons starts from the plain one's packages, linked: the builder
+    // keeps each whose inputs are unchanged (the 200 MB kubernetes package among them), so
+    // the two dists hold it once and it is built once.
+    if extra != Extra::None {
+        link_packages(&cached(builder, artefacts, cache_root)?, &built)?;
+    }
     build(
         builder,
         artefacts,
@@ -339,6 +345,22 @@ pub fn cached_with(
 }
 
 /// The source of the Kubernetes hooks the builder embeds.
+/// Links each package of `from` and its `.sha256` (what the builder reads to keep an unchanged
+/// package, and never writes to) into the new folder `to`.
+fn link_packages(from: &Path, to: &Path) -> Result<(), String> {
+    fs_err::create_dir_all(to).map_err(|error| error.to_string())?;
+    for entry in fs_err::read_dir(from).map_err(|error| error.to_string())? {
+        let name = entry.map_err(|error| error.to_string())?.file_name();
+        let text = name.to_string_lossy();
+        let package = text.strip_suffix(".sha256").unwrap_or(&text);
+        if berth_formats::compression::Compression::of_file_name(package).is_some() {
+            fs_err::hard_link(from.join(&name), to.join(&name))
+                .map_err(|error| error.to_string())?;
+        }
+    }
+    Ok(())
+}
+
 fn hooks_source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../builder/hooks/kubernetes.sh")
 }
