@@ -147,11 +147,6 @@ pub fn receive_head(
 }
 
 impl ArrivingBundle {
-    /// The folder the bundle is received into, the run's dist.
-    pub fn folder(&self) -> &Path {
-        &self.folder
-    }
-
     /// Receives the whole bundle, checking each file as it is written. `in_place` gives, for
     /// an add-on the run needs no package of, its unpacked folder on this node: its package
     /// is passed over, and an image blob it shares with a package that is written is linked

@@ -228,42 +228,8 @@ impl<'a> Run<'a> {
 
     /// fetch: every package is verified and in place before any hook runs.
     fn fetch_all(&mut self, reporter: &dyn Reporter) -> Result<(), EngineError> {
-        let layout = &self.settings.layout;
-        let needed = |member: &Member| {
-            member.planned.decision.applies()
-                || !layout
-                    .addon_dir(&member.planned.name, &member.planned.version)
-                    .join("install.sh")
-                    .exists()
-        };
-        // A bundle arriving as a stream: the packages this run needs are received now, each
-        // file checked as it comes; those it needs not are passed over.
-        if let Some(arriving) = self
-            .settings
-            .bundle
-            .as_ref()
-            .and_then(|bundle| bundle.take())
-        {
-            let started = std::time::Instant::now();
-            let members = &self.members;
-            let in_place = |addon: &berth_formats::lock::LockedAddon| {
-                members
-                    .iter()
-                    .find(|member| {
-                        member.planned.name == addon.name
-                            && member.planned.version == addon.version
-                            && !needed(member)
-                    })
-                    .map(|_| layout.addon_dir(&addon.name, &addon.version))
-            };
-            let received = arriving.receive(&self.settings.trust, &in_place)?;
-            reporter.step(&format!(
-                "bundle: {} packages received, {} passed over (in place on this node) ({:.1}s)",
-                received.written,
-                received.in_place,
-                started.elapsed().as_secs_f64()
-            ));
-        }
+        self.receive_bundle(reporter)?;
+        let needed = |member: &Member| self.needs_package(member);
         // With signing keys trusted, every package is fetched and checked against its signed
         // digest before any is unpacked: a tampered package leaves the add-ons' folders as
         // they were (a bundle received as a stream was checked so as it came in).

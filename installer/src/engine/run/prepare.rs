@@ -4,6 +4,49 @@
 use super::*;
 
 impl Run<'_> {
+    /// Whether the run needs `member`'s package: it applies, or its folder is not in place.
+    pub(super) fn needs_package(&self, member: &Member) -> bool {
+        member.planned.decision.applies()
+            || !self
+                .settings
+                .layout
+                .addon_dir(&member.planned.name, &member.planned.version)
+                .join("install.sh")
+                .exists()
+    }
+
+    /// A bundle arriving as a stream: the packages this run needs are received now, each file
+    /// checked as it comes; those it needs not are passed over.
+    pub(super) fn receive_bundle(&self, reporter: &dyn Reporter) -> Result<(), EngineError> {
+        let Some(arriving) = self
+            .settings
+            .bundle
+            .as_ref()
+            .and_then(|bundle| bundle.take())
+        else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        let in_place = |addon: &berth_formats::lock::LockedAddon| {
+            self.members
+                .iter()
+                .find(|member| {
+                    member.planned.name == addon.name
+                        && member.planned.version == addon.version
+                        && !self.needs_package(member)
+                })
+                .map(|_| self.settings.layout.addon_dir(&addon.name, &addon.version))
+        };
+        let received = arriving.receive(&self.settings.trust, &in_place)?;
+        reporter.step(&format!(
+            "bundle: {} packages received, {} passed over (in place on this node) ({:.1}s)",
+            received.written,
+            received.in_place,
+            started.elapsed().as_secs_f64()
+        ));
+        Ok(())
+    }
+
     /// Fetches a package into the cache and checks it against its (signed) digest — a bundled
     /// one, each of its files against its index — unpacking nothing: with trusted keys, every
     /// package passes this before any is unpacked.
