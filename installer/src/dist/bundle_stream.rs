@@ -41,6 +41,9 @@ const MAX_SMALL: u64 = 16 << 20;
 pub enum StreamError {
     #[error("the bundle is not a compressed tar Berth can read (gzip or zstd)")]
     Archive(#[source] std::io::Error),
+    /// Past its first bytes: cut short, damaged, or not to be written here.
+    #[error("the bundle could not be read to its end")]
+    Broken(#[source] std::io::Error),
     #[error("the bundle's `{path}` is refused: {why}")]
     Refused { path: String, why: String },
     #[error(
@@ -223,11 +226,11 @@ fn walk(
     let mut passed_over: BTreeSet<String> = BTreeSet::new();
     let mut blobs_in_place: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut room_checked = false;
-    for entry in archive.entries().map_err(StreamError::Archive)? {
-        let mut entry = entry.map_err(StreamError::Archive)?;
+    for entry in archive.entries().map_err(StreamError::Broken)? {
+        let mut entry = entry.map_err(StreamError::Broken)?;
         let path = entry
             .path()
-            .map_err(StreamError::Archive)?
+            .map_err(StreamError::Broken)?
             .to_string_lossy()
             .trim_start_matches("./")
             .trim_end_matches('/')
@@ -414,7 +417,7 @@ fn walk(
             copy_checked(&mut entry, &folder.join(&path), &digest, &path)?;
         }
     }
-    berth_formats::archive::finish(archive).map_err(StreamError::Archive)?;
+    berth_formats::archive::finish(archive).map_err(StreamError::Broken)?;
     let lock = match lock {
         Some(lock) => lock,
         None => checked_lock(&small, folder, trust)?,
@@ -504,7 +507,7 @@ fn read_small(entry: &mut impl Read, path: &str, most: u64) -> Result<Vec<u8>, S
     entry
         .take(most + 1)
         .read_to_end(&mut bytes)
-        .map_err(StreamError::Archive)?;
+        .map_err(StreamError::Broken)?;
     if bytes.len() as u64 > most {
         return Err(StreamError::Refused {
             path: path.to_string(),
@@ -553,9 +556,9 @@ fn copy_checked(
     let partial = PathBuf::from(format!("{}.berth-partial", to.display()));
     let mut reader = HashingReader::new(entry);
     let mut file = fs_err::File::create(&partial).map_err(write_error(&partial))?;
-    std::io::copy(&mut reader, &mut file).map_err(StreamError::Archive)?;
+    std::io::copy(&mut reader, &mut file).map_err(StreamError::Broken)?;
     drop(file);
-    let (actual, _) = reader.finish().map_err(StreamError::Archive)?;
+    let (actual, _) = reader.finish().map_err(StreamError::Broken)?;
     if &actual != digest {
         let _ = fs_err::remove_file(&partial);
         return Err(StreamError::Refused {
