@@ -160,12 +160,19 @@ impl Cell<'_> {
         let outcome = node.run(&format!("{PRELUDE}{script}\n"), self.timeouts.step, &log);
         let result = match &outcome {
             Ok(outcome) if outcome.success => Ok(outcome.status.clone()),
-            Ok(outcome) => Err(anyhow::anyhow!(
-                "{}; the last lines of {}.log:\n{}",
-                outcome.status,
-                node.name(),
-                tail(&log, 15)
-            )),
+            Ok(outcome) => {
+                // The error that ended the step leads: the grid shows a failure's first line.
+                let text =
+                    String::from_utf8_lossy(&fs_err::read(&log).unwrap_or_default()).into_owned();
+                let ended =
+                    step_error(&text).map_or_else(String::new, |error| format!(": {error}"));
+                Err(anyhow::anyhow!(
+                    "{}{ended}; the last lines of {}.log:\n{}",
+                    outcome.status,
+                    node.name(),
+                    tail(&log, 15)
+                ))
+            }
             Err(error) => Err(anyhow::anyhow!("{error:#}")),
         };
         if self.record(name, Some(node.name()), result, started) {
@@ -634,6 +641,27 @@ fn append(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// The last `lines` lines of a log.
+/// The last error Berth printed in the log's last step (after its `==== step ====` line):
+/// its `error:` line with the `caused by:` lines under it, on one line, at most 400
+/// characters.
+fn step_error(log: &str) -> Option<String> {
+    let step = log.rsplit_once("\n==== ").map_or(log, |(_, step)| step);
+    let lines: Vec<&str> = step.lines().map(str::trim).collect();
+    let start = lines.iter().rposition(|line| line.starts_with("error: "))?;
+    let mut error = lines[start].trim_start_matches("error: ").to_string();
+    for cause in lines[start + 1..]
+        .iter()
+        .map_while(|line| line.strip_prefix("caused by: "))
+    {
+        error.push_str(": ");
+        error.push_str(cause);
+    }
+    if error.chars().count() > 400 {
+        error = error.chars().take(399).chain(['…']).collect();
+    }
+    Some(error)
+}
+
 fn tail(path: &Path, lines: usize) -> String {
     let text = fs_err::read(path).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
@@ -644,6 +672,20 @@ fn tail(path: &Path, lines: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_step_is_named_by_the_last_error_berth_printed_in_it() {
+        let log = "\n==== install ====\nerror: an earlier step's\n\n==== upgrade ====\nberth: banner 1.0.0: banner_install\nerror: banner 1.0.0: not healthy within 300s after its hooks\n  caused by: deployment/banner: 0 of 1 pods ready\nthe log: /var/log/berth/x.log\n";
+        assert_eq!(
+            step_error(log).as_deref(),
+            Some(
+                "banner 1.0.0: not healthy within 300s after its hooks: deployment/banner: 0 of 1 pods ready"
+            )
+        );
+        assert_eq!(step_error("\n==== upgrade ====\nall fine\n"), None);
+        let long = format!("\n==== install ====\nerror: {}\n", "x".repeat(1000));
+        assert_eq!(step_error(&long).unwrap().chars().count(), 400);
+    }
 
     #[test]
     fn the_names_step_names_the_cells_nodes_and_keeps_every_other_name() {

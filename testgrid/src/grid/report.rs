@@ -110,9 +110,22 @@ pub fn index_html(results: &[CellResult]) -> String {
         .map(|result| (result.os_id.as_str(), result.os_title.as_str()))
         .collect();
     let passed = results.iter().filter(|result| result.passed).count();
+    // And by OS: a failure that is one distribution's shows at a glance.
+    let by_os: Vec<String> = oses
+        .keys()
+        .map(|id| {
+            let cells: Vec<_> = results
+                .iter()
+                .filter(|result| result.os_id == *id)
+                .collect();
+            let passed = cells.iter().filter(|result| result.passed).count();
+            format!("{}: {passed} of {}", escape(id), cells.len())
+        })
+        .collect();
     let mut html = format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Berth testgrid</title><style>{STYLE}</style></head><body>\n<h1>Berth testgrid</h1>\n<p id=\"summary\">{passed} of {} cells passed</p>\n<table id=\"grid\">\n<tr><th>test</th>",
-        results.len()
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Berth testgrid</title><style>{STYLE}</style></head><body>\n<h1>Berth testgrid</h1>\n<p id=\"summary\">{passed} of {} cells passed ({})</p>\n<table id=\"grid\">\n<tr><th>test</th>",
+        results.len(),
+        by_os.join(", ")
     );
     for (id, title) in &oses {
         let _ = write!(html, "<th title=\"{}\">{}</th>", escape(id), escape(title));
@@ -494,7 +507,10 @@ mod tests {
             cell("broken", "debian-12", false),
         ];
         let html = index_html(&results);
-        assert!(html.contains("1 of 2 cells passed"));
+        assert!(
+            html.contains("1 of 2 cells passed (debian-12: 1 of 2)"),
+            "{html}"
+        );
         assert!(
             !html.contains("<b>") && !html.contains("<script>"),
             "{html}"

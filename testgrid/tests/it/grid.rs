@@ -165,6 +165,12 @@ fn a_grid_runs_on_netns_machines_in_shards_and_merges() {
     );
     let junit = fs_err::read_to_string(merged.join("junit.xml")).unwrap();
     assert!(junit.contains("tests=\"6\" failures=\"4\""), "{junit}");
+    // The grid's summary counts by OS too.
+    let index = fs_err::read_to_string(merged.join("index.html")).unwrap();
+    assert!(
+        index.contains(&format!("{own}: 2 of 3")) && index.contains("another-os: 0 of 3"),
+        "{index}"
+    );
 }
 
 #[test]
