@@ -139,7 +139,7 @@ pub fn receive_head(
         },
         folder,
         trust,
-        Phase::Head,
+        None,
     )?;
     std::io::Seek::rewind(&mut head).map_err(write_error(folder))?;
     Ok(ArrivingBundle {
@@ -154,19 +154,18 @@ impl ArrivingBundle {
     /// an add-on the run needs no package of, its unpacked folder on this node: its package
     /// is passed over, and an image blob it shares with a package that is written is linked
     /// from there (once its digest is checked) rather than written again.
-    pub fn receive(
-        self,
-        trust: &Trust,
-        in_place: &dyn Fn(&LockedAddon) -> Option<PathBuf>,
-    ) -> Result<Received, StreamError> {
+    pub fn receive(self, trust: &Trust, in_place: InPlace<'_>) -> Result<Received, StreamError> {
         walk(
             self.head.chain(self.rest),
             &self.folder,
             trust,
-            Phase::Whole { in_place },
+            Some(in_place),
         )
     }
 }
+
+/// For an add-on the run needs no package of, its unpacked folder on this node.
+pub type InPlace<'a> = &'a dyn Fn(&LockedAddon) -> Option<PathBuf>;
 
 /// Records what is read from `inner` into `spool`, at most [`MAX_HEAD`] bytes.
 struct Spooling<'a> {
@@ -190,26 +189,17 @@ impl Read for Spooling<'_> {
     }
 }
 
-/// How far [`walk`] reads.
-#[derive(Clone, Copy)]
-enum Phase<'a> {
-    /// Up to the first package, its lock checked.
-    Head,
-    Whole {
-        in_place: &'a dyn Fn(&LockedAddon) -> Option<PathBuf>,
-    },
-}
-
+/// Reads the bundle into `folder`: without `in_place`, its head alone (up to the first
+/// package, the room checked, its files written, its lock checked); with it (see
+/// [`ArrivingBundle::receive`]), the whole bundle again from the same bytes, the head's files
+/// read for their checks but neither written nor the room checked a second time.
 fn walk(
     reader: impl Read,
     folder: &Path,
     trust: &Trust,
-    phase: Phase<'_>,
+    in_place: Option<InPlace<'_>>,
 ) -> Result<Received, StreamError> {
-    let in_place = match phase {
-        Phase::Head => None,
-        Phase::Whole { in_place } => Some(in_place),
-    };
+    let head_only = in_place.is_none();
     let mut archive =
         berth_formats::archive::open(std::io::BufReader::with_capacity(1 << 20, reader))
             .map_err(StreamError::Archive)?;
@@ -263,7 +253,9 @@ fn walk(
             let bytes = read_small(&mut entry, &path, MAX_SMALL)?;
             let contents: Contents = serde_json::from_slice(&bytes)
                 .map_err(|error| refused(&format!("not what Berth writes there: {error}")))?;
-            check_room(folder, contents.installed_bytes)?;
+            if head_only {
+                check_room(folder, contents.installed_bytes)?;
+            }
             room_checked = true;
             continue;
         }
@@ -272,7 +264,9 @@ fn walk(
                 return Err(refused("a bundle has one, before its packages"));
             }
             let bytes = read_small(&mut entry, &path, MAX_SMALL)?;
-            write_file(&folder.join(&path), &bytes)?;
+            if head_only {
+                write_file(&folder.join(&path), &bytes)?;
+            }
             small.insert(path.clone(), bytes);
             continue;
         }
@@ -282,7 +276,7 @@ fn walk(
             ));
         }
         // The head ends where the packages begin.
-        if in_place.is_none()
+        if head_only
             && [bundle::PACKAGES_DIR, bundle::BLOBS_DIR]
                 .iter()
                 .any(|top| path.starts_with(&format!("{top}/")))
@@ -657,6 +651,11 @@ mod tests {
         Ok(root)
     }
 
+    /// What receiving `entries` is refused with.
+    fn refusal(entries: &[(String, Vec<u8>)]) -> String {
+        receive_entries(entries).unwrap_err().to_string()
+    }
+
     fn is_blob(path: &str) -> bool {
         path.starts_with(&format!("{}/", bundle::BLOBS_DIR))
     }
@@ -687,11 +686,8 @@ mod tests {
 
         let mut twice = entries.clone();
         twice.push(entries[blob].clone());
-        let error = receive_entries(&twice).unwrap_err();
-        assert!(
-            error.to_string().contains("each image blob once"),
-            "{error}"
-        );
+        let error = refusal(&twice);
+        assert!(error.contains("each image blob once"), "{error}");
 
         // Listed under a name that is not its digest.
         let mut misnamed = entries.clone();
@@ -718,11 +714,9 @@ mod tests {
             addon.index_sha256 = Some(Sha256Digest::of(index));
         }
         misnamed[lock_at].1 = lock.to_bytes();
-        let error = receive_entries(&misnamed).unwrap_err();
+        let error = refusal(&misnamed);
         assert!(
-            error
-                .to_string()
-                .contains("not what its name or another index says"),
+            error.contains("not what its name or another index says"),
             "{error}"
         );
 
@@ -730,11 +724,9 @@ mod tests {
         let mut early = entries.clone();
         let moved = early.remove(blob);
         early.insert(2, moved);
-        let error = receive_entries(&early).unwrap_err();
+        let error = refusal(&early);
         assert!(
-            error
-                .to_string()
-                .contains("no package's index before it lists"),
+            error.contains("no package's index before it lists"),
             "{error}"
         );
     }

@@ -170,7 +170,7 @@ impl Cell<'_> {
                     "{}{ended}; the last lines of {}.log:\n{}",
                     outcome.status,
                     node.name(),
-                    tail(&log, 15)
+                    tail(&text, 15)
                 ))
             }
             Err(error) => Err(anyhow::anyhow!("{error:#}")),
@@ -662,9 +662,7 @@ fn step_error(log: &str) -> Option<String> {
     Some(error)
 }
 
-fn tail(path: &Path, lines: usize) -> String {
-    let text = fs_err::read(path).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text);
+fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
