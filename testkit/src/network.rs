@@ -43,6 +43,23 @@ impl Host {
         command
     }
 
+    /// Runs `work` on a thread inside this host's network namespace: the sockets it opens and
+    /// the processes it starts are the host's (a browser, and the connection that drives it).
+    pub fn run_inside<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        let path = format!("/run/netns/{}", self.namespace);
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let namespace = fs_err::File::open(&path).unwrap();
+                    nix::sched::setns(namespace, nix::sched::CloneFlags::CLONE_NEWNET)
+                        .unwrap_or_else(|error| panic!("entering {path}: {error}"));
+                    work()
+                })
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
     pub fn address(&self) -> &str {
         self.address.as_deref().expect("a host on the network")
     }

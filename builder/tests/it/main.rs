@@ -10,5 +10,6 @@ mod package;
 mod readme;
 mod rpm;
 mod serve;
+mod serve_page;
 mod upload;
 mod versions;

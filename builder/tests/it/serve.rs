@@ -28,19 +28,19 @@ fn berth_binary() -> PathBuf {
     support::built_beside(env!("CARGO_BIN_EXE_berth-build"), "berth")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A repository with one add-on, `hello`, and a dist built from it.
-struct Dist {
-    addons: AddonRepository,
-    dist: PathBuf,
-    build: BerthBuild,
+pub(super) struct Dist {
+    pub(super) addons: AddonRepository,
+    pub(super) dist: PathBuf,
+    pub(super) build: BerthBuild,
 }
 
 impl Dist {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let addons = AddonRepository::new();
         addons.addon("hello", "1.0.0", "");
         let dist = addons.root().join("dist");
@@ -53,7 +53,7 @@ impl Dist {
         dist
     }
 
-    fn rebuild(&self) {
+    pub(super) fn rebuild(&self) {
         let (ok, _, stderr) = self.build.run(&[
             "build",
             self.addons.root().to_str().unwrap(),
@@ -63,21 +63,21 @@ impl Dist {
         assert!(ok, "{stderr}");
     }
 
-    fn spec(&self, text: &str) -> PathBuf {
+    pub(super) fn spec(&self, text: &str) -> PathBuf {
         self.addons.write("installer.yaml", text)
     }
 }
 
-const SPEC: &str = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: demo\nspec:\n  hello:\n    version: latest\n";
+pub(super) const SPEC: &str = "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata:\n  name: demo\nspec:\n  hello:\n    version: latest\n";
 
 /// `berth-build serve` on a free port, until dropped.
-struct Serving {
-    url: String,
+pub(super) struct Serving {
+    pub(super) url: String,
     _server: Server,
     _log: tempfile::TempDir,
 }
 
-fn serve(dist: &Path, extra: &[&str]) -> Serving {
+pub(super) fn serve(dist: &Path, extra: &[&str]) -> Serving {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let mut arguments = vec!["--listen", listen.as_str()];
@@ -112,7 +112,7 @@ fn serve_with(dist: &Path, extra: &[&str], port: u16) -> Serving {
     }
 }
 
-fn curl(arguments: &[&str]) -> Output {
+pub(super) fn curl(arguments: &[&str]) -> Output {
     require("curl", "curl");
     Command::new("curl").args(arguments).output().unwrap()
 }

@@ -76,7 +76,8 @@ pub struct AddonSpec {
     pub s3_override: Option<String>,
     /// Every other field, as written.
     pub config: Map<String, Value>,
-    /// The line (from 1) each field is on in the spec's text, for errors that name one.
+    /// The line (from 1) each field (and `version`) is on in the spec's text, for errors that
+    /// name one.
     pub lines: BTreeMap<String, usize>,
 }
 
@@ -222,9 +223,11 @@ impl InstallerSpec {
             addon.lines = addon
                 .config
                 .keys()
+                .map(String::as_str)
+                .chain(["version"])
                 .filter_map(|field| {
                     let line = line_of_path(text, &["spec", &key, field])?;
-                    Some((field.clone(), line))
+                    Some((field.to_string(), line))
                 })
                 .collect();
             check_kurl_fields(&key, &addon.config)?;

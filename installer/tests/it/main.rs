@@ -32,3 +32,4 @@ mod portable;
 mod rollout;
 mod signatures;
 mod support_bundle;
+mod web_page;

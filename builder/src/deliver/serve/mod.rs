@@ -5,13 +5,15 @@
 //!
 //! `POST /installer` (spec YAML) → `<url>/<id>`; `GET /<id>` and `/<id>/install.sh`,
 //! `join.sh`, `upgrade.sh`, `tasks.sh`; `GET /versions.json`; `GET /dist/<file>`;
-//! `GET /bundle/<id>.tar.gz`, streamed.
+//! `GET /bundle/<id>.tar.gz`, streamed; `GET /` is a page to compose a spec on (to a browser;
+//! text to anything else), see [`page`].
 
 use std::path::Path;
 use std::sync::Arc;
 
 mod answers;
 mod connections;
+mod page;
 
 use answers::{installer_error, release_error, text, wants_json};
 pub use connections::{ConnectionLimits, serve};
@@ -86,10 +88,18 @@ type Shared = Arc<Server>;
 pub fn router(server: Shared) -> Router {
     Router::new()
         .route("/", get(index))
+        .route("/ui/{file}", get(page::ui_file))
+        .route("/addons.json", get(page::catalogue))
+        .route("/signing-key.pub", get(page::signing_key))
         .route(
             "/installer",
             post(post_installer).layer(DefaultBodyLimit::max(MAX_SPEC_BYTES)),
         )
+        .route(
+            "/installer/check",
+            post(page::check).layer(DefaultBodyLimit::max(MAX_SPEC_BYTES)),
+        )
+        .route("/installer/{id}", get(page::spec_file))
         .route("/versions.json", get(versions))
         .route("/dist/{*file}", get(dist_file))
         .route("/bundle/{file}", get(get_bundle))
@@ -114,11 +124,14 @@ async fn parse_off_the_workers<T: Send + 'static>(
         .expect("parsing does not panic")
 }
 
-async fn index(State(server): State<Shared>) -> Response {
+async fn index(State(server): State<Shared>, headers: HeaderMap) -> Response {
+    if page::wants_page(&headers) {
+        return page::page();
+    }
     text(
         StatusCode::OK,
         format!(
-            "Berth installer server\n\nPOST {url}/installer         an Installer spec (YAML); answers its URL\nGET  {url}/<id>               install.sh of an installer\nGET  {url}/<id>/<script>      {scripts}\nGET  {url}/bundle/<id>.tar.gz the airgap bundle of an installer (.tar.zst in zstd)\nGET  {url}/versions.json      the add-on versions on offer\nGET  {url}/dist/<file>        the release's packages and node binaries\n",
+            "Berth installer server\n\nPOST {url}/installer         an Installer spec (YAML); answers its URL\nGET  {url}/<id>               install.sh of an installer\nGET  {url}/<id>/<script>      {scripts}\nGET  {url}/bundle/<id>.tar.gz the airgap bundle of an installer (.tar.zst in zstd)\nGET  {url}/installer/<id>     the spec an installer was posted with\nPOST {url}/installer/check    a spec checked as POST /installer checks it, and not kept\nGET  {url}/addons.json        the add-ons, versions and fields on offer (the page reads it)\nGET  {url}/versions.json      the add-on versions on offer\nGET  {url}/dist/<file>        the release's packages and node binaries\n",
             url = server.public_url,
             scripts = SCRIPTS.join(", "),
         ),
@@ -143,44 +156,64 @@ fn flattened_hint(body: &[u8]) -> &'static str {
     }
 }
 
+/// A posted spec read and resolved as `POST /installer` does, storing nothing: its text, the
+/// spec and its lock, or the answer that refuses it (naming the `file:line` where it can).
+async fn admit(
+    server: &Shared,
+    body: &[u8],
+) -> Result<(String, InstallerSpec, berth_formats::lock::Lock), Response> {
+    let Ok(yaml) = String::from_utf8(body.to_vec()) else {
+        return Err(text(StatusCode::BAD_REQUEST, "the spec is not UTF-8 text"));
+    };
+    let parsed = parse_off_the_workers(server, move || {
+        InstallerSpec::parse(Path::new(SPEC_NAME), &yaml).map(|spec| (yaml, spec))
+    })
+    .await;
+    let (yaml, spec) = parsed.map_err(|error| {
+        text(
+            StatusCode::BAD_REQUEST,
+            format!("{error}{}", flattened_hint(body)),
+        )
+    })?;
+    // Resolved now, so that an unknown add-on or version is refused at once, and kept: what
+    // the installer's URL installs is fixed from now on.
+    let refused = |addon: &str, field: &str, message: String| {
+        let location = spec.addons.get(addon).map_or_else(
+            || SPEC_NAME.to_string(),
+            |requested| requested.locate(Path::new(SPEC_NAME), field),
+        );
+        text(StatusCode::BAD_REQUEST, format!("{location}: {message}"))
+    };
+    match server.release.lock(&spec).await {
+        Ok(lock) => Ok((yaml, spec, lock)),
+        // A field its add-on refuses, or a version the dist lacks, is named by its line, as
+        // a YAML error is.
+        Err(ReleaseError::Versions(error)) => Err(match &error {
+            VersionsError::Fields(field) => {
+                refused(&field.addon, &field.field, field.message.clone())
+            }
+            VersionsError::UnknownVersion { name, .. }
+            | VersionsError::NoneForKubernetes { name, .. } => {
+                refused(name, "version", error.to_string())
+            }
+            _ => release_error(server, ReleaseError::Versions(error)),
+        }),
+        Err(error) => Err(release_error(server, error)),
+    }
+}
+
+/// The name a posted spec goes by in errors.
+const SPEC_NAME: &str = "installer.yaml";
+
 async fn post_installer(
     State(server): State<Shared>,
     ConnectInfo(client): ConnectInfo<std::net::SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Ok(yaml) = String::from_utf8(body.to_vec()) else {
-        return text(StatusCode::BAD_REQUEST, "the spec is not UTF-8 text");
-    };
-    let parsed = parse_off_the_workers(&server, move || {
-        InstallerSpec::parse(Path::new("installer.yaml"), &yaml).map(|spec| (yaml, spec))
-    })
-    .await;
-    let (yaml, spec) = match parsed {
-        Ok(parsed) => parsed,
-        Err(error) => {
-            return text(
-                StatusCode::BAD_REQUEST,
-                format!("{error}{}", flattened_hint(&body)),
-            );
-        }
-    };
-    // Resolved now, so that an unknown add-on or version is refused at once, and kept: what
-    // the installer's URL installs is fixed from now on.
-    let lock = match server.release.lock(&spec).await {
-        Ok(lock) => lock,
-        // A field its add-on refuses is named by its line, as a YAML error is.
-        Err(ReleaseError::Versions(VersionsError::Fields(refused))) => {
-            let location = spec.addons.get(&refused.addon).map_or_else(
-                || "installer.yaml".to_string(),
-                |addon| addon.locate(Path::new("installer.yaml"), &refused.field),
-            );
-            return text(
-                StatusCode::BAD_REQUEST,
-                format!("{location}: {}", refused.message),
-            );
-        }
-        Err(error) => return release_error(&server, error),
+    let (yaml, spec, lock) = match admit(&server, &body).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
     };
     let store = Arc::clone(&server);
     let fresh = lock.clone();
@@ -216,7 +249,21 @@ async fn post_installer(
         Inserted::Existing => StatusCode::OK,
     };
     if wants_json(&headers) {
-        let body = serde_json::json!({ "id": id, "url": url }).to_string();
+        let public = &server.public_url;
+        let body = serde_json::json!({
+            "id": id,
+            "url": url,
+            "spec": format!("{public}/installer/{id}"),
+            "bundles": {
+                "gzip": format!("{public}/bundle/{id}.tar.gz"),
+                "zstd": format!("{public}/bundle/{id}.tar.zst"),
+            },
+            "signingKey": server.signing_key.as_ref().map(|key| serde_json::json!({
+                "fingerprint": key.public().fingerprint(),
+                "url": format!("{public}/signing-key.pub"),
+            })),
+        })
+        .to_string();
         (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
     } else {
         text(status, url)
