@@ -10,8 +10,13 @@
 //!   - name: port
 //!     type: integer
 //!     default: 8080
+//!     minimum: 1
+//!     maximum: 65535
 //!     help: the port the demo answers on
 //! ```
+//!
+//! An integer field may bound its values (`minimum`, `maximum`); a string field may list the
+//! values it takes (`values`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -66,6 +71,50 @@ pub struct FieldDeclaration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
     pub help: String,
+    /// The least an integer field takes (a port's 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<i64>,
+    /// The most an integer field takes (a port's 65535).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<i64>,
+    /// The values a string field takes, when it takes only some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<String>>,
+}
+
+/// The most values a string field lists.
+pub const MAX_VALUES: usize = 64;
+
+impl FieldDeclaration {
+    /// Why `value` (of the field's type) is out of what the field takes, if it is.
+    fn out_of_bounds(&self, value: &Value) -> Option<String> {
+        if let Some(number) = value.as_i64().or_else(|| value.as_u64().map(|_| i64::MAX)) {
+            if let Some(minimum) = self.minimum
+                && number < minimum
+            {
+                return Some(format!("less than {minimum}"));
+            }
+            if let Some(maximum) = self.maximum
+                && number > maximum
+            {
+                return Some(format!("more than {maximum}"));
+            }
+        }
+        if let (Some(values), Some(text)) = (&self.values, value.as_str())
+            && !values.iter().any(|allowed| allowed == text)
+        {
+            return Some(format!("not one of {}", quoted_list(values)));
+        }
+        None
+    }
+}
+
+fn quoted_list(values: &[String]) -> String {
+    values
+        .iter()
+        .map(|value| format!("`{value}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[derive(Deserialize)]
@@ -129,6 +178,44 @@ pub fn check(what: &str, fields: &[FieldDeclaration]) -> Result<(), String> {
                 field.kind.words()
             ));
         }
+        let bounded = field.minimum.is_some() || field.maximum.is_some();
+        if bounded && field.kind != FieldType::Integer {
+            return Err(format!(
+                "{what}: `{}` has a minimum or maximum, which only an integer field takes",
+                field.name
+            ));
+        }
+        if let (Some(minimum), Some(maximum)) = (field.minimum, field.maximum)
+            && minimum > maximum
+        {
+            return Err(format!(
+                "{what}: `{}`'s minimum {minimum} is more than its maximum {maximum}",
+                field.name
+            ));
+        }
+        if let Some(values) = &field.values {
+            if field.kind != FieldType::String {
+                return Err(format!(
+                    "{what}: `{}` lists values, which only a string field takes",
+                    field.name
+                ));
+            }
+            if values.is_empty() || values.len() > MAX_VALUES {
+                return Err(format!(
+                    "{what}: `{}` lists {} values; list from 1 to {MAX_VALUES}",
+                    field.name,
+                    values.len()
+                ));
+            }
+        }
+        if let Some(default) = &field.default
+            && let Some(problem) = field.out_of_bounds(default)
+        {
+            return Err(format!(
+                "{what}: the default of `{}` is {problem}",
+                field.name
+            ));
+        }
         if field.help.trim().is_empty() || field.help.contains(['\n', '\r']) {
             return Err(format!(
                 "{what}: field `{}` needs one line of help",
@@ -174,6 +261,12 @@ pub fn apply(
             return Err(refused(format!(
                 "spec.{addon}.{name} is {value}, expected {} ({})",
                 field.kind.words(),
+                field.help
+            )));
+        }
+        if let Some(problem) = field.out_of_bounds(value) {
+            return Err(refused(format!(
+                "spec.{addon}.{name} is {value}, {problem} ({})",
                 field.help
             )));
         }
@@ -243,6 +336,40 @@ mod tests {
     }
 
     #[test]
+    fn bounds_and_values_are_held_to() {
+        let declared = parse(
+            "demo/fields.yaml",
+            "fields:\n  - {name: port, type: integer, default: 8080, minimum: 1, maximum: 65535, help: the port}\n  - {name: mode, type: string, values: [fast, safe], help: how}\n",
+        )
+        .unwrap();
+        let refused = |field: &str, value: Value| {
+            let mut config = Map::from_iter([(field.to_string(), value)]);
+            apply("demo", &declared, &mut config)
+                .err()
+                .map(|error| error.message)
+        };
+        assert_eq!(refused("port", Value::from(65535)), None);
+        assert_eq!(refused("port", Value::from(1)), None);
+        assert_eq!(
+            refused("port", Value::from(70000)).as_deref(),
+            Some("spec.demo.port is 70000, more than 65535 (the port)")
+        );
+        assert_eq!(
+            refused("port", Value::from(0)).as_deref(),
+            Some("spec.demo.port is 0, less than 1 (the port)")
+        );
+        assert_eq!(
+            refused("port", Value::from(u64::MAX)).as_deref(),
+            Some("spec.demo.port is 18446744073709551615, more than 65535 (the port)")
+        );
+        assert_eq!(refused("mode", Value::from("safe")), None);
+        assert_eq!(
+            refused("mode", Value::from("quick")).as_deref(),
+            Some("spec.demo.mode is \"quick\", not one of `fast`, `safe` (how)")
+        );
+    }
+
+    #[test]
     fn bad_declarations_are_refused() {
         for (text, expected) in [
             (
@@ -272,6 +399,30 @@ mod tests {
             (
                 "fields:\n  - {name: a, type: string, help: x, extra: 1}\n",
                 "unknown field",
+            ),
+            (
+                "fields:\n  - {name: a, type: string, minimum: 1, help: x}\n",
+                "only an integer field takes",
+            ),
+            (
+                "fields:\n  - {name: a, type: integer, minimum: 2, maximum: 1, help: x}\n",
+                "minimum 2 is more than its maximum 1",
+            ),
+            (
+                "fields:\n  - {name: a, type: integer, default: 0, minimum: 1, help: x}\n",
+                "the default of `a` is less than 1",
+            ),
+            (
+                "fields:\n  - {name: a, type: integer, values: [x], help: x}\n",
+                "only a string field takes",
+            ),
+            (
+                "fields:\n  - {name: a, type: string, values: [], help: x}\n",
+                "lists 0 values",
+            ),
+            (
+                "fields:\n  - {name: a, type: string, default: z, values: [x], help: x}\n",
+                "the default of `a` is not one of `x`",
             ),
         ] {
             let error = parse("f", text).unwrap_err();

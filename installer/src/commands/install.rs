@@ -319,8 +319,8 @@ fn execute(
     Ok(ExitCode::SUCCESS)
 }
 
-/// An unknown version asked for an installed add-on stops the run before it starts; the
-/// add-on's record says so, as a failed upgrade would.
+/// An unknown version, or a field its version refuses, asked for an installed add-on stops
+/// the run before it starts; the add-on's record says so, as a failed upgrade would.
 fn record_refusal(settings: &RunSettings, error: &EngineError) -> anyhow::Result<()> {
     if let EngineError::Versions { source, .. } = error
         && let VersionsError::UnknownVersion {
@@ -331,6 +331,14 @@ fn record_refusal(settings: &RunSettings, error: &EngineError) -> anyhow::Result
         } = source
     {
         engine::record_refusal(&settings.layout, name, requested, &source.to_string())?;
+    }
+    if let EngineError::Field {
+        addon,
+        requested,
+        refused,
+    } = error
+    {
+        engine::record_refusal(&settings.layout, addon, requested, &refused.problem)?;
     }
     Ok(())
 }

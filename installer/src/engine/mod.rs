@@ -232,6 +232,14 @@ impl Plan {
 pub enum EngineError {
     #[error(transparent)]
     Spec(#[from] SpecError),
+    /// A field of the spec the add-on's declaration refuses (named by the spec's line).
+    #[error("{refused}")]
+    Field {
+        addon: String,
+        /// The version the spec asks for.
+        requested: String,
+        refused: SpecError,
+    },
     #[error(transparent)]
     Flag(#[from] berth_formats::spec::flags::FlagError),
     #[error("{location}")]

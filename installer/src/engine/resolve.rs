@@ -205,12 +205,16 @@ pub fn plan(source: &SpecSource, settings: &RunSettings) -> Result<Plan, EngineE
                     })
                 }
                 // A field refused is named by its line, as a YAML error is.
-                (VersionsError::Fields(refused), Some(addon)) => EngineError::Spec(SpecError {
-                    path: source.spec_path.clone(),
-                    line: addon.lines.get(&refused.field).copied(),
-                    problem: refused.message,
-                    hint: None,
-                }),
+                (VersionsError::Fields(refused), Some(addon)) => EngineError::Field {
+                    addon: name.clone(),
+                    requested: addon.version.clone(),
+                    refused: SpecError {
+                        path: source.spec_path.clone(),
+                        line: addon.lines.get(&refused.field).copied(),
+                        problem: refused.message,
+                        hint: None,
+                    },
+                },
                 (error, _) => versions_error(error),
             })?;
         let config_hash =

@@ -78,15 +78,19 @@ fn demo_upgrades_fails_to_upgrade_and_rolls_back_while_the_status_records_each_t
     )));
     assert_eq!(answer(port).as_deref(), Some("demo 1.0.0"));
 
-    // A failed upgrade: version 2 with a port its preflight refuses. Version 1 keeps running.
+    // A failed upgrade: version 2 with a port out of the range demo declares, refused before
+    // any hook runs. Version 1 keeps running.
     let output = failed(&install(&demo_spec(
         specs.path(),
         "bad-port.yaml",
         "2.0.0",
         "99999",
     )));
-    assert!(output.contains("spec.demo.port is '99999'"), "{output}");
-    let demo = assert_failed(&node, "spec.demo.port is '99999'");
+    assert!(
+        output.contains("bad-port.yaml:8: spec.demo.port is 99999, more than 65535"),
+        "{output}"
+    );
+    let demo = assert_failed(&node, "spec.demo.port is 99999, more than 65535");
     assert_eq!(demo["available"]["status"], true);
     assert_eq!(demo["current"]["version"], "1.0.0");
     assert_eq!(answer(port).as_deref(), Some("demo 1.0.0"));
@@ -132,7 +136,7 @@ fn demo_upgrades_fails_to_upgrade_and_rolls_back_while_the_status_records_each_t
         [
             "Installing",
             "Succeeded",
-            "Upgrading",
+            // The port out of range, then the unknown version: each refused before a hook.
             "Failed",
             "Failed",
             "Upgrading",

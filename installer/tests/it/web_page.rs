@@ -317,7 +317,24 @@ fn a_person_composes_an_installer_on_the_page_and_its_command_installs_it() {
         true
     );
 
+    // A whole number, out of the range demo declares.
     for _ in "eighty".chars() {
+        page.tab.press_key("Backspace").unwrap();
+    }
+    page.tab.type_str("70000").unwrap();
+    let error = page.wait_for_text("field-demo-port-error", "the range's error", |text| {
+        text.contains("70000")
+    });
+    assert!(
+        error.starts_with("installer.yaml:6: spec.demo.port is 70000, more than 65535"),
+        "{error}"
+    );
+    let help = page.text_of("field-demo-port-help");
+    assert!(
+        help.contains("a whole number from 1 to 65535; default 8080"),
+        "{help}"
+    );
+    for _ in "70000".chars() {
         page.tab.press_key("Backspace").unwrap();
     }
     page.tab.type_str("9090").unwrap();
@@ -440,35 +457,41 @@ fn a_pasted_spec_fills_the_form_and_makes_the_installer_a_post_of_it_makes() {
         page.value("document.getElementById('installer-name').value"),
         "cluster"
     );
-    page.wait_for_text("check-status", "the server's check", |text| {
-        text.starts_with("The server checked the spec")
-    });
-    page.tab.find_element("#create").unwrap().click().unwrap();
-    page.wait_for_text("result-id", "the installer", |text| !text.is_empty());
-    assert_eq!(page.text_of("result-id"), id, "{}", page.text_of("yaml"));
-
+    assert_eq!(create_from_the_form(&page), id, "{}", page.text_of("yaml"));
     // The same file posted as a vendor posts it: the same installer.
-    let posted = curl(
-        &server_host,
-        &[
-            "-f",
-            "--data-binary",
-            &format!("@{}", example.display()),
-            &format!("http://{listen}/installer"),
-        ],
+    assert_eq!(
+        post_file(&server_host, &listen, &example),
+        format!("http://{listen}/{id}")
     );
-    assert_eq!(text(&posted.stdout).trim(), format!("http://{listen}/{id}"));
+
+    // Read from a file: kURL's settings sections, with a list, a document and command lines.
+    let settings = tempfile::NamedTempFile::new().unwrap();
+    fs_err::write(
+        settings.path(),
+        "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nmetadata: {name: settings}\nspec:\n  demo: {version: latest}\n  kurl:\n    airgap: false\n    additionalNoProxyAddresses: [10.0.0.0/8, .internal]\n    hostPreflights:\n      apiVersion: troubleshoot.sh/v1beta2\n      kind: HostPreflight\n      spec: {collectors: [{cpu: {}}]}\n  selinuxConfig:\n    chconCmds: [[chcon, -t, bin_t, /usr/bin/x]]\n",
+    )
+    .unwrap();
+    let id = InstallerSpec::load(settings.path()).unwrap().id();
+    choose_file(&page, settings.path());
+    page.wait_for_text("load-status", "the file read", |text| {
+        text == format!("The form holds the spec now (installer {id}).")
+    });
+    assert_eq!(
+        page.value(
+            "document.getElementById('field-settings-kurl-additionalNoProxyAddresses').value"
+        ),
+        "10.0.0.0/8\n.internal"
+    );
+    assert_eq!(create_from_the_form(&page), id, "{}", page.text_of("yaml"));
+    assert_eq!(
+        post_file(&server_host, &listen, settings.path()),
+        format!("http://{listen}/{id}")
+    );
 
     // A file that is not a spec is refused with the server's reason, and the form kept.
     let broken = tempfile::NamedTempFile::new().unwrap();
     fs_err::write(broken.path(), "apiVersion: cluster.kurl.sh/v1beta1\nkind: Installer\nspec:\n  demo:\n    version: 9.9.9\n").unwrap();
-    let chosen = page.tab.find_element("#spec-file").unwrap();
-    chosen
-        .set_input_files(&[&broken.path().display().to_string()])
-        .unwrap();
-    // Set through the DevTools protocol, the files come with no `change` event; a person's
-    // choice comes with one.
-    page.value("document.getElementById('spec-file').dispatchEvent(new Event('change'))");
+    choose_file(&page, broken.path());
     let refused = page.wait_for_text("load-status", "the refusal", |text| {
         text.starts_with("The server refused")
     });
@@ -478,10 +501,47 @@ fn a_pasted_spec_fills_the_form_and_makes_the_installer_a_post_of_it_makes() {
     );
     assert_eq!(
         page.value("document.getElementById('installer-name').value"),
-        "cluster"
+        "settings"
     );
     page.assert_kept_to(
         &listen,
         &["/", "/addons.json", "/installer/check", "/installer"],
     );
+}
+
+/// Waits for the server's check of what the form holds, creates the installer, returns its id.
+fn create_from_the_form(page: &Window) -> String {
+    page.wait_for_text("check-status", "the server's check", |text| {
+        text.starts_with("The server checked the spec")
+    });
+    page.value("document.getElementById('result-id').textContent = ''");
+    page.tab.find_element("#create").unwrap().click().unwrap();
+    page.wait_for_text("result-id", "the installer", |text| !text.is_empty())
+}
+
+/// Picks `file` in the page's file chooser.
+fn choose_file(page: &Window, file: &Path) {
+    page.tab
+        .find_element("#spec-file")
+        .unwrap()
+        .set_input_files(&[&file.display().to_string()])
+        .unwrap();
+    // Set through the DevTools protocol, the files come with no `change` event; a person's
+    // choice comes with one.
+    page.value("document.getElementById('spec-file').dispatchEvent(new Event('change'))");
+}
+
+/// `curl --data-binary @file` to the server's `/installer`, as a vendor posts a spec.
+fn post_file(host: &Host, listen: &str, file: &Path) -> String {
+    let posted = curl(
+        host,
+        &[
+            "-f",
+            "--data-binary",
+            &format!("@{}", file.display()),
+            &format!("http://{listen}/installer"),
+        ],
+    );
+    assert!(posted.status.success(), "{}", text(&posted.stderr));
+    text(&posted.stdout).trim().to_string()
 }

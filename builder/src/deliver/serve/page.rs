@@ -204,12 +204,7 @@ fn series_of(version: &str) -> Option<String> {
 }
 
 fn declared_field(field: &FieldDeclaration) -> Value {
-    json!({
-        "name": field.name,
-        "type": field.kind,
-        "default": field.default,
-        "help": field.help,
-    })
+    serde_json::to_value(field).expect("a declaration is plain data")
 }
 
 /// kURL's fields of `key` (none for a key kURL does not have), as a declaration gives them;

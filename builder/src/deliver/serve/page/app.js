@@ -173,7 +173,13 @@ function fieldControl(scope, field, holder) {
   const current = holder.values.get(field.name);
   const loaded = holder.loaded.get(field.name);
   let control;
-  if (field.type === 'boolean') {
+  if (field.type === 'string' && Array.isArray(field.values)) {
+    const unset = field.default === undefined || field.default === null ? 'unset' : `default: ${field.default}`;
+    const offered = field.values.concat(typeof current === 'string' && !field.values.includes(current) ? [current] : []);
+    control = element('select', { id }, [element('option', { value: '' }, unset)]
+      .concat(offered.map((value) => element('option', { value }, value))));
+    control.value = typeof current === 'string' ? current : '';
+  } else if (field.type === 'boolean') {
     const unset = field.default === undefined || field.default === null ? 'unset' : `default: ${field.default}`;
     control = element('select', { id }, [
       element('option', { value: '' }, unset),
@@ -204,10 +210,13 @@ function fieldControl(scope, field, holder) {
   };
   control.addEventListener(control.tagName === 'SELECT' ? 'change' : 'input', update);
   const defaultWords = field.default === undefined || field.default === null ? '' : `; default ${JSON.stringify(field.default)}`;
+  const has = (bound) => typeof bound === 'number';
+  const range = has(field.minimum) && has(field.maximum) ? ` from ${field.minimum} to ${field.maximum}`
+    : has(field.minimum) ? ` of at least ${field.minimum}` : has(field.maximum) ? ` of at most ${field.maximum}` : '';
   return element('div', { class: 'field' }, [
     element('label', { for: id }, field.name),
     control,
-    element('span', { class: 'help', id: `${id}-help` }, `${field.help} (${TYPE_WORDS[field.type] || field.type}${defaultWords})`),
+    element('span', { class: 'help', id: `${id}-help` }, `${field.help} (${TYPE_WORDS[field.type] || field.type}${range}${defaultWords})`),
     element('span', { class: 'error', id: `${id}-error` }),
   ]);
 }
@@ -266,7 +275,13 @@ function renderAddon(addon) {
     rerender(addon, use.id);
   });
   select.addEventListener('change', () => {
-    state.addons.get(addon.key).version = select.value;
+    const holder = state.addons.get(addon.key);
+    holder.version = select.value;
+    // A value for a field the new version does not take goes; the others stay.
+    const taken = new Set(versionEntry(addon, select.value).fields.map((field) => field.name));
+    for (const name of [...holder.values.keys()]) {
+      if (!taken.has(name)) holder.values.delete(name);
+    }
     rerender(addon, select.id);
   });
   return box;
