@@ -206,6 +206,23 @@ impl Window {
         png
     }
 
+    /// Every control of the page has a label, and how long the page took to load (printed).
+    fn assert_labelled(&self) {
+        let unlabelled = self.value(
+            "JSON.stringify([...document.querySelectorAll('input, select, textarea')].filter((control) => control.labels.length === 0).map((control) => control.id))",
+        );
+        assert_eq!(unlabelled, "[]", "controls without a label");
+        let controls = self.value("document.querySelectorAll('input, select, textarea').length");
+        assert!(
+            controls.as_u64().is_some_and(|count| count > 40),
+            "{controls} controls"
+        );
+        let loaded = self.value(
+            "(() => { const t = performance.getEntriesByType('navigation')[0]; return t.loadEventEnd - t.startTime; })()",
+        );
+        eprintln!("the page loaded in {loaded} ms");
+    }
+
     /// Every request went to `listen`, and the console holds no error (a refusal by the
     /// page's Content-Security-Policy is one).
     fn assert_kept_to(&self, listen: &str, paths: &[&str]) {
@@ -273,6 +290,7 @@ fn a_person_composes_an_installer_on_the_page_and_its_command_installs_it() {
 
     // With the keyboard alone: the add-on, its version, its port.
     page.tab.wait_for_element("#use-demo").unwrap();
+    page.assert_labelled();
     page.tab_to("use-demo");
     page.tab.press_key(" ").unwrap();
     page.tab_to("version-demo");
