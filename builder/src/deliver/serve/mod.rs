@@ -131,7 +131,7 @@ async fn index(State(server): State<Shared>, headers: HeaderMap) -> Response {
     text(
         StatusCode::OK,
         format!(
-            "Berth installer server\n\nPOST {url}/installer         an Installer spec (YAML); answers its URL\nGET  {url}/<id>               install.sh of an installer\nGET  {url}/<id>/<script>      {scripts}\nGET  {url}/bundle/<id>.tar.gz the airgap bundle of an installer (.tar.zst in zstd)\nGET  {url}/installer/<id>     the spec an installer was posted with\nPOST {url}/installer/check    a spec checked as POST /installer checks it, and not kept\nGET  {url}/addons.json        the add-ons, versions and fields on offer (the page reads it)\nGET  {url}/versions.json      the add-on versions on offer\nGET  {url}/dist/<file>        the release's packages and node binaries\n",
+            "Berth installer server\n\nPOST {url}/installer         an Installer spec (YAML); answers its URL\nGET  {url}/<id>               install.sh of an installer\nGET  {url}/<id>/<script>      {scripts}\nGET  {url}/bundle/<id>.tar.gz the airgap bundle of an installer (.tar.zst in zstd)\nGET  {url}/installer/<id>     the spec an installer was posted with\nPOST {url}/installer/check    a spec checked as POST /installer checks it, and not kept\nGET  {url}/addons.json        the add-ons, versions and fields on offer (the page reads it)\nGET  {url}/versions.json      the add-on versions on offer\nGET  {url}/dist/<file>        the release's packages and node binaries\nGET  {url}/signing-key.pub    the public key the server signs with, where it has one\n\nA browser at {url}/ gets a page to compose an installer on.\n",
             url = server.public_url,
             scripts = SCRIPTS.join(", "),
         ),

@@ -331,6 +331,8 @@ function changed() {
   byId('yaml').textContent = state.yaml.text;
   byId('create').disabled = true;
   clearTimeout(state.timer);
+  // An answer to an earlier spec, still on its way, is not this one's.
+  state.sequence += 1;
   if (state.addons.size === 0) {
     showStatus('Pick an add-on to start.', false);
     clearErrors();
@@ -340,12 +342,12 @@ function changed() {
   state.timer = setTimeout(check, 250);
 }
 
-async function post(path, text) {
+async function post(path, text, signal) {
   const response = await fetch(path, {
     method: 'POST',
     body: text,
     headers: { 'Content-Type': 'application/yaml', Accept: 'application/json' },
-    signal: state.inFlight ? state.inFlight.signal : undefined,
+    signal,
   });
   let body;
   try {
@@ -363,7 +365,7 @@ async function check() {
   const yaml = state.yaml;
   let answer;
   try {
-    answer = await post('/installer/check', yaml.text);
+    answer = await post('/installer/check', yaml.text, state.inFlight.signal);
   } catch (error) {
     if (error.name === 'AbortError') return;
     showStatus(`The server did not answer the check: ${error.message}`, true);
