@@ -10,12 +10,14 @@
 # which read real objects downloaded here), installed from PyPI when missing; the portable
 # node binary is built (scripts/portable.sh, with zig from PyPI) and binutils reads it; the
 # testgrid's own test boots a Debian VM (qemu-system-x86, qemu-utils, openssh-client) and opens
-# its report in headless chromium; Kubernetes v1.20.2 is built from Debian's source package
-# (scripts/kubernetes.sh, cached outside the checkout) for the tests that install clusters.
+# its report in headless chromium (which also drives the installer page); the backup tests
+# start a real etcd with TLS (etcd-server) and restore its snapshots (etcd-client);
+# Kubernetes v1.20.2 is built from Debian's source package (scripts/kubernetes.sh, cached
+# outside the checkout) for the tests that install clusters.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl binutils qemu-system-x86 qemu-utils openssh-client chromium zstd)
+packages=(python3 openssl docker-registry containerd runc buildah skopeo busybox-static apache2-utils docker.io dpkg-dev gpgv debian-archive-keyring debootstrap rpm createrepo-c dnf shellcheck iproute2 curl binutils qemu-system-x86 qemu-utils openssh-client chromium zstd etcd-server etcd-client)
 # The one command that shows each package's tool runs, as the tests call it; checked after the
 # install (an installed package is not enough: apt may have removed or replaced it since).
 declare -A tool_check=(
@@ -31,6 +33,7 @@ declare -A tool_check=(
     [binutils]="objdump --version" [qemu-system-x86]="qemu-system-x86_64 --version"
     [qemu-utils]="qemu-img --version" [openssh-client]="ssh -V"
     [chromium]="chromium --version" [zstd]="zstd --version"
+    [etcd-server]="etcd --version" [etcd-client]="etcdctl version"
 )
 is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()

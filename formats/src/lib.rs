@@ -10,10 +10,12 @@
 //! an installer's [`lock`], the node when it has none). Both quote values for bash with
 //! [`shell`], read durations with [`duration`], print errors with [`report`], tables with
 //! [`table`] and documents with [`output`]; [`name`] checks every add-on name and version
-//! that becomes a path. Between nodes, a [`rollout`] says how an add-on moves across the
+//! that becomes a path. A control-plane node's [`backup`] is one archive with a manifest.
+//! Between nodes, a [`rollout`] says how an add-on moves across the
 //! fleet, and [`fleet`] holds what the nodes say to the first node.
 
 pub mod archive;
+pub mod backup;
 pub mod bundle;
 pub mod compression;
 pub mod digest;

@@ -14,6 +14,7 @@
 // Errors carry the add-on, version, hook and cause by design; they are built on cold paths only.
 #![allow(clippy::result_large_err)]
 
+pub mod backup;
 pub mod dist;
 pub mod engine;
 pub use berth_formats::files;

@@ -95,6 +95,13 @@ enum Command {
         after_help = "Output: the bundle's path on standard output.\nExit status: 0 when the bundle holds every node asked for; 1 when a node's bundle did not come (the archive names it) or none was written."
     )]
     SupportBundle(commands::support_bundle::SupportBundleArgs),
+    /// On a control-plane node: the cluster's state in one archive (an etcd snapshot, the PKI,
+    /// kubeadm's files, Berth's records), each file's digest in its manifest; or, with
+    /// --verify, check an archive through without restoring it.
+    #[command(
+        after_help = "Output: what was backed up on standard error; the archive's path on standard output. With --verify: what it holds and who signed it.\nExit status: 0 when the backup is written (or whole); 1 when it is not (the reason is named; a backup not written leaves nothing behind)."
+    )]
+    Backup(commands::backup::BackupArgs),
     /// Check a whole dist or airgap bundle offline: signatures, digests, every package's files.
     #[command(
         after_help = "Exit status: 0 when every check passed; 1 when one failed (each is named)."
@@ -175,6 +182,7 @@ fn main() -> ExitCode {
         Command::SupportBundle(args) => commands::support_bundle::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Verify(args) => commands::verify::run(args),
+        Command::Backup(args) => commands::backup::run(args),
         Command::Trust(command) => commands::trust::run(command),
         Command::Kustomization(command) => commands::kustomization::run(command),
         Command::Kurl(command) => commands::kurl::run(command),

@@ -1,6 +1,7 @@
 //! One module per command (`install` also serves `plan` and `join`, which share its
 //! settings): parse arguments into settings, call the library, report.
 
+pub mod backup;
 pub mod fleet;
 pub mod health;
 pub mod install;

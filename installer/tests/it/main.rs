@@ -6,6 +6,7 @@
 mod support;
 
 mod airgap;
+mod backup;
 mod bad_input;
 mod cluster;
 mod examples;

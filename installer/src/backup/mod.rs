@@ -1,0 +1,229 @@
+//! `berth backup`: a control-plane node's cluster state in one archive (see
+//! [`berth_formats::backup`]): an etcd snapshot taken with etcd's client API, the cluster's
+//! PKI and kubeadm's files, and Berth's own records, each file with its digest; signed with a
+//! key the operator gives; written 0600. `--verify` reads an archive through and checks every
+//! byte against its manifest, and its signature against the keys the node trusts.
+
+mod archive;
+pub mod etcd;
+
+use std::path::{Path, PathBuf};
+
+use berth_formats::Sha256Digest;
+use berth_formats::backup::{BackedUpFile, BackupManifest, ClusterIdentity, ETCD_SNAPSHOT, Part};
+
+pub use archive::{Signature, Verified, VerifyError, verify};
+
+use crate::node::layout::Layout;
+
+/// What a backup is asked to be.
+pub struct BackupRequest {
+    pub layout: Layout,
+    pub output: PathBuf,
+    pub etcd_endpoint: String,
+    pub signing_key: Option<berth_formats::signature::SigningKey>,
+}
+
+/// A backup written.
+pub struct Taken {
+    pub path: PathBuf,
+    pub manifest: BackupManifest,
+    pub bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    #[error(
+        "this node is not a control-plane node of a cluster Berth installed: {missing} is missing\nhint: run berth backup on the first node (or another control-plane node)"
+    )]
+    NotControlPlane { missing: PathBuf },
+    #[error(transparent)]
+    Snapshot(#[from] etcd::SnapshotError),
+    #[error("failed to read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} already exists; nothing was written\nhint: give another --output, or move it away"
+    )]
+    Exists { path: PathBuf },
+    #[error("more than {max} files to back up under {folder}", max = berth_formats::backup::MAX_FILES)]
+    TooMany { folder: PathBuf },
+    #[error("{0}")]
+    Archive(String),
+}
+
+/// Where each part's files are on a node, relative to its root; what is left out is rebuilt
+/// from the dist (packages, extracted add-ons, the hook library) or is scratch.
+const PARTS: &[(Part, &str)] = &[
+    (Part::Pki, "etc/kubernetes/pki"),
+    (Part::Kubernetes, "etc/kubernetes"),
+    (Part::Berth, "etc/berth"),
+    (Part::Berth, "var/lib/berth/installers"),
+    (Part::Berth, "var/lib/berth/state"),
+    (Part::Berth, "var/lib/berth/health"),
+    (Part::Berth, "var/lib/berth/fleet"),
+    (Part::Berth, "var/lib/berth/join.json"),
+    (Part::Berth, "var/lib/berth/installer.json"),
+];
+
+/// Takes the backup: the snapshot first (into the output's folder, so that it is on the
+/// disk the archive goes to), then every file, then the archive, renamed into place whole.
+pub fn take(request: &BackupRequest) -> Result<Taken, BackupError> {
+    let root = request.layout.root();
+    let credentials = etcd::Credentials::kubeadm(root);
+    let ca = root.join("etc/kubernetes/pki/ca.crt");
+    for needed in [
+        &ca,
+        &credentials.ca,
+        &credentials.certificate,
+        &credentials.key,
+    ] {
+        if !needed.is_file() {
+            return Err(BackupError::NotControlPlane {
+                missing: needed.clone(),
+            });
+        }
+    }
+    if request.output.exists() {
+        return Err(BackupError::Exists {
+            path: request.output.clone(),
+        });
+    }
+    let folder = request
+        .output
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let write_error = |source| BackupError::Write {
+        path: folder.to_path_buf(),
+        source,
+    };
+    // A folder made here is root's alone; one the operator has is left as it is.
+    if !folder.exists() {
+        berth_formats::files::private_dir(folder).map_err(write_error)?;
+    }
+    // Root's alone while it is written: it holds the cluster's keys and secrets.
+    let snapshot = tempfile::Builder::new()
+        .prefix(".berth-etcd-")
+        .tempfile_in(folder)
+        .map_err(write_error)?;
+    let (size, sha256) = etcd::snapshot(&request.etcd_endpoint, &credentials, snapshot.as_file())?;
+    let mut sources = vec![(
+        BackedUpFile {
+            path: ETCD_SNAPSHOT.to_string(),
+            part: Part::Etcd,
+            size,
+            sha256,
+            mode: 0o600,
+        },
+        snapshot.path().to_path_buf(),
+    )];
+    sources.extend(collect(root)?);
+    let ca_sha256 = Sha256Digest::of_file(&ca).map_err(|source| BackupError::Read {
+        path: ca.clone(),
+        source,
+    })?;
+    let manifest = BackupManifest {
+        schema_version: berth_formats::backup::SCHEMA_VERSION,
+        berth_version: env!("CARGO_PKG_VERSION").to_string(),
+        created: berth_formats::time::now(),
+        node: nix::unistd::gethostname()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        cluster: ClusterIdentity { ca_sha256 },
+        files: sources.iter().map(|(file, _)| file.clone()).collect(),
+    };
+    manifest
+        .check()
+        .map_err(|error| BackupError::Archive(error.to_string()))?;
+    let bytes = archive::write(
+        &request.output,
+        &manifest,
+        &sources,
+        request.signing_key.as_ref(),
+    )?;
+    Ok(Taken {
+        path: request.output.clone(),
+        manifest,
+        bytes,
+    })
+}
+
+/// Every regular file of the parts under `root`, hashed, with its mode, in path order. Links
+/// and other kinds are left out (kubeadm and Berth write none there).
+fn collect(root: &Path) -> Result<Vec<(BackedUpFile, PathBuf)>, BackupError> {
+    let mut found: Vec<(BackedUpFile, PathBuf)> = Vec::new();
+    for (part, relative) in PARTS {
+        let mut pending = vec![root.join(relative)];
+        while let Some(path) = pending.pop() {
+            let read = |source| BackupError::Read {
+                path: path.clone(),
+                source,
+            };
+            let metadata = match fs_err::symlink_metadata(&path) {
+                Ok(metadata) => metadata,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(error) => return Err(read(error)),
+            };
+            let inside = path
+                .strip_prefix(root)
+                .expect("walked below the root")
+                .to_string_lossy()
+                .into_owned();
+            // /etc/kubernetes holds pki/, which is a part of its own.
+            if *part == Part::Kubernetes && inside == "etc/kubernetes/pki" {
+                continue;
+            }
+            if metadata.is_dir() {
+                let mut entries: Vec<PathBuf> = fs_err::read_dir(&path)
+                    .map_err(read)?
+                    .map(|entry| entry.map(|entry| entry.path()))
+                    .collect::<Result<_, _>>()
+                    .map_err(read)?;
+                // Popped from the end: reversed, the walk goes in name order.
+                entries.sort_by(|a, b| b.cmp(a));
+                pending.extend(entries);
+                continue;
+            }
+            if !metadata.is_file() {
+                continue;
+            }
+            if found.len() >= berth_formats::backup::MAX_FILES {
+                return Err(BackupError::TooMany {
+                    folder: root.join(relative),
+                });
+            }
+            use std::os::unix::fs::PermissionsExt as _;
+            found.push((
+                BackedUpFile {
+                    sha256: Sha256Digest::of_file(&path).map_err(read)?,
+                    path: inside,
+                    part: *part,
+                    size: metadata.len(),
+                    mode: metadata.permissions().mode() & 0o7777,
+                },
+                path,
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// The default name of a backup: `/var/backups/berth/backup-<time>.tar.zst`, outside Berth's
+/// own folder, which `berth reset` removes.
+pub fn default_output(layout: &Layout) -> PathBuf {
+    let stamp = berth_formats::time::now().replace(':', "");
+    layout
+        .root()
+        .join("var/backups/berth")
+        .join(format!("backup-{stamp}.tar.zst"))
+}

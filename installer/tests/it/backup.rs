@@ -1,0 +1,556 @@
+//! `berth backup` against a real etcd (Debian's etcd-server) serving TLS with client
+//! certificates, as kubeadm's local etcd does, on a node root laid out as kubeadm and Berth
+//! leave a control-plane node: the snapshot comes whole and etcd's own `etcdctl snapshot
+//! restore` brings its keys back; `--verify` reads the archive through and refuses each kind of
+//! damage with its reason.
+
+use crate::support;
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use berth_formats::backup::{BackupManifest, MANIFEST_FILE};
+use support::{Server, free_port, require, run, text, wait_until};
+
+/// A node root with kubeadm's PKI (made by openssl) and some of Berth's records.
+struct ControlPlane {
+    root: tempfile::TempDir,
+    _etcd: Server,
+    endpoint: String,
+    work: tempfile::TempDir,
+}
+
+fn openssl(arguments: &[&str], folder: &Path) {
+    run(Command::new("openssl").args(arguments).current_dir(folder));
+}
+
+/// A certificate `name` signed by `issuer` (`etc/kubernetes/pki/<issuer>.{crt,key}`).
+fn certificate(pki: &Path, name: &str, issuer: &str, extensions: &str) {
+    openssl(
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.csr"),
+            "-subj",
+            &format!("/CN={}", name.replace('/', "-")),
+        ],
+        pki,
+    );
+    fs_err::write(pki.join(format!("{name}.ext")), extensions).unwrap();
+    openssl(
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            &format!("{issuer}.crt"),
+            "-CAkey",
+            &format!("{issuer}.key"),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            &format!("{name}.crt"),
+            "-extfile",
+            &format!("{name}.ext"),
+        ],
+        pki,
+    );
+    for leftover in ["csr", "ext"] {
+        fs_err::remove_file(pki.join(format!("{name}.{leftover}"))).unwrap();
+    }
+}
+
+fn authority(pki: &Path, name: &str) {
+    openssl(
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.crt"),
+            "-subj",
+            &format!("/CN={name}"),
+            "-days",
+            "2",
+        ],
+        pki,
+    );
+}
+
+fn etcdctl(endpoint: &str, pki: &Path, arguments: &[&str]) -> Output {
+    Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={endpoint}"))
+        .arg(format!("--cacert={}", pki.join("etcd/ca.crt").display()))
+        .arg(format!(
+            "--cert={}",
+            pki.join("apiserver-etcd-client.crt").display()
+        ))
+        .arg(format!(
+            "--key={}",
+            pki.join("apiserver-etcd-client.key").display()
+        ))
+        .args(arguments)
+        .output()
+        .unwrap()
+}
+
+impl ControlPlane {
+    fn start() -> ControlPlane {
+        require("openssl", "openssl");
+        require("etcd", "etcd-server");
+        require("etcdctl", "etcd-client");
+        let root = tempfile::tempdir().unwrap();
+        let pki = root.path().join("etc/kubernetes/pki");
+        fs_err::create_dir_all(pki.join("etcd")).unwrap();
+        authority(&pki, "ca");
+        authority(&pki.join("etcd"), "ca");
+        let san = "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n";
+        certificate(&pki, "etcd/server", "etcd/ca", san);
+        certificate(
+            &pki,
+            "apiserver-etcd-client",
+            "etcd/ca",
+            "basicConstraints=CA:FALSE\n",
+        );
+        for key in [
+            "ca.key",
+            "etcd/ca.key",
+            "etcd/server.key",
+            "apiserver-etcd-client.key",
+        ] {
+            fs_err::set_permissions(pki.join(key), std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let kubernetes = root.path().join("etc/kubernetes");
+        fs_err::create_dir_all(kubernetes.join("manifests")).unwrap();
+        fs_err::write(
+            kubernetes.join("admin.conf"),
+            "apiVersion: v1\nkind: Config\n",
+        )
+        .unwrap();
+        fs_err::set_permissions(
+            kubernetes.join("admin.conf"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        fs_err::write(kubernetes.join("manifests/etcd.yaml"), "kind: Pod\n").unwrap();
+        let berth = root.path().join("var/lib/berth");
+        for folder in ["state", "installers/abc", "packages", "work"] {
+            fs_err::create_dir_all(berth.join(folder)).unwrap();
+        }
+        fs_err::write(berth.join("state/demo.json"), "{\"name\": \"demo\"}\n").unwrap();
+        fs_err::write(
+            berth.join("installers/abc/installer.yaml"),
+            "kind: Installer\n",
+        )
+        .unwrap();
+        fs_err::write(berth.join("join.json"), "{}\n").unwrap();
+        fs_err::write(berth.join("packages/demo-1.0.0.tar.gz"), "a package").unwrap();
+        fs_err::write(berth.join("work/scratch"), "scratch").unwrap();
+
+        let work = tempfile::tempdir().unwrap();
+        let (client, peer) = (free_port(), free_port());
+        let endpoint = format!("https://127.0.0.1:{client}");
+        let etcd = Server::spawn(
+            Command::new("etcd")
+                .arg("--name=backup-test")
+                .arg(format!("--data-dir={}", work.path().join("etcd").display()))
+                .arg(format!("--listen-client-urls={endpoint}"))
+                .arg(format!("--advertise-client-urls={endpoint}"))
+                .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
+                .arg(format!(
+                    "--initial-advertise-peer-urls=http://127.0.0.1:{peer}"
+                ))
+                .arg(format!(
+                    "--initial-cluster=backup-test=http://127.0.0.1:{peer}"
+                ))
+                .arg(format!(
+                    "--cert-file={}",
+                    pki.join("etcd/server.crt").display()
+                ))
+                .arg(format!(
+                    "--key-file={}",
+                    pki.join("etcd/server.key").display()
+                ))
+                .arg(format!(
+                    "--trusted-ca-file={}",
+                    pki.join("etcd/ca.crt").display()
+                ))
+                .arg("--client-cert-auth"),
+            &work.path().join("etcd.log"),
+        );
+        wait_until("etcd to answer", Duration::from_secs(30), || {
+            etcdctl(&endpoint, &pki, &["endpoint", "health"])
+                .status
+                .success()
+        });
+        for (key, value) in [
+            ("/registry/configmaps/default/settings", "kept"),
+            ("/registry/secrets/default/password", "hunter2"),
+        ] {
+            let put = etcdctl(&endpoint, &pki, &["put", key, value]);
+            assert!(put.status.success(), "{}", text(&put.stderr));
+        }
+        ControlPlane {
+            root,
+            _etcd: etcd,
+            endpoint,
+            work,
+        }
+    }
+
+    fn berth(&self, arguments: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(arguments)
+            .env("BERTH_ROOT", self.root.path())
+            .output()
+            .unwrap()
+    }
+
+    fn backup(&self, output: &Path, extra: &[&str]) -> Output {
+        let mut arguments = vec![
+            "backup",
+            "--output",
+            output.to_str().unwrap(),
+            "--etcd-endpoint",
+            &self.endpoint,
+        ];
+        arguments.extend(extra);
+        self.berth(&arguments)
+    }
+}
+
+fn all(output: &Output) -> String {
+    format!("{}{}", text(&output.stdout), text(&output.stderr))
+}
+
+/// An archive's entries (name, bytes), in order.
+type Entries = Vec<(String, Vec<u8>)>;
+
+fn entries(archive: &Path) -> Entries {
+    let file = fs_err::File::open(archive).unwrap();
+    let mut tar = berth_formats::archive::open(file).unwrap();
+    tar.entries()
+        .unwrap()
+        .map(|entry| {
+            let mut entry = entry.unwrap();
+            let name = entry.path().unwrap().to_string_lossy().into_owned();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// Writes `entries` as a backup archive is written (a zstd tar).
+fn write_entries(path: &Path, entries: &[(String, Vec<u8>)]) {
+    let file = fs_err::File::create(path).unwrap();
+    let setting = berth_formats::compression::Setting::new(
+        berth_formats::compression::Compression::Zstd,
+        None,
+    )
+    .unwrap();
+    let encoder = berth_formats::compression::Encoder::new(file, setting, 1).unwrap();
+    let mut tar = berth_formats::archive::TarWriter::over(encoder, 0);
+    for (name, bytes) in entries {
+        tar.append_file(name, bytes.len() as u64, false, &bytes[..])
+            .unwrap();
+    }
+    tar.finish().unwrap();
+}
+
+#[test]
+fn a_backup_holds_a_snapshot_etcd_restores_and_every_file_its_manifest_lists() {
+    let node = ControlPlane::start();
+    let archive = node.work.path().join("backups/first.tar.zst");
+    let output = node.backup(&archive, &[]);
+    assert!(output.status.success(), "{}", all(&output));
+    assert_eq!(text(&output.stdout).trim(), archive.display().to_string());
+    let said = text(&output.stderr);
+    eprintln!("{said}");
+    assert!(said.contains("the etcd snapshot ("), "{said}");
+    let mode = fs_err::metadata(&archive).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the archive is root's alone");
+    let leftovers: Vec<String> = support::files_below(archive.parent().unwrap());
+    assert_eq!(leftovers, ["first.tar.zst"], "no temporary file stays");
+    let folder = fs_err::metadata(archive.parent().unwrap()).unwrap();
+    assert_eq!(
+        folder.permissions().mode() & 0o777,
+        0o700,
+        "a folder it made is root's"
+    );
+    // Without --output: under /var/backups/berth, which reset leaves.
+    let output = node.berth(&["backup", "--etcd-endpoint", &node.endpoint]);
+    assert!(output.status.success(), "{}", all(&output));
+    let default = PathBuf::from(text(&output.stdout).trim());
+    assert!(
+        default.starts_with(node.root.path().join("var/backups/berth")),
+        "{}",
+        default.display()
+    );
+
+    let written = entries(&archive);
+    assert_eq!(written[0].0, MANIFEST_FILE);
+    let manifest = BackupManifest::parse(&written[0].1).unwrap();
+    let listed: Vec<(&str, u32)> = manifest
+        .files
+        .iter()
+        .map(|file| (file.path.as_str(), file.mode))
+        .collect();
+    for wanted in [
+        ("etcd/snapshot.db", 0o600),
+        ("etc/kubernetes/pki/ca.key", 0o600),
+        ("etc/kubernetes/pki/etcd/ca.crt", 0o644),
+        ("etc/kubernetes/admin.conf", 0o600),
+        ("etc/kubernetes/manifests/etcd.yaml", 0o644),
+        ("var/lib/berth/state/demo.json", 0o644),
+        ("var/lib/berth/installers/abc/installer.yaml", 0o644),
+        ("var/lib/berth/join.json", 0o644),
+    ] {
+        assert!(listed.contains(&wanted), "{wanted:?} in {listed:?}");
+    }
+    for left_out in ["packages", "work"] {
+        assert!(
+            !listed.iter().any(|(path, _)| path.contains(left_out)),
+            "{left_out}: {listed:?}"
+        );
+    }
+    let ca = fs_err::read(node.root.path().join("etc/kubernetes/pki/ca.crt")).unwrap();
+    assert_eq!(
+        manifest.cluster.ca_sha256,
+        berth_formats::Sha256Digest::of(&ca)
+    );
+
+    // etcd's own tool restores the snapshot, and the keys are in it.
+    let snapshot = node.work.path().join("snapshot.db");
+    let (_, bytes) = written
+        .iter()
+        .find(|(name, _)| name == "files/etcd/snapshot.db")
+        .unwrap();
+    fs_err::write(&snapshot, bytes).unwrap();
+    let restored = node.work.path().join("restored");
+    let output = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["snapshot", "restore"])
+        .arg(&snapshot)
+        .arg(format!("--data-dir={}", restored.display()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", all(&output));
+    let (client, peer) = (free_port(), free_port());
+    let endpoint = format!("http://127.0.0.1:{client}");
+    let _restored_etcd = Server::spawn(
+        Command::new("etcd")
+            .arg(format!("--data-dir={}", restored.display()))
+            .arg(format!("--listen-client-urls={endpoint}"))
+            .arg(format!("--advertise-client-urls={endpoint}"))
+            .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}")),
+        &node.work.path().join("restored.log"),
+    );
+    let mut value = String::new();
+    wait_until(
+        "the restored etcd to answer",
+        Duration::from_secs(30),
+        || {
+            let got = Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .args(["--endpoints", &endpoint, "get", "--print-value-only"])
+                .arg("/registry/secrets/default/password")
+                .output()
+                .unwrap();
+            value = text(&got.stdout).trim().to_string();
+            got.status.success()
+        },
+    );
+    assert_eq!(value, "hunter2");
+
+    // --verify reads it through.
+    let output = node.berth(&["backup", "--verify", archive.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", all(&output));
+    let verified = text(&output.stdout);
+    eprintln!("{verified}");
+    assert!(
+        verified.contains(&format!("whole: {} files", manifest.files.len())),
+        "{verified}"
+    );
+    assert!(
+        verified.contains("not signed: its digests show it is whole"),
+        "{verified}"
+    );
+
+    // Run again onto the same file: refused, the file kept.
+    let before = fs_err::read(&archive).unwrap();
+    let output = node.backup(&archive, &[]);
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("already exists; nothing was written"),
+        "{}",
+        all(&output)
+    );
+    assert_eq!(fs_err::read(&archive).unwrap(), before);
+}
+
+#[test]
+fn a_signed_backup_is_checked_with_the_key_given_and_damage_is_named() {
+    let node = ControlPlane::start();
+    let keys = tempfile::tempdir().unwrap();
+    let mut public = Vec::new();
+    for name in ["operator", "other"] {
+        let key = berth_formats::signature::SigningKey::generate().unwrap();
+        fs_err::write(keys.path().join(format!("{name}.key")), key.to_pem()).unwrap();
+        fs_err::write(
+            keys.path().join(format!("{name}.pub")),
+            key.public().to_pem(),
+        )
+        .unwrap();
+        public.push(key.public().fingerprint());
+    }
+    let key = |name: &str| keys.path().join(name).display().to_string();
+    let archive = node.work.path().join("signed.tar.zst");
+    let output = node.backup(&archive, &["--signing-key", &key("operator.key")]);
+    assert!(output.status.success(), "{}", all(&output));
+    let verify = |path: &Path, extra: &[&str]| {
+        let mut arguments = vec!["backup", "--verify", path.to_str().unwrap()];
+        arguments.extend(extra);
+        node.berth(&arguments)
+    };
+    let output = verify(&archive, &["--trust-key", &key("operator.pub")]);
+    assert!(output.status.success(), "{}", all(&output));
+    assert!(
+        text(&output.stdout).contains(&format!("signed by {}", public[0])),
+        "{}",
+        all(&output)
+    );
+    let output = verify(&archive, &[]);
+    assert!(
+        text(&output.stdout).contains("signed; not checked"),
+        "{}",
+        all(&output)
+    );
+    let output = verify(&archive, &["--trust-key", &key("other.pub")]);
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains(&public[1]),
+        "the key tried is named: {}",
+        all(&output)
+    );
+
+    let unsigned = node.work.path().join("unsigned.tar.zst");
+    assert!(node.backup(&unsigned, &[]).status.success());
+    let output = verify(&unsigned, &["--trust-key", &key("operator.pub")]);
+    assert!(!output.status.success());
+    assert!(all(&output).contains("unsigned"), "{}", all(&output));
+
+    // Damage of each kind, refused with its reason.
+    let whole = entries(&unsigned);
+    let crafted = |name: &str, change: &dyn Fn(&mut Entries)| -> PathBuf {
+        let mut changed = whole.clone();
+        change(&mut changed);
+        let path = node.work.path().join(name);
+        write_entries(&path, &changed);
+        path
+    };
+    let bytes = fs_err::read(&unsigned).unwrap();
+    let cut = node.work.path().join("cut.tar.zst");
+    fs_err::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let state = "files/var/lib/berth/state/demo.json";
+    let cases: Vec<(PathBuf, String)> = vec![
+        (cut, "is not a whole Berth backup".to_string()),
+        (
+            crafted("changed.tar.zst", &|entries| {
+                let file = entries.iter_mut().find(|(name, _)| name == state).unwrap();
+                file.1 = b"{\"name\": \"evil\"}\n".to_vec();
+            }),
+            format!("`{state}` has sha256"),
+        ),
+        (
+            crafted("extra.tar.zst", &|entries| {
+                entries.push(("files/etc/cron.d/evil".into(), b"x".to_vec()));
+            }),
+            "`files/etc/cron.d/evil` is not in the manifest".to_string(),
+        ),
+        (
+            crafted("missing.tar.zst", &|entries| {
+                entries.pop();
+            }),
+            "it ends before `files/".to_string(),
+        ),
+        (
+            crafted("newer.tar.zst", &|entries| {
+                let mut manifest: serde_json::Value =
+                    serde_json::from_slice(&entries[0].1).unwrap();
+                manifest["schemaVersion"] = 2.into();
+                entries[0].1 = manifest.to_string().into_bytes();
+            }),
+            "the backup was made by a newer Berth (manifest schema 2; this berth reads 1)"
+                .to_string(),
+        ),
+        (
+            crafted("escape.tar.zst", &|entries| {
+                let mut manifest: serde_json::Value =
+                    serde_json::from_slice(&entries[0].1).unwrap();
+                manifest["files"][1]["path"] = "../../etc/shadow".into();
+                entries[0].1 = manifest.to_string().into_bytes();
+            }),
+            "`../../etc/shadow`: not a relative path".to_string(),
+        ),
+    ];
+    for (path, expected) in cases {
+        let output = verify(&path, &[]);
+        assert!(!output.status.success(), "{}", path.display());
+        assert!(
+            all(&output).contains(&expected),
+            "{}: {}",
+            path.display(),
+            all(&output)
+        );
+    }
+}
+
+#[test]
+fn a_backup_where_it_cannot_be_made_leaves_nothing() {
+    let node = ControlPlane::start();
+    // Not a control-plane node: no cluster CA.
+    let empty = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["backup", "--output"])
+        .arg(node.work.path().join("none.tar.zst"))
+        .env("BERTH_ROOT", empty.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("is not a control-plane node of a cluster Berth installed"),
+        "{}",
+        all(&output)
+    );
+    // etcd not answering there.
+    let folder = node.work.path().join("backups");
+    let output = node.berth(&[
+        "backup",
+        "--output",
+        folder.join("down.tar.zst").to_str().unwrap(),
+        "--etcd-endpoint",
+        &format!("https://127.0.0.1:{}", free_port()),
+    ]);
+    assert!(!output.status.success());
+    assert!(all(&output).contains("did not answer"), "{}", all(&output));
+    assert_eq!(support::files_below(&folder), Vec::<String>::new());
+}
