@@ -6,6 +6,7 @@
 
 mod archive;
 pub mod etcd;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 
@@ -218,12 +219,31 @@ fn collect(root: &Path) -> Result<Vec<(BackedUpFile, PathBuf)>, BackupError> {
     Ok(found)
 }
 
-/// The default name of a backup: `/var/backups/berth/backup-<time>.tar.zst`, outside Berth's
-/// own folder, which `berth reset` removes.
-pub fn default_output(layout: &Layout) -> PathBuf {
+/// Where backups go by default: `/var/backups/berth`, outside Berth's own folder, which
+/// `berth reset` removes.
+pub fn default_folder(layout: &Layout) -> PathBuf {
+    layout.root().join("var/backups/berth")
+}
+
+/// A backup's default name: `backup-<time>.tar.zst`, which sorts by time.
+pub fn default_name() -> String {
     let stamp = berth_formats::time::now().replace(':', "");
-    layout
-        .root()
-        .join("var/backups/berth")
-        .join(format!("backup-{stamp}.tar.zst"))
+    format!("backup-{stamp}.tar.zst")
+}
+
+/// A private folder for a backup on its way elsewhere (to S3, or fetched from it), on the
+/// disk backups go to rather than a /tmp that may be memory. Removed when dropped.
+pub fn scratch(layout: &Layout) -> Result<tempfile::TempDir, BackupError> {
+    let folder = default_folder(layout);
+    let failed = |source| BackupError::Write {
+        path: folder.clone(),
+        source,
+    };
+    if !folder.exists() {
+        berth_formats::files::private_dir(&folder).map_err(failed)?;
+    }
+    tempfile::Builder::new()
+        .prefix(".berth-scratch-")
+        .tempdir_in(&folder)
+        .map_err(failed)
 }

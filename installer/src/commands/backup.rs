@@ -1,9 +1,10 @@
-//! `berth backup`: the cluster's state on a control-plane node in one archive; `--verify`
-//! checks an archive without restoring it.
+//! `berth backup`: the cluster's state on a control-plane node in one archive, kept in a file
+//! or sent to S3; `--verify` checks an archive without restoring it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use berth::backup::store::{Place, S3Settings};
 use berth::backup::{self, BackupRequest, Signature};
 use berth::node::layout::Layout;
 use berth_formats::backup::Part;
@@ -12,31 +13,64 @@ use crate::commands::RootArgs;
 
 #[derive(clap::Args)]
 pub struct BackupArgs {
-    /// Where to write the archive (a new file; made 0600). Default:
-    /// /var/backups/berth/backup-<time>.tar.zst (kept by `berth reset`).
-    #[arg(long, short = 'o', value_name = "FILE", conflicts_with = "verify")]
-    output: Option<PathBuf>,
+    /// Where to keep the archive: a new file (made 0600), or s3://BUCKET/KEY (a KEY ending in
+    /// `/` names a folder). Default: /var/backups/berth/backup-<time>.tar.zst (kept by `berth
+    /// reset`).
+    #[arg(long, short = 'o', value_name = "FILE|S3", conflicts_with = "verify")]
+    output: Option<String>,
+    /// After the backup, keep only the newest N of the backups named `backup-<time>.tar.zst`
+    /// in its folder (other files are left alone).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000), conflicts_with = "verify")]
+    keep: Option<u64>,
     /// Sign the archive's manifest with this key (PKCS#8 PEM, as `berth-build keygen` writes).
     #[arg(long, value_name = "FILE", conflicts_with = "verify")]
     signing_key: Option<PathBuf>,
     /// Where etcd answers its clients.
     #[arg(long, value_name = "URL", default_value = backup::etcd::DEFAULT_ENDPOINT)]
     etcd_endpoint: String,
-    /// Check this archive through (every file against its manifest) and change nothing.
-    #[arg(long, value_name = "FILE")]
-    verify: Option<PathBuf>,
+    /// Check this archive (a file, or s3://BUCKET/KEY) through, every file against its
+    /// manifest, and change nothing.
+    #[arg(long, value_name = "FILE|S3")]
+    verify: Option<String>,
     /// With --verify: the archive must be signed by one of these keys (public, PEM).
     #[arg(long = "trust-key", value_name = "FILE", requires = "verify")]
     trust_keys: Vec<PathBuf>,
     #[command(flatten)]
+    s3: S3Args,
+    #[command(flatten)]
     root: RootArgs,
 }
 
-pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
-    if let Some(path) = &args.verify {
-        return verify(path, &args.trust_keys);
+/// How S3 is reached; the credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+/// (and AWS_SESSION_TOKEN).
+#[derive(clap::Args)]
+pub struct S3Args {
+    /// An S3 endpoint other than AWS's (MinIO, SeaweedFS, Ceph), addressed path-style.
+    #[arg(long = "s3-endpoint", value_name = "URL", env = "AWS_ENDPOINT_URL")]
+    endpoint: Option<String>,
+    #[arg(
+        long = "s3-region",
+        value_name = "REGION",
+        env = "AWS_REGION",
+        default_value = "us-east-1"
+    )]
+    region: String,
+}
+
+impl S3Args {
+    fn settings(&self) -> S3Settings {
+        S3Settings {
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+        }
     }
+}
+
+pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(args.root.existing()?);
+    if let Some(place) = &args.verify {
+        return verify(&layout, &Place::parse(place)?, &args);
+    }
     let signing_key = match &args.signing_key {
         Some(path) => {
             let text = berth_formats::files::read_to_string_at_most(path, 64 * 1024)
@@ -48,20 +82,38 @@ pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| backup::default_output(&layout));
+    let name = backup::default_name();
+    let place = match &args.output {
+        Some(text) => Place::parse(text)?.named(&name),
+        None => Place::File(backup::default_folder(&layout).join(&name)),
+    };
+    if args.keep.is_some() && !matches!(place, Place::File(_)) {
+        anyhow::bail!(
+            "--keep prunes a folder on this node; an S3 bucket keeps its own lifecycle rules"
+        );
+    }
+    let scratch = match place {
+        Place::File(_) => None,
+        Place::S3 { .. } => Some(backup::scratch(&layout)?),
+    };
+    let local = match (&place, &scratch) {
+        (Place::File(path), _) => path.clone(),
+        (_, Some(scratch)) => scratch.path().join(&name),
+        (_, None) => unreachable!("an S3 place has a scratch folder"),
+    };
     let taken = backup::take(&BackupRequest {
         layout,
-        output,
+        output: local,
         etcd_endpoint: args.etcd_endpoint.clone(),
         signing_key,
     })?;
     say!("berth: backed up {}", summary(&taken.manifest));
+    if let Place::S3 { bucket, key } = &place {
+        args.s3.settings().upload(bucket, key, &taken.path)?;
+    }
     say!(
         "berth: {} ({} bytes, readable by root alone){}",
-        taken.path.display(),
+        place.describe(),
         taken.bytes,
         if args.signing_key.is_some() {
             ", its manifest signed"
@@ -69,13 +121,18 @@ pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
             ""
         }
     );
-    show!("{}", taken.path.display());
+    if let (Some(keep), Some(folder)) = (args.keep, taken.path.parent()) {
+        for removed in backup::store::prune(folder, keep as usize)? {
+            say!("berth: removed the older backup {}", removed.display());
+        }
+    }
+    show!("{}", place.describe());
     Ok(ExitCode::SUCCESS)
 }
 
-fn verify(path: &std::path::Path, trust_keys: &[PathBuf]) -> anyhow::Result<ExitCode> {
+fn verify(layout: &Layout, place: &Place, args: &BackupArgs) -> anyhow::Result<ExitCode> {
     let mut keys = Vec::new();
-    for key in trust_keys {
+    for key in &args.trust_keys {
         let text = berth_formats::files::read_to_string_at_most(key, 64 * 1024)
             .map_err(|error| anyhow::anyhow!("failed to read {}: {error}", key.display()))?;
         keys.push(berth_formats::signature::PublicKey::from_pem(
@@ -83,11 +140,20 @@ fn verify(path: &std::path::Path, trust_keys: &[PathBuf]) -> anyhow::Result<Exit
             &text,
         )?);
     }
-    let verified = backup::verify(path, &keys)?;
+    let (path, _scratch) = match place {
+        Place::File(path) => (path.clone(), None),
+        Place::S3 { bucket, key } => {
+            let scratch = backup::scratch(layout)?;
+            let path = scratch.path().join("backup.tar.zst");
+            args.s3.settings().download(bucket, key, &path)?;
+            (path, Some(scratch))
+        }
+    };
+    let verified = backup::verify(&path, &keys)?;
     let manifest = &verified.manifest;
     show!(
         "{}: whole: {}; made by berth {} on {} at {}",
-        path.display(),
+        place.describe(),
         summary(manifest),
         manifest.berth_version,
         manifest.node,
@@ -106,7 +172,7 @@ fn verify(path: &std::path::Path, trust_keys: &[PathBuf]) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// `312 files, 4.1 MiB: the etcd snapshot (2.0 MiB), certificates and keys (22 files), …`
+/// `15 files, 23885 bytes: the etcd snapshot (20512 bytes), certificates and keys (9 files), …`
 fn summary(manifest: &berth_formats::backup::BackupManifest) -> String {
     let mut parts: std::collections::BTreeMap<Part, (usize, u64)> = Default::default();
     for file in &manifest.files {

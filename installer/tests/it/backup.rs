@@ -554,3 +554,122 @@ fn a_backup_where_it_cannot_be_made_leaves_nothing() {
     assert!(all(&output).contains("did not answer"), "{}", all(&output));
     assert_eq!(support::files_below(&folder), Vec::<String>::new());
 }
+
+#[test]
+fn a_backup_goes_to_s3_and_is_verified_from_there_and_a_folder_keeps_the_newest() {
+    let node = ControlPlane::start();
+    let s3 = support::s3::S3Server::start();
+    s3.create_bucket("backups");
+    let berth_s3 = |arguments: &[&str], with_credentials: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+        command
+            .args(arguments)
+            .args(["--s3-endpoint", &s3.endpoint])
+            .env("BERTH_ROOT", node.root.path())
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_ENDPOINT_URL");
+        if with_credentials {
+            command.envs(s3.env());
+        }
+        command.output().unwrap()
+    };
+    let backup = [
+        "backup",
+        "--output",
+        "s3://backups/cluster-a/",
+        "--etcd-endpoint",
+        &node.endpoint,
+    ];
+    let output = berth_s3(&backup, false);
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("no S3 credentials"),
+        "{}",
+        all(&output)
+    );
+    let output = berth_s3(&backup, true);
+    assert!(output.status.success(), "{}", all(&output));
+    let place = text(&output.stdout).trim().to_string();
+    let keys = s3.keys("backups", "cluster-a/");
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert_eq!(place, format!("s3://backups/{}", keys[0]));
+    assert!(keys[0].starts_with("cluster-a/backup-") && keys[0].ends_with(".tar.zst"));
+    // Nothing stays on the node on its way there.
+    assert_eq!(
+        support::files_below(&node.root.path().join("var/backups/berth")),
+        Vec::<String>::new()
+    );
+    let output = berth_s3(&["backup", "--verify", &place], true);
+    assert!(output.status.success(), "{}", all(&output));
+    assert!(text(&output.stdout).contains("whole: "), "{}", all(&output));
+    let output = berth_s3(
+        &["backup", "--verify", "s3://backups/cluster-a/none.tar.zst"],
+        true,
+    );
+    assert!(!output.status.success());
+    assert!(all(&output).contains("404"), "{}", all(&output));
+    let output = berth_s3(
+        &[
+            "backup",
+            "--output",
+            "s3://backups/x/",
+            "--keep",
+            "2",
+            "--etcd-endpoint",
+            &node.endpoint,
+        ],
+        true,
+    );
+    assert!(
+        all(&output).contains("--keep prunes a folder on this node"),
+        "{}",
+        all(&output)
+    );
+
+    // Four backups into one folder with --keep 2: the two newest stay, and a file of the
+    // operator's own name is left alone.
+    let folder = node.work.path().join("kept");
+    fs_err::create_dir_all(&folder).unwrap();
+    fs_err::write(folder.join("before-upgrade.tar.zst"), "mine").unwrap();
+    let mut made = Vec::new();
+    for _ in 0..4 {
+        let output = node.berth(&[
+            "backup",
+            "--output",
+            &format!("{}/", folder.display()),
+            "--keep",
+            "2",
+            "--etcd-endpoint",
+            &node.endpoint,
+        ]);
+        assert!(output.status.success(), "{}", all(&output));
+        made.push(text(&output.stdout).trim().to_string());
+        // Names are by the second: the next backup is another second's.
+        let second = made.last().unwrap().clone();
+        wait_until("the next second", Duration::from_secs(3), || {
+            next_name_differs(&second)
+        });
+    }
+    let mut kept = support::files_below(&folder);
+    kept.sort();
+    let newest: Vec<String> = made[2..]
+        .iter()
+        .map(|path| {
+            Path::new(path)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [newest, vec!["before-upgrade.tar.zst".to_string()]].concat()
+    );
+}
+
+/// Whether a backup started now gets another name than `path`'s.
+fn next_name_differs(path: &str) -> bool {
+    let now = berth_formats::time::now().replace(':', "");
+    !path.ends_with(&format!("backup-{now}.tar.zst"))
+}
