@@ -358,6 +358,42 @@ function __kubernetes_refuse_version_change() {
     esac
 }
 
+# `berth restore` leaves a backup's etcd snapshot here before it runs this install: etcd's data
+# is made from it, a new single-member cluster of this node (its name and peer address as
+# kubeadm gives them), before kubeadm init starts etcd over it. etcd's own tool does it, from
+# the package's etcd image; the data is moved into place only once whole.
+function __kubernetes_restore_etcd() {
+    local snapshot="$DIR/restore/etcd-snapshot.db"
+    [ -f "$snapshot" ] || return 0
+    if [ -d /var/lib/etcd/member ]; then
+        log "etcd's data is in place (/var/lib/etcd/member): the snapshot was restored already"
+        return 0
+    fi
+    local image name peer
+    image="$(__kubernetes_package_image etcd)"
+    [ -n "$image" ] || bail "this Kubernetes package has no etcd image, whose etcdctl restores the backup's snapshot"
+    name="$(hostname | tr '[:upper:]' '[:lower:]')"
+    peer="https://$(berth_private_address):2380"
+    log "restoring etcd from the backup's snapshot, as member $name ($peer)"
+    rm -rf /var/lib/etcd.restoring
+    if ! ctr --namespace k8s.io run --rm --net-host \
+        --mount "type=bind,src=$DIR/restore,dst=/restore,options=rbind:ro" \
+        --mount "type=bind,src=/var/lib,dst=/host/var/lib,options=rbind:rw" \
+        "$image" berth-etcd-restore \
+        /usr/local/bin/etcdctl snapshot restore /restore/etcd-snapshot.db \
+        --data-dir /host/var/lib/etcd.restoring --name "$name" \
+        --initial-cluster "$name=$peer" --initial-advertise-peer-urls "$peer"; then
+        rm -rf /var/lib/etcd.restoring
+        bail "etcdctl could not restore the backup's snapshot (above); nothing of etcd's was kept"
+    fi
+    if [ -e /var/lib/etcd ] && ! rmdir /var/lib/etcd 2>/dev/null; then
+        rm -rf /var/lib/etcd.restoring
+        bail "/var/lib/etcd holds files but no etcd member: move them away, then run berth restore again"
+    fi
+    mv /var/lib/etcd.restoring /var/lib/etcd
+    chmod 0700 /var/lib/etcd
+}
+
 # kURL's init: kubeadm init with the rendered configuration, then the admin kubeconfig.
 function kubernetes() {
     __kubernetes_refuse_version_change
@@ -407,6 +443,7 @@ function kubernetes() {
     # same clock, try after try.
     __kubernetes_static_pod_patches
     __kubernetes_patches_arguments
+    __kubernetes_restore_etcd
     if ! cmd_retry 3 kubeadm init \
         --ignore-preflight-errors="${KUBERNETES_INIT_IGNORE_PREFLIGHT_ERRORS:-all}" \
         --config /opt/replicated/kubeadm.conf \

@@ -102,6 +102,13 @@ enum Command {
         after_help = "Output: what was backed up on standard error; the archive's path on standard output. With --verify: what it holds and who signed it.\nExit status: 0 when the backup is written (or whole); 1 when it is not (the reason is named; a backup not written leaves nothing behind)."
     )]
     Backup(commands::backup::BackupArgs),
+    /// On a fresh node: bring a backup back: check it through, put the cluster's certificate
+    /// authorities, Berth's records and the etcd snapshot in place, and install the installer it
+    /// records, etcd's data made from the snapshot; the nodes that still run rejoin it.
+    #[command(
+        after_help = "Output: the steps on standard error, the install's among them.\nExit status: 0 when the node runs the restored cluster; 1 when the backup is refused (nothing changed) or the install did not finish (the same command again continues)."
+    )]
+    Restore(commands::restore::RestoreArgs),
     /// Check a whole dist or airgap bundle offline: signatures, digests, every package's files.
     #[command(
         after_help = "Exit status: 0 when every check passed; 1 when one failed (each is named)."
@@ -183,6 +190,7 @@ fn main() -> ExitCode {
         Command::Unpack(args) => commands::unpack::run(args),
         Command::Verify(args) => commands::verify::run(args),
         Command::Backup(args) => commands::backup::run(args),
+        Command::Restore(args) => commands::restore::run(args),
         Command::Trust(command) => commands::trust::run(command),
         Command::Kustomization(command) => commands::kustomization::run(command),
         Command::Kurl(command) => commands::kurl::run(command),

@@ -6,6 +6,7 @@
 
 mod archive;
 pub mod etcd;
+pub mod restore;
 pub mod store;
 
 use std::path::{Path, PathBuf};

@@ -130,9 +130,12 @@ pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn verify(layout: &Layout, place: &Place, args: &BackupArgs) -> anyhow::Result<ExitCode> {
+/// The public keys in `files` (PEM).
+pub(crate) fn read_public_keys(
+    files: &[PathBuf],
+) -> anyhow::Result<Vec<berth_formats::signature::PublicKey>> {
     let mut keys = Vec::new();
-    for key in &args.trust_keys {
+    for key in files {
         let text = berth_formats::files::read_to_string_at_most(key, 64 * 1024)
             .map_err(|error| anyhow::anyhow!("failed to read {}: {error}", key.display()))?;
         keys.push(berth_formats::signature::PublicKey::from_pem(
@@ -140,15 +143,30 @@ fn verify(layout: &Layout, place: &Place, args: &BackupArgs) -> anyhow::Result<E
             &text,
         )?);
     }
-    let (path, _scratch) = match place {
+    Ok(keys)
+}
+
+/// A backup as a file on this node: itself, or fetched from S3 into a scratch folder (which
+/// goes when the second value is dropped).
+pub(crate) fn fetched(
+    layout: &Layout,
+    place: &Place,
+    s3: &S3Args,
+) -> anyhow::Result<(PathBuf, Option<tempfile::TempDir>)> {
+    Ok(match place {
         Place::File(path) => (path.clone(), None),
         Place::S3 { bucket, key } => {
             let scratch = backup::scratch(layout)?;
             let path = scratch.path().join("backup.tar.zst");
-            args.s3.settings().download(bucket, key, &path)?;
+            s3.settings().download(bucket, key, &path)?;
             (path, Some(scratch))
         }
-    };
+    })
+}
+
+fn verify(layout: &Layout, place: &Place, args: &BackupArgs) -> anyhow::Result<ExitCode> {
+    let keys = read_public_keys(&args.trust_keys)?;
+    let (path, _scratch) = fetched(layout, place, &args.s3)?;
     let verified = backup::verify(&path, &keys)?;
     let manifest = &verified.manifest;
     show!(

@@ -12,6 +12,7 @@ pub mod kustomization;
 pub mod preflight;
 pub mod remove_node;
 pub mod reset;
+pub mod restore;
 pub mod rollback;
 pub mod rollout;
 pub mod status;

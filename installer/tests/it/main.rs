@@ -21,6 +21,7 @@ mod host_preflights;
 mod hostile;
 mod kubernetes;
 mod kubernetes_helpers;
+mod kubernetes_restore;
 mod kurl_addons;
 mod kurl_environment;
 mod kurl_helpers;

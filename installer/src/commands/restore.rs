@@ -1,0 +1,79 @@
+//! `berth restore`: a backup brought back on a fresh node: checked through, its certificate
+//! authorities, Berth's records and etcd snapshot put in place, then the installer it records
+//! installed as on the first node, etcd's data made from the snapshot before `kubeadm init`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use berth::backup::restore;
+use berth::backup::store::Place;
+use berth::node::layout::Layout;
+
+use crate::commands::RootArgs;
+use crate::commands::backup::S3Args;
+
+#[derive(clap::Args)]
+pub struct RestoreArgs {
+    /// The backup: a file, or s3://BUCKET/KEY.
+    #[arg(value_name = "FILE|S3")]
+    backup: String,
+    /// The backup must be signed by one of these keys (public, PEM).
+    #[arg(long = "trust-key", value_name = "FILE")]
+    trust_keys: Vec<PathBuf>,
+    /// Where to fetch the installer's packages, instead of the dist the backup records.
+    #[arg(long, value_name = "DIR|URL")]
+    dist: Option<String>,
+    #[command(flatten)]
+    s3: S3Args,
+    #[command(flatten)]
+    root: RootArgs,
+}
+
+pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
+    let root = args.root.existing()?.to_path_buf();
+    let layout = Layout::new(&root);
+    let keys = crate::commands::backup::read_public_keys(&args.trust_keys)?;
+    let place = Place::parse(&args.backup)?;
+    let (archive, _scratch) = crate::commands::backup::fetched(&layout, &place, &args.s3)?;
+    let prepared = restore::prepare(&layout, &archive, &keys)?;
+    let manifest = &prepared.verified.manifest;
+    say!(
+        "berth: restoring the backup of {} made at {} (cluster CA {})",
+        manifest.node,
+        manifest.created,
+        manifest.cluster.ca_sha256
+    );
+    let installer = &prepared.installer;
+    let dist = args.dist.clone().unwrap_or_else(|| installer.dist.clone());
+    let mut install = std::process::Command::new(std::env::current_exe()?);
+    install
+        .arg("install")
+        .arg("--root")
+        .arg(&root)
+        .arg("--spec")
+        .arg(&installer.spec)
+        .arg("--dist")
+        .arg(&dist);
+    if let Some(lock) = &installer.lock {
+        install.arg("--lock").arg(lock);
+    }
+    for key in &args.trust_keys {
+        install.arg("--trust-key").arg(key);
+    }
+    say!(
+        "berth: installing installer {} again, from {dist}",
+        installer.id
+    );
+    let status = install.status()?;
+    if !status.success() {
+        anyhow::bail!(
+            "the install did not finish (above); run the same berth restore again to continue"
+        );
+    }
+    restore::keep_binary(&layout)?;
+    restore::finish(&layout)?;
+    say!(
+        "berth: restored. Nodes that still run rejoin on their own; a new node joins with the command `berth join-command` prints"
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,207 @@
+//! A real cluster (v1.20.2, as `kubernetes.rs` builds and installs it) backed up on its
+//! control-plane node, that node reset completely, and the backup restored onto it: the
+//! objects are back, the workers that kept running are Ready again without being touched, and
+//! every node's `berth status` is as before.
+
+use crate::support;
+
+use std::time::{Duration, Instant};
+
+use support::kubernetes_cluster::{Cluster, nodes, wait_or_explain};
+use support::printed;
+
+fn cluster(count: usize) -> Cluster {
+    Cluster::start(
+        count,
+        std::path::Path::new(env!("CARGO_BIN_EXE_berth")),
+        &support::built_beside(env!("CARGO_BIN_EXE_berth"), "berth-build"),
+    )
+}
+
+/// Each add-on's name, version and whether it is Available, as `berth status` gives them.
+fn status(cluster: &Cluster, index: usize) -> Vec<(String, String, String)> {
+    let output = cluster.shell(index, "berth status -o json");
+    assert!(output.status.success(), "{}", printed(&output));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}", printed(&output)));
+    document["addons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|addon| {
+            let available = addon["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|condition| condition["type"] == "Available")
+                .map(|condition| condition["status"].as_str().unwrap_or("").to_string())
+                .unwrap_or_default();
+            (
+                addon["name"].as_str().unwrap().to_string(),
+                addon["currentVersion"].as_str().unwrap_or("").to_string(),
+                available,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_control_plane_backed_up_reset_and_restored_gets_its_objects_and_workers_back() {
+    let started = Instant::now();
+    let cluster = cluster(3);
+    let install = cluster.shell(
+        0,
+        &format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id),
+    );
+    assert!(install.status.success(), "{}", printed(&install));
+    let join_command = cluster.shell(0, "berth join-command");
+    assert!(join_command.status.success(), "{}", printed(&join_command));
+    let join_command = String::from_utf8_lossy(&join_command.stdout)
+        .trim()
+        .replacen("sudo ", "", 1);
+    for index in 1..3 {
+        let joined = cluster.shell(index, &join_command);
+        assert!(joined.status.success(), "{}", printed(&joined));
+    }
+    let all_ready = || {
+        let nodes = nodes(&cluster);
+        nodes.len() == 3 && nodes.iter().all(|(_, ready)| *ready)
+    };
+    wait_or_explain(
+        "three Ready nodes",
+        Duration::from_secs(300),
+        all_ready,
+        || cluster.account(),
+    );
+    eprintln!("the cluster is up after {:?}", started.elapsed());
+    for index in 0..3 {
+        cluster.import_busybox(index);
+    }
+
+    let objects = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default}
+data: {colour: blue}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: password, namespace: default}
+stringData: {password: hunter2}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: docker.io/library/busybox:berth-test, command: [sleep, '86400']}]
+";
+    let applied = cluster.shell(
+        0,
+        &format!(
+            "kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - <<'EOF'\n{objects}EOF"
+        ),
+    );
+    assert!(applied.status.success(), "{}", printed(&applied));
+    let before: Vec<_> = (0..3).map(|index| status(&cluster, index)).collect();
+    for (index, addons) in before.iter().enumerate() {
+        assert!(
+            !addons.is_empty() && addons.iter().all(|(_, _, available)| available == "True"),
+            "node-{}: {addons:?}",
+            index + 1
+        );
+    }
+
+    let archive = cluster.work.path().join("backup.tar.zst");
+    let backup = cluster.shell(0, &format!("berth backup --output {}", archive.display()));
+    assert!(backup.status.success(), "{}", printed(&backup));
+    eprintln!(
+        "backed up after {:?}: {}",
+        started.elapsed(),
+        printed(&backup)
+    );
+
+    // The control-plane node reset completely: its cluster is gone.
+    let reset = cluster.shell(0, "berth reset --yes");
+    assert!(reset.status.success(), "{}", printed(&reset));
+    // (kubeadm's reset leaves its folders, empty.)
+    let files = "find /etc/kubernetes /var/lib/etcd /var/lib/berth -type f 2>/dev/null || true";
+    let gone = cluster.shell(0, files);
+    assert_eq!(printed(&gone).trim(), "", "the reset left files");
+
+    // A fresh node has no berth yet: the one built here (a node would fetch the dist's).
+    let berth = env!("CARGO_BIN_EXE_berth");
+    // A damaged backup is refused before anything changes.
+    let cut = cluster.work.path().join("cut.tar.zst");
+    let bytes = fs_err::read(&archive).unwrap();
+    fs_err::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let refused = cluster.shell(0, &format!("{berth} restore {}", cut.display()));
+    assert!(!refused.status.success());
+    assert!(
+        printed(&refused).contains("is not a whole Berth backup"),
+        "{}",
+        printed(&refused)
+    );
+    let untouched = cluster.shell(0, files);
+    assert_eq!(
+        printed(&untouched).trim(),
+        "",
+        "a refused restore changed the node"
+    );
+
+    let restored = cluster.shell(0, &format!("{berth} restore {}", archive.display()));
+    assert!(restored.status.success(), "{}", printed(&restored));
+    eprintln!("restored after {:?}", started.elapsed());
+    let said = printed(&restored);
+    assert!(
+        said.contains("restoring etcd from the backup's snapshot"),
+        "{said}"
+    );
+
+    // Restored twice: the node runs the cluster now, and says so.
+    let again = cluster.shell(0, &format!("{berth} restore {}", archive.display()));
+    assert!(!again.status.success());
+    assert!(
+        printed(&again).contains("this node already runs a cluster"),
+        "{}",
+        printed(&again)
+    );
+
+    for (kind, name, wanted) in [
+        ("configmap", "settings", "blue"),
+        ("secret", "password", "aHVudGVyMg=="),
+    ] {
+        let field = if kind == "configmap" {
+            "colour"
+        } else {
+            "password"
+        };
+        let output = cluster.kubectl(&format!("get {kind} {name} -o jsonpath={{.data.{field}}}"));
+        assert_eq!(printed(&output).trim(), wanted, "{kind} {name}");
+    }
+    let deployment = cluster.kubectl("get deployment web -o jsonpath={.spec.replicas}");
+    assert_eq!(printed(&deployment).trim(), "2");
+    wait_or_explain(
+        "the workers Ready again, untouched",
+        Duration::from_secs(300),
+        all_ready,
+        || cluster.account(),
+    );
+    // Every node's add-ons as before: the same versions, Available (probed live).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let after: Vec<_> = (0..3).map(|index| status(&cluster, index)).collect();
+        if after == before {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "berth status: {after:?}, before: {before:?}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    eprintln!("done after {:?}", started.elapsed());
+}
