@@ -15,6 +15,7 @@ use berth_formats::signature::{PublicKey, SignatureError, SigningKey, fingerprin
 
 use super::BackupError;
 use super::etcd::TrailingHash;
+use super::seal::{Keys, Protection, Sealed};
 
 /// The largest signature read.
 const MAX_SIGNATURE_BYTES: u64 = 4096;
@@ -25,6 +26,7 @@ pub(super) fn write(
     manifest: &BackupManifest,
     sources: &[(BackedUpFile, PathBuf)],
     signing_key: Option<&SigningKey>,
+    protection: &Protection,
 ) -> Result<u64, BackupError> {
     let folder = output.parent().unwrap_or(Path::new("."));
     let failed = |source| BackupError::Write {
@@ -37,7 +39,8 @@ pub(super) fn write(
         .tempfile_in(folder)
         .map_err(failed)?;
     let setting = Setting::new(Compression::Zstd, None).map_err(BackupError::Archive)?;
-    let encoder = Encoder::new(file.as_file(), setting, all_cores()).map_err(failed)?;
+    let sealed = Sealed::new(file.as_file(), protection).map_err(failed)?;
+    let encoder = Encoder::new(sealed, setting, all_cores()).map_err(failed)?;
     let mtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
@@ -91,7 +94,9 @@ pub(super) fn write(
     }
     let written = tar
         .finish()
-        .map_err(|error| BackupError::Archive(error.to_string()))?;
+        .map_err(|error| BackupError::Archive(error.to_string()))?
+        .finish()
+        .map_err(failed)?;
     written.sync_all().map_err(failed)?;
     let bytes = written.metadata().map_err(failed)?.len();
     file.persist_noclobber(output).map_err(|error| {
@@ -140,6 +145,8 @@ pub enum VerifyError {
         #[source]
         source: berth_formats::backup::ManifestError,
     },
+    #[error("the backup cannot be read: {0}")]
+    Locked(String),
     #[error("{path}: {source}")]
     Signature {
         path: PathBuf,
@@ -152,7 +159,7 @@ pub enum VerifyError {
 /// file is read; with keys given, an unsigned backup is refused), then every file it lists,
 /// in order, each of its size and sha256 (and the etcd snapshot's own trailing hash), and
 /// nothing else.
-pub fn verify(path: &Path, keys: &[PublicKey]) -> Result<Verified, VerifyError> {
+pub fn verify(path: &Path, keys: &[PublicKey], unlock: &Keys) -> Result<Verified, VerifyError> {
     let file = fs_err::File::open(path).map_err(|source| VerifyError::Open {
         path: path.to_path_buf(),
         source,
@@ -168,8 +175,7 @@ pub fn verify(path: &Path, keys: &[PublicKey]) -> Result<Verified, VerifyError> 
             error.to_string()
         }
     };
-    let mut archive = tar_read::open(std::io::BufReader::new(file))
-        .map_err(|error| damaged(format!("not a zstd tar: {}", io_problem(error))))?;
+    let mut archive = open(path, file, unlock)?;
     let mut entries = archive
         .entries()
         .map_err(|error| damaged(io_problem(error)))?;
@@ -291,6 +297,21 @@ pub fn verify(path: &Path, keys: &[PublicKey]) -> Result<Verified, VerifyError> 
     Ok(Verified {
         manifest,
         signature,
+    })
+}
+
+/// The archive's tar, decrypted with `unlock` when it is encrypted.
+pub(super) fn open<'a>(
+    path: &Path,
+    file: fs_err::File,
+    unlock: &Keys,
+) -> Result<tar_read::TarReader<'a>, VerifyError> {
+    let plain = unlock
+        .open(std::io::BufReader::new(file))
+        .map_err(VerifyError::Locked)?;
+    tar_read::open(plain).map_err(|error| VerifyError::Damaged {
+        path: path.to_path_buf(),
+        problem: format!("not a zstd tar: {error}"),
     })
 }
 

@@ -7,6 +7,7 @@
 mod archive;
 pub mod etcd;
 pub mod restore;
+pub mod seal;
 pub mod store;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ pub struct BackupRequest {
     pub output: PathBuf,
     pub etcd_endpoint: String,
     pub signing_key: Option<berth_formats::signature::SigningKey>,
+    pub protection: seal::Protection,
 }
 
 /// A backup written.
@@ -152,6 +154,7 @@ pub fn take(request: &BackupRequest) -> Result<Taken, BackupError> {
         &manifest,
         &sources,
         request.signing_key.as_ref(),
+        &request.protection,
     )?;
     Ok(Taken {
         path: request.output.clone(),
@@ -226,10 +229,12 @@ pub fn default_folder(layout: &Layout) -> PathBuf {
     layout.root().join("var/backups/berth")
 }
 
-/// A backup's default name: `backup-<time>.tar.zst`, which sorts by time.
-pub fn default_name() -> String {
+/// A backup's default name: `backup-<time>.tar.zst` (`.tar.zst.age` encrypted), which sorts
+/// by time.
+pub fn default_name(encrypted: bool) -> String {
     let stamp = berth_formats::time::now().replace(':', "");
-    format!("backup-{stamp}.tar.zst")
+    let age = if encrypted { ".age" } else { "" };
+    format!("backup-{stamp}.tar.zst{age}")
 }
 
 /// A private folder for a backup on its way elsewhere (to S3, or fetched from it), on the

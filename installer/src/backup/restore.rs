@@ -8,11 +8,11 @@
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use berth_formats::archive as tar_read;
 use berth_formats::backup::{BackedUpFile, BackupManifest, ETCD_SNAPSHOT, Part};
 use berth_formats::signature::PublicKey;
 
 use super::archive::{Verified, VerifyError, verify};
+use super::seal::Keys;
 use crate::node::last_installer::LastInstaller;
 use crate::node::layout::Layout;
 
@@ -87,8 +87,9 @@ pub fn prepare(
     layout: &Layout,
     archive: &Path,
     keys: &[PublicKey],
+    unlock: &Keys,
 ) -> Result<Prepared, RestoreError> {
-    let verified = verify(archive, keys)?;
+    let verified = verify(archive, keys, unlock)?;
     let root = layout.root();
     let snapshot = restore_dir(layout).join("etcd-snapshot.db");
     let continuing = snapshot.is_file();
@@ -119,7 +120,7 @@ pub fn prepare(
             });
         }
     }
-    put_back(layout, archive, &verified.manifest)?;
+    put_back(layout, archive, &verified.manifest, unlock)?;
     let installer = LastInstaller::load(layout)
         .map_err(|error| RestoreError::Record(error.to_string()))?
         .ok_or(RestoreError::NoInstaller)?;
@@ -156,6 +157,7 @@ fn put_back(
     layout: &Layout,
     archive: &Path,
     manifest: &BackupManifest,
+    unlock: &Keys,
 ) -> Result<(), RestoreError> {
     let damaged = |problem: String| {
         RestoreError::Verify(VerifyError::Damaged {
@@ -167,8 +169,7 @@ fn put_back(
         path: archive.to_path_buf(),
         source,
     })?;
-    let mut tar = tar_read::open(std::io::BufReader::new(file))
-        .map_err(|error| damaged(error.to_string()))?;
+    let mut tar = super::archive::open(archive, file, unlock)?;
     let by_name: std::collections::BTreeMap<String, &BackedUpFile> = manifest
         .files
         .iter()

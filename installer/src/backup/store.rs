@@ -206,9 +206,9 @@ fn answered(
     })
 }
 
-/// Berth's own backup names (`backup-<time>.tar.zst`), which sort by time.
+/// Berth's own backup names (`backup-<time>.tar.zst`, `.tar.zst.age`), which sort by time.
 pub fn is_backup_name(name: &str) -> bool {
-    name.starts_with("backup-") && name.ends_with(".tar.zst")
+    name.starts_with("backup-") && (name.ends_with(".tar.zst") || name.ends_with(".tar.zst.age"))
 }
 
 /// Removes all but the newest `keep` backups of Berth's own names in `folder`; returns what it

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use berth::backup::store::{Place, S3Settings};
-use berth::backup::{self, BackupRequest, Signature};
+use berth::backup::{self, BackupRequest, Signature, seal};
 use berth::node::layout::Layout;
 use berth_formats::backup::Part;
 
@@ -25,6 +25,10 @@ pub struct BackupArgs {
     /// Sign the archive's manifest with this key (PKCS#8 PEM, as `berth-build keygen` writes).
     #[arg(long, value_name = "FILE", conflicts_with = "verify")]
     signing_key: Option<PathBuf>,
+    /// Encrypt the archive (age) to this recipient's public key (`age1…`; repeatable): only
+    /// its identity opens it.
+    #[arg(long = "encrypt-to", value_name = "RECIPIENT", conflicts_with_all = ["verify", "passphrase_file"])]
+    encrypt_to: Vec<String>,
     /// Where etcd answers its clients.
     #[arg(long, value_name = "URL", default_value = backup::etcd::DEFAULT_ENDPOINT)]
     etcd_endpoint: String,
@@ -36,9 +40,35 @@ pub struct BackupArgs {
     #[arg(long = "trust-key", value_name = "FILE", requires = "verify")]
     trust_keys: Vec<PathBuf>,
     #[command(flatten)]
+    unlock: UnlockArgs,
+    #[command(flatten)]
     s3: S3Args,
     #[command(flatten)]
     root: RootArgs,
+}
+
+/// What encrypts a backup with a passphrase, or opens an encrypted one.
+#[derive(clap::Args)]
+pub struct UnlockArgs {
+    /// An age identity file (`AGE-SECRET-KEY-…`, as age-keygen writes it; repeatable) that
+    /// opens a backup encrypted to its recipient.
+    #[arg(long = "identity", value_name = "FILE")]
+    identities: Vec<PathBuf>,
+    /// A file whose first line is the passphrase a backup is encrypted with (age's scrypt):
+    /// given to `berth backup`, it encrypts; to --verify or `berth restore`, it opens.
+    #[arg(long = "passphrase-file", value_name = "FILE")]
+    passphrase_file: Option<PathBuf>,
+}
+
+impl UnlockArgs {
+    pub(crate) fn keys(&self) -> anyhow::Result<seal::Keys> {
+        let passphrase = self
+            .passphrase_file
+            .as_deref()
+            .map(seal::passphrase)
+            .transpose()?;
+        Ok(seal::Keys::new(&self.identities, passphrase)?)
+    }
 }
 
 /// How S3 is reached; the credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
@@ -82,7 +112,20 @@ pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let name = backup::default_name();
+    if !args.unlock.identities.is_empty() {
+        anyhow::bail!(
+            "--identity opens a backup (with --verify, or berth restore); to encrypt one, give --encrypt-to RECIPIENT"
+        );
+    }
+    let protection = if !args.encrypt_to.is_empty() {
+        seal::Protection::Recipients(seal::recipients(&args.encrypt_to)?)
+    } else if let Some(path) = &args.unlock.passphrase_file {
+        seal::Protection::Passphrase(seal::passphrase(path)?)
+    } else {
+        seal::Protection::None
+    };
+    let encrypted = !matches!(protection, seal::Protection::None);
+    let name = backup::default_name(encrypted);
     let place = match &args.output {
         Some(text) => Place::parse(text)?.named(&name),
         None => Place::File(backup::default_folder(&layout).join(&name)),
@@ -106,15 +149,17 @@ pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
         output: local,
         etcd_endpoint: args.etcd_endpoint.clone(),
         signing_key,
+        protection,
     })?;
     say!("berth: backed up {}", summary(&taken.manifest));
     if let Place::S3 { bucket, key } = &place {
         args.s3.settings().upload(bucket, key, &taken.path)?;
     }
     say!(
-        "berth: {} ({} bytes, readable by root alone){}",
+        "berth: {} ({} bytes, readable by root alone{}{})",
         place.describe(),
         taken.bytes,
+        if encrypted { ", encrypted" } else { "" },
         if args.signing_key.is_some() {
             ", its manifest signed"
         } else {
@@ -167,7 +212,7 @@ pub(crate) fn fetched(
 fn verify(layout: &Layout, place: &Place, args: &BackupArgs) -> anyhow::Result<ExitCode> {
     let keys = read_public_keys(&args.trust_keys)?;
     let (path, _scratch) = fetched(layout, place, &args.s3)?;
-    let verified = backup::verify(&path, &keys)?;
+    let verified = backup::verify(&path, &keys, &args.unlock.keys()?)?;
     let manifest = &verified.manifest;
     show!(
         "{}: whole: {}; made by berth {} on {} at {}",

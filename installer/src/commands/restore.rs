@@ -10,7 +10,7 @@ use berth::backup::store::Place;
 use berth::node::layout::Layout;
 
 use crate::commands::RootArgs;
-use crate::commands::backup::S3Args;
+use crate::commands::backup::{S3Args, UnlockArgs};
 
 #[derive(clap::Args)]
 pub struct RestoreArgs {
@@ -24,6 +24,8 @@ pub struct RestoreArgs {
     #[arg(long, value_name = "DIR|URL")]
     dist: Option<String>,
     #[command(flatten)]
+    unlock: UnlockArgs,
+    #[command(flatten)]
     s3: S3Args,
     #[command(flatten)]
     root: RootArgs,
@@ -35,7 +37,7 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     let keys = crate::commands::backup::read_public_keys(&args.trust_keys)?;
     let place = Place::parse(&args.backup)?;
     let (archive, _scratch) = crate::commands::backup::fetched(&layout, &place, &args.s3)?;
-    let prepared = restore::prepare(&layout, &archive, &keys)?;
+    let prepared = restore::prepare(&layout, &archive, &keys, &args.unlock.keys()?)?;
     let manifest = &prepared.verified.manifest;
     say!(
         "berth: restoring the backup of {} made at {} (cluster CA {})",

@@ -673,3 +673,110 @@ fn next_name_differs(path: &str) -> bool {
     let now = berth_formats::time::now().replace(':', "");
     !path.ends_with(&format!("backup-{now}.tar.zst"))
 }
+
+#[test]
+fn an_encrypted_backup_opens_with_its_identity_or_passphrase_alone() {
+    use age::secrecy::ExposeSecret as _;
+    let node = ControlPlane::start();
+    let keys = tempfile::tempdir().unwrap();
+    let identity = age::x25519::Identity::generate();
+    let identity_file = keys.path().join("operator.age");
+    fs_err::write(
+        &identity_file,
+        format!("{}\n", identity.to_string().expose_secret()),
+    )
+    .unwrap();
+    let other_file = keys.path().join("other.age");
+    fs_err::write(
+        &other_file,
+        format!(
+            "{}\n",
+            age::x25519::Identity::generate()
+                .to_string()
+                .expose_secret()
+        ),
+    )
+    .unwrap();
+    let recipient = identity.to_public().to_string();
+
+    let folder = node.work.path().join("sealed");
+    let output = node.backup(
+        Path::new(&format!("{}/", folder.display())),
+        &["--encrypt-to", &recipient],
+    );
+    assert!(output.status.success(), "{}", all(&output));
+    let archive = PathBuf::from(text(&output.stdout).trim());
+    assert!(
+        archive.to_string_lossy().ends_with(".tar.zst.age"),
+        "{}",
+        archive.display()
+    );
+    let bytes = fs_err::read(&archive).unwrap();
+    assert!(bytes.starts_with(b"age-encryption.org/v1\n"));
+    let verify = |extra: &[&str]| {
+        let mut arguments = vec!["backup", "--verify", archive.to_str().unwrap()];
+        arguments.extend(extra);
+        node.berth(&arguments)
+    };
+    let output = verify(&[]);
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("give --identity FILE"),
+        "{}",
+        all(&output)
+    );
+    let output = verify(&["--identity", other_file.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("could not be decrypted"),
+        "{}",
+        all(&output)
+    );
+    let output = verify(&["--identity", identity_file.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", all(&output));
+    assert!(text(&output.stdout).contains("whole: "), "{}", all(&output));
+
+    // With a passphrase instead.
+    let passphrase = keys.path().join("passphrase");
+    fs_err::write(&passphrase, "correct horse battery staple\n").unwrap();
+    let wrong = keys.path().join("wrong");
+    fs_err::write(&wrong, "incorrect\n").unwrap();
+    let sealed = node.work.path().join("passphrase.tar.zst.age");
+    let output = node.backup(
+        &sealed,
+        &["--passphrase-file", passphrase.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", all(&output));
+    let verify = |extra: &[&str]| {
+        let mut arguments = vec!["backup", "--verify", sealed.to_str().unwrap()];
+        arguments.extend(extra);
+        node.berth(&arguments)
+    };
+    let output = verify(&["--identity", identity_file.to_str().unwrap()]);
+    assert!(
+        all(&output).contains("give --passphrase-file FILE"),
+        "{}",
+        all(&output)
+    );
+    let output = verify(&["--passphrase-file", wrong.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("could not be decrypted"),
+        "{}",
+        all(&output)
+    );
+    let output = verify(&["--passphrase-file", passphrase.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", all(&output));
+
+    // An identity opens; it does not encrypt.
+    let output = node.backup(
+        &node.work.path().join("no.tar.zst"),
+        &["--identity", identity_file.to_str().unwrap()],
+    );
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("give --encrypt-to RECIPIENT"),
+        "{}",
+        all(&output)
+    );
+}
