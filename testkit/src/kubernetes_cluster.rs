@@ -36,7 +36,7 @@ pub struct Cluster {
     /// The test's own folder (the spec, the server's log, the installers it posted).
     pub work: tempfile::TempDir,
     _server: Server,
-    _network: Network,
+    network: Network,
 }
 
 /// The spec: kURL's Installer with Kubernetes, Berth's containerd and its pod network.
@@ -155,7 +155,7 @@ impl Cluster {
             id,
             work,
             _server: server,
-            _network: network,
+            network,
         };
         let first = &cluster.machines[0];
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -179,6 +179,11 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(200));
         }
         cluster
+    }
+
+    /// Another host on the cluster's network (a server the nodes reach), not a machine.
+    pub fn add_host(&mut self) -> Host {
+        self.network.host()
     }
 
     /// `program` on machine `index`, as root there, with a plain PATH and none of the test

@@ -8,6 +8,7 @@ use std::time::Duration;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
 
+use crate::network::Host;
 use crate::{Server, free_port};
 
 pub const ACCESS_KEY: &str = "berth-test";
@@ -26,8 +27,11 @@ fn weed() -> PathBuf {
 }
 
 pub struct S3Server {
-    /// `http://127.0.0.1:PORT`.
+    /// `http://ADDRESS:PORT`.
     pub endpoint: String,
+    /// The host it runs on, when not this one's loopback.
+    host: Option<Host>,
+    address: String,
     dir: tempfile::TempDir,
     ports: Vec<u16>,
     server: Option<Server>,
@@ -37,6 +41,16 @@ pub struct S3Server {
 
 impl S3Server {
     pub fn start() -> S3Server {
+        Self::start_at(None)
+    }
+
+    /// The server on `host` of a network, on its address, for the other hosts to reach.
+    /// Its methods reach it from inside that host.
+    pub fn start_on(host: &Host) -> S3Server {
+        Self::start_at(Some(host.clone()))
+    }
+
+    fn start_at(host: Option<Host>) -> S3Server {
         let dir = tempfile::tempdir().unwrap();
         fs_err::create_dir_all(dir.path().join("data")).unwrap();
         fs_err::write(
@@ -47,7 +61,11 @@ impl S3Server {
         )
         .unwrap();
         let ports: Vec<u16> = (0..10).map(|_| free_port()).collect();
-        let endpoint = format!("http://127.0.0.1:{}", ports[0]);
+        let address = host
+            .as_ref()
+            .map_or("127.0.0.1", |host| host.address())
+            .to_string();
+        let endpoint = format!("http://{address}:{}", ports[0]);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -61,6 +79,8 @@ impl S3Server {
             .build();
         let mut server = S3Server {
             endpoint,
+            host,
+            address,
             dir,
             ports,
             server: None,
@@ -85,11 +105,17 @@ impl S3Server {
     pub fn restart(&mut self) {
         self.server = None;
         let p = &self.ports;
+        let mut command = match &self.host {
+            Some(host) => host.command(&weed().display().to_string()),
+            None => Command::new(weed()),
+        };
         let server = Server::spawn(
-            Command::new(weed())
+            command
                 .arg("server")
                 .arg(format!("-dir={}", self.dir.path().join("data").display()))
-                .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3"])
+                .arg(format!("-ip={}", self.address))
+                .arg(format!("-ip.bind={}", self.address))
+                .arg("-s3")
                 .arg(format!(
                     "-s3.config={}",
                     self.dir.path().join("s3.json").display()
@@ -118,8 +144,7 @@ impl S3Server {
         self.server = Some(server);
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while self
-            .runtime
-            .block_on(self.client.list_buckets().send())
+            .inside(|| self.runtime.block_on(self.client.list_buckets().send()))
             .is_err()
         {
             if std::time::Instant::now() > deadline {
@@ -148,17 +173,29 @@ impl S3Server {
         ]
     }
 
+    /// Runs `work` where the server is reached: in its host's namespace, when it has one.
+    fn inside<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        match &self.host {
+            Some(host) => host.run_inside(work),
+            None => work(),
+        }
+    }
+
     pub fn create_bucket(&self, bucket: &str) {
-        self.runtime
-            .block_on(self.client.create_bucket().bucket(bucket).send())
-            .unwrap();
+        self.inside(|| {
+            self.runtime
+                .block_on(self.client.create_bucket().bucket(bucket).send())
+        })
+        .unwrap();
     }
 
     /// `(ETag, Last-Modified)` of an object, or `None` when there is none.
     pub fn head(&self, bucket: &str, key: &str) -> Option<(String, String)> {
         let head = self
-            .runtime
-            .block_on(self.client.head_object().bucket(bucket).key(key).send())
+            .inside(|| {
+                self.runtime
+                    .block_on(self.client.head_object().bucket(bucket).key(key).send())
+            })
             .ok()?;
         Some((
             head.e_tag().unwrap_or_default().to_string(),
@@ -170,30 +207,33 @@ impl S3Server {
 
     /// An object's bytes.
     pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
-        self.runtime.block_on(async {
-            let object = self
-                .client
-                .get_object()
-                .bucket(bucket)
-                .key(key)
-                .send()
-                .await
-                .unwrap();
-            object.body.collect().await.unwrap().into_bytes().to_vec()
+        self.inside(|| {
+            self.runtime.block_on(async {
+                let object = self
+                    .client
+                    .get_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .send()
+                    .await
+                    .unwrap();
+                object.body.collect().await.unwrap().into_bytes().to_vec()
+            })
         })
     }
 
     /// Every key below `prefix`.
     pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
         let listed = self
-            .runtime
-            .block_on(
-                self.client
-                    .list_objects_v2()
-                    .bucket(bucket)
-                    .prefix(prefix)
-                    .send(),
-            )
+            .inside(|| {
+                self.runtime.block_on(
+                    self.client
+                        .list_objects_v2()
+                        .bucket(bucket)
+                        .prefix(prefix)
+                        .send(),
+                )
+            })
             .unwrap();
         let mut keys: Vec<String> = listed
             .contents()

@@ -7,8 +7,10 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
+use age::secrecy::ExposeSecret as _;
 use support::kubernetes_cluster::{Cluster, nodes, wait_or_explain};
 use support::printed;
+use support::s3::{ACCESS_KEY, S3Server, SECRET_KEY};
 
 fn cluster(count: usize) -> Cluster {
     Cluster::start(
@@ -45,10 +47,51 @@ fn status(cluster: &Cluster, index: usize) -> Vec<(String, String, String)> {
         .collect()
 }
 
+fn all_ready(cluster: &Cluster) -> bool {
+    let nodes = nodes(cluster);
+    nodes.len() == 3 && nodes.iter().all(|(_, ready)| *ready)
+}
+
+/// The objects made before the backup are there, the workers Ready (untouched), and every
+/// node's add-ons as `before`: the same versions, Available (probed live).
+fn assert_back(cluster: &Cluster, before: &[Vec<(String, String, String)>]) {
+    for (kind, name, field, wanted) in [
+        ("configmap", "settings", "colour", "blue"),
+        ("secret", "password", "password", "aHVudGVyMg=="),
+        ("deployment", "web", "spec.replicas", "2"),
+    ] {
+        let path = if kind == "deployment" {
+            field.to_string()
+        } else {
+            format!("data.{field}")
+        };
+        let output = cluster.kubectl(&format!("get {kind} {name} -o jsonpath={{.{path}}}"));
+        assert_eq!(printed(&output).trim(), wanted, "{kind} {name}");
+    }
+    wait_or_explain(
+        "the workers Ready again, untouched",
+        Duration::from_secs(300),
+        || all_ready(cluster),
+        || cluster.account(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let after: Vec<_> = (0..3).map(|index| status(cluster, index)).collect();
+        if after == before {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "berth status: {after:?}, before: {before:?}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
 #[test]
 fn a_control_plane_backed_up_reset_and_restored_gets_its_objects_and_workers_back() {
     let started = Instant::now();
-    let cluster = cluster(3);
+    let mut cluster = cluster(3);
     let install = cluster.shell(
         0,
         &format!("curl -fsSL {}/{} | bash", cluster.served, cluster.id),
@@ -170,38 +213,61 @@ spec:
         printed(&again)
     );
 
-    for (kind, name, wanted) in [
-        ("configmap", "settings", "blue"),
-        ("secret", "password", "aHVudGVyMg=="),
-    ] {
-        let field = if kind == "configmap" {
-            "colour"
-        } else {
-            "password"
-        };
-        let output = cluster.kubectl(&format!("get {kind} {name} -o jsonpath={{.data.{field}}}"));
-        assert_eq!(printed(&output).trim(), wanted, "{kind} {name}");
-    }
-    let deployment = cluster.kubectl("get deployment web -o jsonpath={.spec.replicas}");
-    assert_eq!(printed(&deployment).trim(), "2");
-    wait_or_explain(
-        "the workers Ready again, untouched",
-        Duration::from_secs(300),
-        all_ready,
-        || cluster.account(),
+    assert_back(&cluster, &before);
+    eprintln!(
+        "restored from a file, checked after {:?}",
+        started.elapsed()
     );
-    // Every node's add-ons as before: the same versions, Available (probed live).
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let after: Vec<_> = (0..3).map(|index| status(&cluster, index)).collect();
-        if after == before {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "berth status: {after:?}, before: {before:?}"
-        );
-        std::thread::sleep(Duration::from_secs(2));
-    }
+
+    // The same through S3 (SeaweedFS on a host of the cluster's network), encrypted to a
+    // recipient: the restored node backs up to a bucket, is reset again, and comes back from
+    // the bucket with the recipient's identity.
+    let s3_host = cluster.add_host();
+    let s3 = S3Server::start_on(&s3_host);
+    s3.create_bucket("backups");
+    let identity = age::x25519::Identity::generate();
+    let identity_file = cluster.work.path().join("operator.age");
+    fs_err::write(
+        &identity_file,
+        format!("{}\n", identity.to_string().expose_secret()),
+    )
+    .unwrap();
+    let with_s3 = |command: &str| {
+        format!(
+            "AWS_ACCESS_KEY_ID={ACCESS_KEY} AWS_SECRET_ACCESS_KEY={SECRET_KEY} {berth} {command} --s3-endpoint {}",
+            s3.endpoint
+        )
+    };
+    let backup = cluster.shell(
+        0,
+        &with_s3(&format!(
+            "backup --output s3://backups/cluster/ --encrypt-to {}",
+            identity.to_public()
+        )),
+    );
+    assert!(backup.status.success(), "{}", printed(&backup));
+    let place = String::from_utf8_lossy(&backup.stdout).trim().to_string();
+    assert_eq!(
+        s3.keys("backups", "cluster/"),
+        [place.trim_start_matches("s3://backups/")]
+    );
+    let reset = cluster.shell(0, "berth reset --yes");
+    assert!(reset.status.success(), "{}", printed(&reset));
+    let refused = cluster.shell(0, &with_s3(&format!("restore {place}")));
+    assert!(!refused.status.success());
+    assert!(
+        printed(&refused).contains("give --identity FILE"),
+        "{}",
+        printed(&refused)
+    );
+    let restored = cluster.shell(
+        0,
+        &with_s3(&format!(
+            "restore {place} --identity {}",
+            identity_file.display()
+        )),
+    );
+    assert!(restored.status.success(), "{}", printed(&restored));
+    assert_back(&cluster, &before);
     eprintln!("done after {:?}", started.elapsed());
 }
