@@ -143,10 +143,11 @@ impl S3Server {
         );
         self.server = Some(server);
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while self
-            .inside(|| self.runtime.block_on(self.client.list_buckets().send()))
-            .is_err()
-        {
+        while !self.inside(|| {
+            self.runtime
+                .block_on(self.client.list_buckets().send())
+                .is_ok()
+        }) {
             if std::time::Instant::now() > deadline {
                 let log =
                     fs_err::read_to_string(self.dir.path().join("weed.log")).unwrap_or_default();
@@ -185,18 +186,17 @@ impl S3Server {
         self.inside(|| {
             self.runtime
                 .block_on(self.client.create_bucket().bucket(bucket).send())
-        })
-        .unwrap();
+                .unwrap();
+        });
     }
 
     /// `(ETag, Last-Modified)` of an object, or `None` when there is none.
     pub fn head(&self, bucket: &str, key: &str) -> Option<(String, String)> {
-        let head = self
-            .inside(|| {
-                self.runtime
-                    .block_on(self.client.head_object().bucket(bucket).key(key).send())
-            })
-            .ok()?;
+        let head = self.inside(|| {
+            self.runtime
+                .block_on(self.client.head_object().bucket(bucket).key(key).send())
+                .ok()
+        })?;
         Some((
             head.e_tag().unwrap_or_default().to_string(),
             head.last_modified()
@@ -224,17 +224,17 @@ impl S3Server {
 
     /// Every key below `prefix`.
     pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
-        let listed = self
-            .inside(|| {
-                self.runtime.block_on(
+        let listed = self.inside(|| {
+            self.runtime
+                .block_on(
                     self.client
                         .list_objects_v2()
                         .bucket(bucket)
                         .prefix(prefix)
                         .send(),
                 )
-            })
-            .unwrap();
+                .unwrap()
+        });
         let mut keys: Vec<String> = listed
             .contents()
             .iter()
