@@ -181,6 +181,22 @@ impl Cluster {
         cluster
     }
 
+    /// Machine `index` lost, and a fresh one in its place: the same name and address,
+    /// nothing of the old one's disk, processes or cgroups.
+    pub fn replace_machine(&mut self, index: usize) {
+        let etc_hosts = self.machines[index]
+            .read("/etc/hosts")
+            .expect("every machine names the others");
+        let old = self.machines.remove(index);
+        let (host, name) = (old.host.clone(), old.name.clone());
+        drop(old);
+        drop(self._cgroups.remove(index));
+        let machine = Machine::start(host, &name);
+        machine.write("/etc/hosts", &etc_hosts);
+        self._cgroups.insert(index, kubelet_host::prepare(&machine));
+        self.machines.insert(index, machine);
+    }
+
     /// Another host on the cluster's network (a server the nodes reach), not a machine.
     pub fn add_host(&mut self) -> Host {
         self.network.host()

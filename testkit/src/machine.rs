@@ -103,7 +103,8 @@ impl Machine {
         if let Some(interface) = machine.host.interface.clone() {
             run(machine
                 .command("ip")
-                .args(["route", "add", "default", "dev", &interface]));
+                // `replace`: a machine started again on the same host finds its route there.
+                .args(["route", "replace", "default", "dev", &interface]));
         }
         machine
     }

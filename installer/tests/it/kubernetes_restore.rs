@@ -1,7 +1,8 @@
 //! A real cluster (v1.20.2, as `kubernetes.rs` builds and installs it) backed up on its
-//! control-plane node, that node reset completely, and the backup restored onto it: the
-//! objects are back, the workers that kept running are Ready again without being touched, and
-//! every node's `berth status` is as before.
+//! control-plane node, that machine lost and the backup restored onto a fresh one with its
+//! address; then backed up to S3, encrypted, the node reset completely and restored from the
+//! bucket: each time the objects are back, the workers that kept running are Ready again
+//! without being touched, and every node's `berth status` is as before.
 
 use crate::support;
 
@@ -89,7 +90,7 @@ fn assert_back(cluster: &Cluster, before: &[Vec<(String, String, String)>]) {
 }
 
 #[test]
-fn a_control_plane_backed_up_reset_and_restored_gets_its_objects_and_workers_back() {
+fn a_control_plane_lost_or_reset_is_restored_with_its_objects_and_workers_back() {
     let started = Instant::now();
     let mut cluster = cluster(3);
     let install = cluster.shell(
@@ -167,13 +168,15 @@ spec:
         printed(&backup)
     );
 
-    // The control-plane node reset completely: its cluster is gone.
-    let reset = cluster.shell(0, "berth reset --yes");
-    assert!(reset.status.success(), "{}", printed(&reset));
-    // (kubeadm's reset leaves its folders, empty.)
+    // The control-plane machine lost: a fresh one in its place, with its address.
+    cluster.replace_machine(0);
     let files = "find /etc/kubernetes /var/lib/etcd /var/lib/berth -type f 2>/dev/null || true";
     let gone = cluster.shell(0, files);
-    assert_eq!(printed(&gone).trim(), "", "the reset left files");
+    assert_eq!(
+        printed(&gone).trim(),
+        "",
+        "the fresh machine has the old one's files"
+    );
 
     // A fresh node has no berth yet: the one built here (a node would fetch the dist's).
     let berth = env!("CARGO_BIN_EXE_berth");
@@ -251,8 +254,11 @@ spec:
         s3.keys("backups", "cluster/"),
         [place.trim_start_matches("s3://backups/")]
     );
+    // This time the node is reset completely (kubeadm's reset leaves its folders, empty).
     let reset = cluster.shell(0, "berth reset --yes");
     assert!(reset.status.success(), "{}", printed(&reset));
+    let gone = cluster.shell(0, files);
+    assert_eq!(printed(&gone).trim(), "", "the reset left files");
     let refused = cluster.shell(0, &with_s3(&format!("restore {place}")));
     assert!(!refused.status.success());
     assert!(
