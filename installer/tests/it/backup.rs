@@ -780,3 +780,44 @@ fn an_encrypted_backup_opens_with_its_identity_or_passphrase_alone() {
         all(&output)
     );
 }
+
+/// What `berth restore` refuses before it changes anything (the restore itself, on a real
+/// cluster, is `kubernetes_restore.rs`).
+#[test]
+fn a_restore_is_refused_where_a_cluster_runs_or_another_clusters_ca_is() {
+    let node = ControlPlane::start();
+    let archive = node.work.path().join("b.tar.zst");
+    assert!(node.backup(&archive, &[]).status.success());
+    let restore = |root: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["restore", archive.to_str().unwrap()])
+            .env("BERTH_ROOT", root)
+            .output()
+            .unwrap()
+    };
+    // The node it was taken on runs its cluster.
+    let output = restore(node.root.path());
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("this node already runs a cluster")
+            && all(&output).contains("admin.conf"),
+        "{}",
+        all(&output)
+    );
+    // A node that holds another cluster's CA.
+    let other = tempfile::tempdir().unwrap();
+    let pki = other.path().join("etc/kubernetes/pki");
+    fs_err::create_dir_all(&pki).unwrap();
+    fs_err::write(pki.join("ca.crt"), "another cluster's CA\n").unwrap();
+    let output = restore(other.path());
+    assert!(!output.status.success());
+    assert!(
+        all(&output).contains("holds another cluster's CA"),
+        "{}",
+        all(&output)
+    );
+    assert_eq!(
+        support::files_below(other.path()),
+        ["etc/kubernetes/pki/ca.crt"]
+    );
+}
