@@ -224,6 +224,13 @@ impl ControlPlane {
             .unwrap()
     }
 
+    /// `berth backup --verify ARCHIVE EXTRA…`.
+    fn verify(&self, archive: &Path, extra: &[&str]) -> Output {
+        let mut arguments = vec!["backup", "--verify", archive.to_str().unwrap()];
+        arguments.extend(extra);
+        self.berth(&arguments)
+    }
+
     fn backup(&self, output: &Path, extra: &[&str]) -> Output {
         let mut arguments = vec![
             "backup",
@@ -239,6 +246,12 @@ impl ControlPlane {
 
 fn all(output: &Output) -> String {
     format!("{}{}", text(&output.stdout), text(&output.stderr))
+}
+
+/// `output` failed, saying `expected`.
+fn refused(output: &Output, expected: &str) {
+    assert!(!output.status.success(), "{}", all(output));
+    assert!(all(output).contains(expected), "{}", all(output));
 }
 
 /// An archive's entries (name, bytes), in order.
@@ -398,12 +411,7 @@ fn a_backup_holds_a_snapshot_etcd_restores_and_every_file_its_manifest_lists() {
     // Run again onto the same file: refused, the file kept.
     let before = fs_err::read(&archive).unwrap();
     let output = node.backup(&archive, &[]);
-    assert!(!output.status.success());
-    assert!(
-        all(&output).contains("already exists; nothing was written"),
-        "{}",
-        all(&output)
-    );
+    refused(&output, "already exists; nothing was written");
     assert_eq!(fs_err::read(&archive).unwrap(), before);
 }
 
@@ -426,11 +434,7 @@ fn a_signed_backup_is_checked_with_the_key_given_and_damage_is_named() {
     let archive = node.work.path().join("signed.tar.zst");
     let output = node.backup(&archive, &["--signing-key", &key("operator.key")]);
     assert!(output.status.success(), "{}", all(&output));
-    let verify = |path: &Path, extra: &[&str]| {
-        let mut arguments = vec!["backup", "--verify", path.to_str().unwrap()];
-        arguments.extend(extra);
-        node.berth(&arguments)
-    };
+    let verify = |path: &Path, extra: &[&str]| node.verify(path, extra);
     let output = verify(&archive, &["--trust-key", &key("operator.pub")]);
     assert!(output.status.success(), "{}", all(&output));
     assert!(
@@ -455,8 +459,7 @@ fn a_signed_backup_is_checked_with_the_key_given_and_damage_is_named() {
     let unsigned = node.work.path().join("unsigned.tar.zst");
     assert!(node.backup(&unsigned, &[]).status.success());
     let output = verify(&unsigned, &["--trust-key", &key("operator.pub")]);
-    assert!(!output.status.success());
-    assert!(all(&output).contains("unsigned"), "{}", all(&output));
+    refused(&output, "unsigned");
 
     // Damage of each kind, refused with its reason.
     let whole = entries(&unsigned);
@@ -535,11 +538,9 @@ fn a_backup_where_it_cannot_be_made_leaves_nothing() {
         .env("BERTH_ROOT", empty.path())
         .output()
         .unwrap();
-    assert!(!output.status.success());
-    assert!(
-        all(&output).contains("is not a control-plane node of a cluster Berth installed"),
-        "{}",
-        all(&output)
+    refused(
+        &output,
+        "is not a control-plane node of a cluster Berth installed",
     );
     // etcd not answering there.
     let folder = node.work.path().join("backups");
@@ -550,8 +551,7 @@ fn a_backup_where_it_cannot_be_made_leaves_nothing() {
         "--etcd-endpoint",
         &format!("https://127.0.0.1:{}", free_port()),
     ]);
-    assert!(!output.status.success());
-    assert!(all(&output).contains("did not answer"), "{}", all(&output));
+    refused(&output, "did not answer");
     assert_eq!(support::files_below(&folder), Vec::<String>::new());
 }
 
@@ -581,12 +581,7 @@ fn a_backup_goes_to_s3_and_is_verified_from_there_and_a_folder_keeps_the_newest(
         &node.endpoint,
     ];
     let output = berth_s3(&backup, false);
-    assert!(!output.status.success());
-    assert!(
-        all(&output).contains("no S3 credentials"),
-        "{}",
-        all(&output)
-    );
+    refused(&output, "no S3 credentials");
     let output = berth_s3(&backup, true);
     assert!(output.status.success(), "{}", all(&output));
     let place = text(&output.stdout).trim().to_string();
@@ -606,8 +601,7 @@ fn a_backup_goes_to_s3_and_is_verified_from_there_and_a_folder_keeps_the_newest(
         &["backup", "--verify", "s3://backups/cluster-a/none.tar.zst"],
         true,
     );
-    assert!(!output.status.success());
-    assert!(all(&output).contains("404"), "{}", all(&output));
+    refused(&output, "404");
     let output = berth_s3(
         &[
             "backup",
@@ -713,25 +707,11 @@ fn an_encrypted_backup_opens_with_its_identity_or_passphrase_alone() {
     );
     let bytes = fs_err::read(&archive).unwrap();
     assert!(bytes.starts_with(b"age-encryption.org/v1\n"));
-    let verify = |extra: &[&str]| {
-        let mut arguments = vec!["backup", "--verify", archive.to_str().unwrap()];
-        arguments.extend(extra);
-        node.berth(&arguments)
-    };
+    let verify = |extra: &[&str]| node.verify(&archive, extra);
     let output = verify(&[]);
-    assert!(!output.status.success());
-    assert!(
-        all(&output).contains("give --identity FILE"),
-        "{}",
-        all(&output)
-    );
+    refused(&output, "give --identity FILE");
     let output = verify(&["--identity", other_file.to_str().unwrap()]);
-    assert!(!output.status.success());
-    assert!(
-        all(&output).contains("could not be decrypted"),
-        "{}",
-        all(&output)
-    );
+    refused(&output, "could not be decrypted");
     let output = verify(&["--identity", identity_file.to_str().unwrap()]);
     assert!(output.status.success(), "{}", all(&output));
     assert!(text(&output.stdout).contains("whole: "), "{}", all(&output));
@@ -747,11 +727,7 @@ fn an_encrypted_backup_opens_with_its_identity_or_passphrase_alone() {
         &["--passphrase-file", passphrase.to_str().unwrap()],
     );
     assert!(output.status.success(), "{}", all(&output));
-    let verify = |extra: &[&str]| {
-        let mut arguments = vec!["backup", "--verify", sealed.to_str().unwrap()];
-        arguments.extend(extra);
-        node.berth(&arguments)
-    };
+    let verify = |extra: &[&str]| node.verify(&sealed, extra);
     let output = verify(&["--identity", identity_file.to_str().unwrap()]);
     assert!(
         all(&output).contains("give --passphrase-file FILE"),
@@ -759,12 +735,7 @@ fn an_encrypted_backup_opens_with_its_identity_or_passphrase_alone() {
         all(&output)
     );
     let output = verify(&["--passphrase-file", wrong.to_str().unwrap()]);
-    assert!(!output.status.success());
-    assert!(
-        all(&output).contains("could not be decrypted"),
-        "{}",
-        all(&output)
-    );
+    refused(&output, "could not be decrypted");
     let output = verify(&["--passphrase-file", passphrase.to_str().unwrap()]);
     assert!(output.status.success(), "{}", all(&output));
 
@@ -773,12 +744,7 @@ fn an_encrypted_backup_opens_with_its_identity_or_passphrase_alone() {
         &node.work.path().join("no.tar.zst"),
         &["--identity", identity_file.to_str().unwrap()],
     );
-    assert!(!output.status.success());
-    assert!(
-        all(&output).contains("give --encrypt-to RECIPIENT"),
-        "{}",
-        all(&output)
-    );
+    refused(&output, "give --encrypt-to RECIPIENT");
 }
 
 /// What `berth restore` refuses before it changes anything (the restore itself, on a real
@@ -810,12 +776,7 @@ fn a_restore_is_refused_where_a_cluster_runs_or_another_clusters_ca_is() {
     fs_err::create_dir_all(&pki).unwrap();
     fs_err::write(pki.join("ca.crt"), "another cluster's CA\n").unwrap();
     let output = restore(other.path());
-    assert!(!output.status.success());
-    assert!(
-        all(&output).contains("holds another cluster's CA"),
-        "{}",
-        all(&output)
-    );
+    refused(&output, "holds another cluster's CA");
     assert_eq!(
         support::files_below(other.path()),
         ["etc/kubernetes/pki/ca.crt"]
