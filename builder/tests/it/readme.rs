@@ -189,6 +189,7 @@ fn the_readme_reads_in_a_newcomers_order() {
             "Serving and airgap",
             "Fleet and rollouts",
             "Support bundles",
+            "Backups",
             "Testgrid: your specs on real machines",
             "kURL compatibility",
             "Contributing",

@@ -78,6 +78,7 @@ pub struct S3Args {
     /// An S3 endpoint other than AWS's (MinIO, SeaweedFS, Ceph), addressed path-style.
     #[arg(long = "s3-endpoint", value_name = "URL", env = "AWS_ENDPOINT_URL")]
     endpoint: Option<String>,
+    /// The bucket's region.
     #[arg(
         long = "s3-region",
         value_name = "REGION",
