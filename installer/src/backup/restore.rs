@@ -120,6 +120,16 @@ pub fn prepare(
             });
         }
     }
+    // Which installer to run again is read from the backup: one that records none is refused
+    // before anything is written.
+    if !verified
+        .manifest
+        .files
+        .iter()
+        .any(|file| file.path == "var/lib/berth/installer.json")
+    {
+        return Err(RestoreError::NoInstaller);
+    }
     put_back(layout, archive, &verified.manifest, unlock)?;
     let installer = LastInstaller::load(layout)
         .map_err(|error| RestoreError::Record(error.to_string()))?

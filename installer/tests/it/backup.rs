@@ -781,4 +781,10 @@ fn a_restore_is_refused_where_a_cluster_runs_or_another_clusters_ca_is() {
         support::files_below(other.path()),
         ["etc/kubernetes/pki/ca.crt"]
     );
+    // A fresh node, and a backup that records no installer to run again (this one's node ran
+    // none).
+    let fresh = tempfile::tempdir().unwrap();
+    let output = restore(fresh.path());
+    refused(&output, "the backup records no installer");
+    assert_eq!(support::files_below(fresh.path()), Vec::<String>::new());
 }
