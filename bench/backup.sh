@@ -6,13 +6,9 @@
 # scripts/test.sh installs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in containerd runc ctr ip nsenter skopeo docker-registry etcdctl; do
-    command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/test.sh first" >&2; exit 1; }
-done
-BERTH_KUBERNETES_ARTEFACTS=$(scripts/kubernetes.sh)
-export BERTH_KUBERNETES_ARTEFACTS
-# The bench profile is the release one: berth-build is taken from beside its berth.
-cargo build --release --quiet -p berth-build
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+prepare_cluster_bench etcdctl
 output=$(cargo bench --quiet -p berth --bench backup | tee /dev/stderr)
 read -r berth baseline berth_bytes baseline_bytes < <(awk '$1 == "result" { print $2, $3, $4, $5 }' <<<"$output")
 python3 bench/headline.py backup "Backup of a control-plane node (5 add-ons): berth backup vs etcdctl + tar" \

@@ -7,13 +7,9 @@
 # scripts/test.sh installs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in containerd runc ctr ip nsenter skopeo docker-registry; do
-    command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/test.sh first" >&2; exit 1; }
-done
-BERTH_KUBERNETES_ARTEFACTS=$(scripts/kubernetes.sh)
-export BERTH_KUBERNETES_ARTEFACTS
-# The bench profile is the release one: berth-build is taken from beside its berth.
-cargo build --release --quiet -p berth-build
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+prepare_cluster_bench
 output=$(cargo bench --quiet -p berth --bench cluster | tee /dev/stderr)
 read -r one three < <(awk '$1 == "result" { print $2, $3 }' <<<"$output")
 python3 bench/headline.py cluster-1 "One node: install.sh (curl, bash) to node Ready" \

@@ -37,3 +37,17 @@ remove_work() {
     umount -R "$work" 2>/dev/null || true
     rm -rf "$work"
 }
+
+# For the benches that install Kubernetes on machines of their own: the tools they use (and
+# those named), Kubernetes v1.20.2's artefacts exported as BERTH_KUBERNETES_ARTEFACTS
+# (scripts/kubernetes.sh: built once, then cached), and berth-build in the release profile the
+# benches take it from (beside their berth). Run from the repository's root.
+prepare_cluster_bench() {
+    local tool
+    for tool in containerd runc ctr ip nsenter skopeo docker-registry "$@"; do
+        command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/test.sh first" >&2; exit 1; }
+    done
+    BERTH_KUBERNETES_ARTEFACTS=$(scripts/kubernetes.sh)
+    export BERTH_KUBERNETES_ARTEFACTS
+    cargo build --release --quiet -p berth-build
+}

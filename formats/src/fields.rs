@@ -88,6 +88,7 @@ pub const MAX_VALUES: usize = 64;
 impl FieldDeclaration {
     /// Why `value` (of the field's type) is out of what the field takes, if it is.
     fn out_of_bounds(&self, value: &Value) -> Option<String> {
+        // A whole number beyond i64 is beyond any maximum a declaration can give.
         if let Some(number) = value.as_i64().or_else(|| value.as_u64().map(|_| i64::MAX)) {
             if let Some(minimum) = self.minimum
                 && number < minimum

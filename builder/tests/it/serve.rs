@@ -54,13 +54,29 @@ impl Dist {
     }
 
     pub(super) fn rebuild(&self) {
-        let (ok, _, stderr) = self.build.run(&[
+        self.rebuild_with(&[]);
+    }
+
+    /// The dist built again, with `extra` arguments (`--signing-key KEY`).
+    pub(super) fn rebuild_with(&self, extra: &[&str]) {
+        let mut arguments = vec![
             "build",
             self.addons.root().to_str().unwrap(),
             "--out",
             self.dist.to_str().unwrap(),
-        ]);
+        ];
+        arguments.extend(extra);
+        let (ok, _, stderr) = self.build.run(&arguments);
         assert!(ok, "{stderr}");
+    }
+
+    /// A key pair made by `berth-build keygen` in `folder` (`NAME.key`, `NAME.pub`); the
+    /// private key's path.
+    pub(super) fn keygen(&self, folder: &Path, name: &str) -> PathBuf {
+        let prefix = folder.join(name);
+        let (ok, _, stderr) = self.build.run(&["keygen", prefix.to_str().unwrap()]);
+        assert!(ok, "{stderr}");
+        folder.join(format!("{name}.key"))
     }
 
     pub(super) fn spec(&self, text: &str) -> PathBuf {
@@ -378,10 +394,7 @@ fn every_rendered_script_passes_shellcheck() {
     let shellcheck = require("shellcheck", "shellcheck");
     let dist = Dist::new();
     let keys = tempfile::tempdir().unwrap();
-    let prefix = keys.path().join("vendor");
-    let (ok, _, stderr) = dist.build.run(&["keygen", prefix.to_str().unwrap()]);
-    assert!(ok, "{stderr}");
-    let key = keys.path().join("vendor.key");
+    let key = dist.keygen(keys.path(), "vendor");
     let spec = dist.spec(SPEC);
     // Unsigned, and signed (carrying the lock's signature and the vendor's key).
     for signing in [None, Some(key.to_str().unwrap())] {
@@ -432,21 +445,9 @@ fn every_rendered_script_passes_shellcheck() {
 fn a_signed_dist_served_with_its_key_installs_and_a_dist_re_signed_by_another_key_is_refused() {
     let dist = Dist::new();
     let keys = tempfile::tempdir().unwrap();
-    for name in ["vendor", "other"] {
-        let prefix = keys.path().join(name);
-        let (ok, _, stderr) = dist.build.run(&["keygen", prefix.to_str().unwrap()]);
-        assert!(ok, "{stderr}");
-    }
-    let vendor = keys.path().join("vendor.key");
-    let (ok, _, stderr) = dist.build.run(&[
-        "build",
-        dist.addons.root().to_str().unwrap(),
-        "--out",
-        dist.dist.to_str().unwrap(),
-        "--signing-key",
-        vendor.to_str().unwrap(),
-    ]);
-    assert!(ok, "{stderr}");
+    let vendor = dist.keygen(keys.path(), "vendor");
+    dist.keygen(keys.path(), "other");
+    dist.rebuild_with(&["--signing-key", vendor.to_str().unwrap()]);
     assert!(dist.dist.join("versions.json.sig").is_file());
     assert!(dist.dist.join("hello-1.0.0.tar.gz.sha256.sig").is_file());
     let serving = serve(&dist.dist, &["--signing-key", vendor.to_str().unwrap()]);

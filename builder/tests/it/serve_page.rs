@@ -208,19 +208,8 @@ fn the_catalogue_gives_versions_as_the_server_resolves_them_and_the_signing_key(
     )
     .unwrap();
     let keys = tempfile::tempdir().unwrap();
-    let prefix = keys.path().join("vendor");
-    let (ok, _, stderr) = dist.build.run(&["keygen", prefix.to_str().unwrap()]);
-    assert!(ok, "{stderr}");
-    let key = keys.path().join("vendor.key");
-    let (ok, _, stderr) = dist.build.run(&[
-        "build",
-        dist.addons.root().to_str().unwrap(),
-        "--out",
-        dist.dist.to_str().unwrap(),
-        "--signing-key",
-        key.to_str().unwrap(),
-    ]);
-    assert!(ok, "{stderr}");
+    let key = dist.keygen(keys.path(), "vendor");
+    dist.rebuild_with(&["--signing-key", key.to_str().unwrap()]);
     let unsigned = serve(&dist.dist, &[]);
     let (status, _, said) = ask(&[&format!("{}/signing-key.pub", unsigned.url)]);
     assert_eq!(

@@ -243,6 +243,21 @@ enum Prepare {
     Io(io::Error),
 }
 
+/// Creates the missing folders above `relative` under `root`, refusing a link (or a file)
+/// where a folder should be, so that a file then written at `root/relative` stays under
+/// `root`: the same rule an extraction keeps, for a caller writing files of its own.
+pub fn create_parents_within(root: &Path, relative: &str) -> io::Result<()> {
+    prepare_parents(root, relative).map_err(|error| match error {
+        Prepare::ThroughLink => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{relative}: its path passes through a link, or a file where a folder should be"
+            ),
+        ),
+        Prepare::Io(error) => error,
+    })
+}
+
 /// Creates the parent folders of `relative` under `root`, refusing to go through a link.
 fn prepare_parents(root: &Path, relative: &str) -> Result<(), Prepare> {
     for current in parent_folders(root, relative) {

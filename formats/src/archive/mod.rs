@@ -24,7 +24,8 @@ mod read;
 mod write;
 
 pub use extract::{
-    ExtractError, ExtractLimits, extract, extract_within, read_entry, read_entry_within,
+    ExtractError, ExtractLimits, create_parents_within, extract, extract_within, read_entry,
+    read_entry_within,
 };
 pub use read::{Counted, TarReader, finish, open, unsafe_entry};
 pub use write::{ReproducibleArchive, Source, TarWriter, WriteError, source_date_epoch};

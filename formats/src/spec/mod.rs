@@ -350,7 +350,8 @@ impl AddonSpec {
         }
     }
 
-    fn to_map(&self) -> Map<String, Value> {
+    /// The add-on's fields as the spec gives them, `version` and `s3Override` among them.
+    pub fn to_map(&self) -> Map<String, Value> {
         let mut map = self.config.clone();
         map.insert("version".into(), Value::String(self.version.clone()));
         if let Some(url) = &self.s3_override {

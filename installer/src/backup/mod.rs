@@ -111,10 +111,7 @@ pub fn take(request: &BackupRequest) -> Result<Taken, BackupError> {
         path: folder.to_path_buf(),
         source,
     };
-    // A folder made here is root's alone; one the operator has is left as it is.
-    if !folder.exists() {
-        berth_formats::files::private_dir(folder).map_err(write_error)?;
-    }
+    made_private(folder).map_err(write_error)?;
     // Root's alone while it is written: it holds the cluster's keys and secrets.
     let snapshot = tempfile::Builder::new()
         .prefix(".berth-etcd-")
@@ -237,6 +234,14 @@ pub fn default_name(encrypted: bool) -> String {
     format!("backup-{stamp}.tar.zst{age}")
 }
 
+/// Makes `folder` root's alone when it is not there yet; one the operator has is left as it is.
+fn made_private(folder: &Path) -> std::io::Result<()> {
+    if folder.exists() {
+        return Ok(());
+    }
+    berth_formats::files::private_dir(folder)
+}
+
 /// A private folder for a backup on its way elsewhere (to S3, or fetched from it), on the
 /// disk backups go to rather than a /tmp that may be memory. Removed when dropped.
 pub fn scratch(layout: &Layout) -> Result<tempfile::TempDir, BackupError> {
@@ -245,9 +250,7 @@ pub fn scratch(layout: &Layout) -> Result<tempfile::TempDir, BackupError> {
         path: folder.clone(),
         source,
     };
-    if !folder.exists() {
-        berth_formats::files::private_dir(&folder).map_err(failed)?;
-    }
+    made_private(&folder).map_err(failed)?;
     tempfile::Builder::new()
         .prefix(".berth-scratch-")
         .tempdir_in(&folder)

@@ -6,7 +6,7 @@
 //! Add-on state is not put back: the install records it afresh.
 
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use berth_formats::backup::{BackedUpFile, BackupManifest, ETCD_SNAPSHOT, Part};
 use berth_formats::signature::PublicKey;
@@ -58,7 +58,9 @@ pub enum RestoreError {
         "the backup records no installer (var/lib/berth/installer.json): it cannot be installed again here"
     )]
     NoInstaller,
-    #[error("{path}: a link on the way; nothing is written through links")]
+    #[error(
+        "{path}: a link (or a file) where a folder should be; nothing is written through links"
+    )]
     Link { path: PathBuf },
     #[error("failed to write {path}")]
     Write {
@@ -212,8 +214,9 @@ fn put_back(
     Ok(())
 }
 
-/// Writes `content` to `path` (under `root`, through no link) with the listed mode, checked
-/// against the listed sha256 before it is renamed into place.
+/// Writes `content` to `path` (under `root`, through no link: a planted link would carry a
+/// restored key elsewhere) with the listed mode, checked against the listed sha256 before it
+/// is renamed into place.
 fn write_checked(
     root: &Path,
     path: &Path,
@@ -225,9 +228,21 @@ fn write_checked(
         path: path.to_path_buf(),
         source,
     };
+    let relative = path
+        .strip_prefix(root)
+        .expect("every destination is under the root");
+    berth_formats::archive::create_parents_within(root, &relative.to_string_lossy()).map_err(
+        |error| {
+            if error.kind() == std::io::ErrorKind::InvalidInput {
+                RestoreError::Link {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                failed(error)
+            }
+        },
+    )?;
     let folder = path.parent().expect("a file under the root");
-    refuse_links(root, folder)?;
-    fs_err::create_dir_all(folder).map_err(failed)?;
     let mut staged = tempfile::Builder::new()
         .prefix(".berth-restore-")
         .tempfile_in(folder)
@@ -244,32 +259,6 @@ fn write_checked(
     fs_err::set_permissions(staged.path(), std::fs::Permissions::from_mode(listed.mode))
         .map_err(failed)?;
     staged.persist(path).map_err(|error| failed(error.error))?;
-    Ok(())
-}
-
-/// Refuses a folder reached through a link below `root` (a planted link would carry a restored
-/// key elsewhere).
-fn refuse_links(root: &Path, folder: &Path) -> Result<(), RestoreError> {
-    let Ok(inside) = folder.strip_prefix(root) else {
-        return Err(RestoreError::Link {
-            path: folder.to_path_buf(),
-        });
-    };
-    let mut walked = root.to_path_buf();
-    for component in inside.components() {
-        let Component::Normal(part) = component else {
-            return Err(RestoreError::Link {
-                path: folder.to_path_buf(),
-            });
-        };
-        walked.push(part);
-        match fs_err::symlink_metadata(&walked) {
-            Ok(metadata) if metadata.file_type().is_symlink() => {
-                return Err(RestoreError::Link { path: walked });
-            }
-            _ => {}
-        }
-    }
     Ok(())
 }
 

@@ -115,16 +115,36 @@ impl S3Settings {
             .map_err(|error| StoreError::Settings(format!("bucket `{name}`: {error}")))
     }
 
-    fn client() -> Result<reqwest::blocking::Client, StoreError> {
-        reqwest::blocking::Client::builder()
+    /// Sends the request `request` builds (on a client with Berth's timeouts) and answers its
+    /// response when S3 took it; `action` and `location` name it in errors.
+    fn send(
+        action: &'static str,
+        location: &str,
+        request: impl FnOnce(&reqwest::blocking::Client) -> reqwest::blocking::RequestBuilder,
+    ) -> Result<reqwest::blocking::Response, StoreError> {
+        let failed = |source| StoreError::Request {
+            action,
+            location: location.to_string(),
+            source,
+        };
+        let client = reqwest::blocking::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(3600))
             .build()
-            .map_err(|source| StoreError::Request {
-                action: "reach",
-                location: "S3".into(),
-                source,
-            })
+            .map_err(failed)?;
+        let response = request(&client).send().map_err(failed)?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status();
+        let mut body = String::new();
+        let _ = std::io::Read::read_to_string(&mut std::io::Read::take(response, 2048), &mut body);
+        Err(StoreError::Refused {
+            action,
+            location: location.to_string(),
+            status,
+            body: body.trim().to_string(),
+        })
     }
 
     /// Sends `file` to `s3://bucket/key`.
@@ -133,8 +153,7 @@ impl S3Settings {
         let url = self
             .bucket(bucket)?
             .put_object(Some(&credentials), key)
-            .sign(Duration::from_secs(3600));
-        let location = format!("s3://{bucket}/{key}");
+            .sign(PRESIGNED_FOR);
         let io = |source| StoreError::Io {
             action: "read",
             path: file.to_path_buf(),
@@ -142,16 +161,13 @@ impl S3Settings {
         };
         let opened = fs_err::File::open(file).map_err(io)?;
         let size = opened.metadata().map_err(io)?.len();
-        let response = Self::client()?
-            .put(url)
-            .body(reqwest::blocking::Body::sized(opened, size))
-            .send()
-            .map_err(|source| StoreError::Request {
-                action: "upload to",
-                location: location.clone(),
-                source,
-            })?;
-        answered("upload to", location, response).map(drop)
+        let location = format!("s3://{bucket}/{key}");
+        Self::send("upload to", &location, |client| {
+            client
+                .put(url)
+                .body(reqwest::blocking::Body::sized(opened, size))
+        })
+        .map(drop)
     }
 
     /// Fetches `s3://bucket/key` into `file`.
@@ -160,17 +176,9 @@ impl S3Settings {
         let url = self
             .bucket(bucket)?
             .get_object(Some(&credentials), key)
-            .sign(Duration::from_secs(3600));
+            .sign(PRESIGNED_FOR);
         let location = format!("s3://{bucket}/{key}");
-        let response = Self::client()?
-            .get(url)
-            .send()
-            .map_err(|source| StoreError::Request {
-                action: "download",
-                location: location.clone(),
-                source,
-            })?;
-        let mut response = answered("download", location.clone(), response)?;
+        let mut response = Self::send("download", &location, |client| client.get(url))?;
         let mut out = fs_err::File::create(file).map_err(|source| StoreError::Io {
             action: "write",
             path: file.to_path_buf(),
@@ -187,24 +195,8 @@ impl S3Settings {
     }
 }
 
-fn answered(
-    action: &'static str,
-    location: String,
-    response: reqwest::blocking::Response,
-) -> Result<reqwest::blocking::Response, StoreError> {
-    if response.status().is_success() {
-        return Ok(response);
-    }
-    let status = response.status();
-    let mut body = String::new();
-    let _ = std::io::Read::read_to_string(&mut std::io::Read::take(response, 2048), &mut body);
-    Err(StoreError::Refused {
-        action,
-        location,
-        status,
-        body: body.trim().to_string(),
-    })
-}
+/// How long a presigned request stays good: as long as the client waits for it.
+const PRESIGNED_FOR: Duration = Duration::from_secs(3600);
 
 /// Berth's own backup names (`backup-<time>.tar.zst`, `.tar.zst.age`), which sort by time.
 pub fn is_backup_name(name: &str) -> bool {

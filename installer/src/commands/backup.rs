@@ -176,20 +176,14 @@ pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The public keys in `files` (PEM).
+/// The public keys in `files` (PEM), read as the node reads its trusted keys.
 pub(crate) fn read_public_keys(
     files: &[PathBuf],
 ) -> anyhow::Result<Vec<berth_formats::signature::PublicKey>> {
-    let mut keys = Vec::new();
-    for key in files {
-        let text = berth_formats::files::read_to_string_at_most(key, 64 * 1024)
-            .map_err(|error| anyhow::anyhow!("failed to read {}: {error}", key.display()))?;
-        keys.push(berth_formats::signature::PublicKey::from_pem(
-            &key.display().to_string(),
-            &text,
-        )?);
-    }
-    Ok(keys)
+    Ok(files
+        .iter()
+        .map(|file| berth::dist::trust::read_key(file))
+        .collect::<Result<_, _>>()?)
 }
 
 /// A backup as a file on this node: itself, or fetched from S3 into a scratch folder (which

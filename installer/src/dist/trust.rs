@@ -62,7 +62,7 @@ fn kept_keys(folder: &Path) -> Result<Vec<PathBuf>, TrustError> {
 }
 
 /// A public key read from its PEM file.
-fn read_key(path: &Path) -> Result<PublicKey, TrustError> {
+pub fn read_key(path: &Path) -> Result<PublicKey, TrustError> {
     let text = berth_formats::files::read_to_string_at_most(path, MAX_KEY_FILE_BYTES).map_err(
         |source| TrustError::Read {
             path: path.to_path_buf(),

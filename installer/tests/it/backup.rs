@@ -26,32 +26,38 @@ fn openssl(arguments: &[&str], folder: &Path) {
     run(Command::new("openssl").args(arguments).current_dir(folder));
 }
 
+/// A new P-256 key `name.key` and, from `openssl req` with `arguments` added (`-x509` for a
+/// self-signed certificate, or a request), its certificate or request.
+fn new_key(pki: &Path, name: &str, arguments: &[&str]) {
+    let key = format!("{name}.key");
+    let subject = format!("/CN={}", name.replace('/', "-"));
+    let mut all = vec![
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        &key,
+        "-subj",
+        &subject,
+    ];
+    all.extend(arguments);
+    openssl(&all, pki);
+}
+
 /// A certificate `name` signed by `issuer` (`etc/kubernetes/pki/<issuer>.{crt,key}`).
 fn certificate(pki: &Path, name: &str, issuer: &str, extensions: &str) {
-    openssl(
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-            "-subj",
-            &format!("/CN={}", name.replace('/', "-")),
-        ],
-        pki,
-    );
+    let (request, certificate) = (format!("{name}.csr"), format!("{name}.crt"));
+    new_key(pki, name, &["-out", &request]);
     fs_err::write(pki.join(format!("{name}.ext")), extensions).unwrap();
     openssl(
         &[
             "x509",
             "-req",
             "-in",
-            &format!("{name}.csr"),
+            &request,
             "-CA",
             &format!("{issuer}.crt"),
             "-CAkey",
@@ -60,7 +66,7 @@ fn certificate(pki: &Path, name: &str, issuer: &str, extensions: &str) {
             "-days",
             "2",
             "-out",
-            &format!("{name}.crt"),
+            &certificate,
             "-extfile",
             &format!("{name}.ext"),
         ],
@@ -71,26 +77,12 @@ fn certificate(pki: &Path, name: &str, issuer: &str, extensions: &str) {
     }
 }
 
+/// A self-signed authority `name.{crt,key}`.
 fn authority(pki: &Path, name: &str) {
-    openssl(
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.crt"),
-            "-subj",
-            &format!("/CN={name}"),
-            "-days",
-            "2",
-        ],
+    new_key(
         pki,
+        name,
+        &["-x509", "-out", &format!("{name}.crt"), "-days", "2"],
     );
 }
 

@@ -74,6 +74,16 @@ async fn as_json(response: Response) -> Response {
     Response::from_parts(parts, axum::body::Body::from(body))
 }
 
+/// A JSON document answered with `status`.
+pub(super) fn json(status: StatusCode, value: &serde_json::Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
 pub(super) fn text(status: StatusCode, body: impl Into<String>) -> Response {
     let mut body = body.into();
     if !body.ends_with('\n') {

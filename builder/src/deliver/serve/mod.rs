@@ -15,7 +15,7 @@ mod answers;
 mod connections;
 mod page;
 
-use answers::{installer_error, release_error, text, wants_json};
+use answers::{installer_error, json, release_error, text, wants_json};
 pub use connections::{ConnectionLimits, serve};
 
 use axum::Router;
@@ -262,9 +262,8 @@ async fn post_installer(
                 "fingerprint": key.public().fingerprint(),
                 "url": format!("{public}/signing-key.pub"),
             })),
-        })
-        .to_string();
-        (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        });
+        json(status, &body)
     } else {
         text(status, url)
     }

@@ -15,7 +15,7 @@ use berth_formats::spec::kurl_type::{self, FieldKind};
 use berth_formats::spec::{INSTALLER_SETTINGS_KEY, InstallerSpec, SETTINGS_SECTIONS, spec_key};
 use berth_formats::versions::VersionsFile;
 
-use super::answers::{release_error, text};
+use super::answers::{json, release_error, text};
 use super::{Shared, admit};
 
 const PAGE: &str = include_str!("page/index.html");
@@ -72,7 +72,7 @@ pub(super) async fn ui_file(UrlPath(file): UrlPath<String>) -> Response {
 /// `GET /addons.json`: what the page offers, from the release's versions.json.
 pub(super) async fn catalogue(State(server): State<Shared>) -> Response {
     match server.release.versions().await {
-        Ok(versions) => json_answer(StatusCode::OK, &describe(&versions)),
+        Ok(versions) => json(StatusCode::OK, &describe(&versions)),
         Err(error) => release_error(&server, error),
     }
 }
@@ -99,31 +99,17 @@ pub(super) async fn check(State(server): State<Shared>, body: axum::body::Bytes)
             })
         })
         .collect();
-    json_answer(
+    json(
         StatusCode::OK,
         &json!({ "id": spec.id(), "addons": addons, "spec": as_document(&spec) }),
     )
-}
-
-fn json_answer(status: StatusCode, value: &Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response()
 }
 
 /// A parsed spec as the document it stands for, keyed by spec keys (`certManager`).
 fn as_document(spec: &InstallerSpec) -> Value {
     let mut keys = serde_json::Map::new();
     for (name, addon) in &spec.addons {
-        let mut fields = addon.config.clone();
-        fields.insert("version".into(), Value::String(addon.version.clone()));
-        if let Some(url) = &addon.s3_override {
-            fields.insert("s3Override".into(), Value::String(url.clone()));
-        }
-        keys.insert(spec_key(name).to_string(), Value::Object(fields));
+        keys.insert(spec_key(name).to_string(), Value::Object(addon.to_map()));
     }
     for (key, section) in spec.settings_sections() {
         if !section.is_empty() {

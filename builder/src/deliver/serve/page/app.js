@@ -416,21 +416,18 @@ async function create() {
   button.disabled = true;
   let answer;
   try {
-    answer = await fetch('/installer', {
-      method: 'POST', body: state.yaml.text, headers: { 'Content-Type': 'application/yaml', Accept: 'application/json' },
-    });
+    answer = await post('/installer', state.yaml.text);
   } catch (error) {
     showStatus(`The server did not answer: ${error.message}`, true);
     button.disabled = false;
     return;
   }
-  const body = await answer.json().catch(() => ({ error: `the server answered ${answer.status}` }));
   if (!answer.ok) {
-    showStatus(`The server did not create the installer: ${body.error}`, true);
+    showStatus(`The server did not create the installer: ${answer.body.error}`, true);
     button.disabled = false;
     return;
   }
-  showResult(body);
+  showResult(answer.body);
 }
 
 function showResult(body) {
