@@ -35,7 +35,7 @@ pub(super) fn write(
     };
     // A temporary file is created 0600 and renamed into place once whole.
     let file = tempfile::Builder::new()
-        .prefix(".berth-backup-")
+        .prefix(&super::temporary_prefix("backup"))
         .tempfile_in(folder)
         .map_err(failed)?;
     let setting = Setting::new(Compression::Zstd, None).map_err(BackupError::Archive)?;

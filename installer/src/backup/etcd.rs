@@ -97,8 +97,9 @@ pub fn snapshot(
                 .map_err(|error| bad_pem(&credentials.certificate, error))?,
         )
         .connect_timeout(Duration::from_secs(10))
-        // A database of several GiB streams in minutes on a slow disk.
-        .timeout(Duration::from_secs(3600))
+        // Per read, in reqwest's blocking client: an etcd that stops sending is given up after
+        // the stall timeout every download of Berth's has, however long the whole takes.
+        .timeout(crate::dist::stall_timeout())
         .build()
         .map_err(|source| SnapshotError::Request {
             endpoint: endpoint.to_string(),

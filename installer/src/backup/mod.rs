@@ -112,9 +112,10 @@ pub fn take(request: &BackupRequest) -> Result<Taken, BackupError> {
         source,
     };
     made_private(folder).map_err(write_error)?;
+    sweep_leftovers(folder);
     // Root's alone while it is written: it holds the cluster's keys and secrets.
     let snapshot = tempfile::Builder::new()
-        .prefix(".berth-etcd-")
+        .prefix(&temporary_prefix("etcd"))
         .tempfile_in(folder)
         .map_err(write_error)?;
     let (size, sha256) = etcd::snapshot(&request.etcd_endpoint, &credentials, snapshot.as_file())?;
@@ -234,6 +235,46 @@ pub fn default_name(encrypted: bool) -> String {
     format!("backup-{stamp}.tar.zst{age}")
 }
 
+/// The name a temporary file or folder of this process starts with: `.berth-KIND-PID-`, so
+/// that one a killed backup left is told from one a backup running now writes.
+fn temporary_prefix(kind: &str) -> String {
+    format!(".berth-{kind}-{}-", std::process::id())
+}
+
+/// Removes from `folder` what backups killed midway left (their temporary files and folders,
+/// by the process that is no longer running), so that a killed backup leaves nothing once
+/// the next one runs. What another backup running now writes is left alone.
+fn sweep_leftovers(folder: &Path) {
+    let Ok(entries) = fs_err::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = ["etcd", "backup", "scratch"]
+            .iter()
+            .find_map(|kind| name.strip_prefix(&format!(".berth-{kind}-")))
+        else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split('-')
+            .next()
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let running = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+        if !running {
+            let path = entry.path();
+            let _ = if path.is_dir() {
+                fs_err::remove_dir_all(&path)
+            } else {
+                fs_err::remove_file(&path)
+            };
+        }
+    }
+}
+
 /// Makes `folder` root's alone when it is not there yet; one the operator has is left as it is.
 fn made_private(folder: &Path) -> std::io::Result<()> {
     if folder.exists() {
@@ -251,8 +292,9 @@ pub fn scratch(layout: &Layout) -> Result<tempfile::TempDir, BackupError> {
         source,
     };
     made_private(&folder).map_err(failed)?;
+    sweep_leftovers(&folder);
     tempfile::Builder::new()
-        .prefix(".berth-scratch-")
+        .prefix(&temporary_prefix("scratch"))
         .tempdir_in(&folder)
         .map_err(failed)
 }

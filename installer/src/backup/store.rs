@@ -120,6 +120,7 @@ impl S3Settings {
     fn send(
         action: &'static str,
         location: &str,
+        timeout: Duration,
         request: impl FnOnce(&reqwest::blocking::Client) -> reqwest::blocking::RequestBuilder,
     ) -> Result<reqwest::blocking::Response, StoreError> {
         let failed = |source| StoreError::Request {
@@ -129,7 +130,7 @@ impl S3Settings {
         };
         let client = reqwest::blocking::Client::builder()
             .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(3600))
+            .timeout(timeout)
             .build()
             .map_err(failed)?;
         let response = request(&client).send().map_err(failed)?;
@@ -162,7 +163,9 @@ impl S3Settings {
         let opened = fs_err::File::open(file).map_err(io)?;
         let size = opened.metadata().map_err(io)?.len();
         let location = format!("s3://{bucket}/{key}");
-        Self::send("upload to", &location, |client| {
+        // reqwest's blocking client bounds a request until its answer's head by this: the
+        // whole upload, which may be gigabytes.
+        Self::send("upload to", &location, PRESIGNED_FOR, |client| {
             client
                 .put(url)
                 .body(reqwest::blocking::Body::sized(opened, size))
@@ -178,7 +181,9 @@ impl S3Settings {
             .get_object(Some(&credentials), key)
             .sign(PRESIGNED_FOR);
         let location = format!("s3://{bucket}/{key}");
-        let mut response = Self::send("download", &location, |client| client.get(url))?;
+        // Bounded per read (its head, then each read of the body): a stall, not a long download.
+        let stall = crate::dist::stall_timeout();
+        let mut response = Self::send("download", &location, stall, |client| client.get(url))?;
         let mut out = fs_err::File::create(file).map_err(|source| StoreError::Io {
             action: "write",
             path: file.to_path_buf(),

@@ -115,7 +115,7 @@ fn read_body_at_least(
 
 /// How long a server may go without sending a byte before the attempt is given up (and
 /// retried): `BERTH_STALL_TIMEOUT` seconds, 60 by default.
-fn stall_timeout() -> Duration {
+pub fn stall_timeout() -> Duration {
     std::env::var("BERTH_STALL_TIMEOUT")
         .ok()
         .and_then(|text| text.trim().parse().ok())
