@@ -4,6 +4,7 @@
 //! available pods, a CustomResourceDefinition by `NamesAccepted` and `Established`. A
 //! workload's status counts only once its controller has observed the object's current
 //! generation, as `kubectl rollout status` waits for: until then it describes an older spec.
+//! A Deployment whose rollout cannot finish is also judged by its pods (see [`stuck_rollout`]).
 
 use std::path::Path;
 use std::process::Command;
@@ -23,50 +24,32 @@ pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> V
     let Ok(kubectl) = which::which("kubectl") else {
         return failed("NoKubectl", "kubectl is not on this node".into());
     };
-    let mut command = Command::new(kubectl);
-    if kubeconfig.is_file() {
-        command.arg("--kubeconfig").arg(kubeconfig);
-    }
-    command
-        .args(["get", &probe.kind])
-        .arg(format!("--request-timeout={}s", timeout.as_secs().max(1)));
+    let kubectl = Kubectl {
+        program: &kubectl,
+        kubeconfig,
+        timeout,
+    };
+    let mut arguments = vec![
+        "get".to_string(),
+        probe.kind.clone(),
+        "--output".into(),
+        "json".into(),
+    ];
     match (&probe.namespace, &probe.name) {
-        (Some(namespace), _) => {
-            command.args(["--namespace", namespace]);
-        }
+        (Some(namespace), _) => arguments.extend(["--namespace".into(), namespace.clone()]),
         // Labels without a namespace select across the cluster, as the Addon API's
         // components are found; a name without one is looked up in the kubeconfig's.
-        (None, None) => {
-            command.arg("--all-namespaces");
-        }
+        (None, None) => arguments.push("--all-namespaces".into()),
         (None, Some(_)) => {}
     }
-    command.args(["--output", "json"]);
     // Options before `--`: every word after it is a name.
     match &probe.name {
-        Some(name) => {
-            command.arg("--").arg(name);
-        }
-        None => {
-            command.args(["--selector", &wanted]);
-        }
+        Some(name) => arguments.extend(["--".into(), name.clone()]),
+        None => arguments.extend(["--selector".into(), wanted.clone()]),
     }
-    let ran = match run_program(&mut command, timeout) {
-        Ok(ran) => ran,
-        Err(RunError::TimedOut(message)) => return failed("TimedOut", message),
-        Err(RunError::NotRun(message)) => return failed("NotRun", format!("kubectl: {message}")),
-    };
-    if !ran.success {
-        let said = ran.stderr.trim().lines().last().unwrap_or("").to_string();
-        let reason = if said.contains("NotFound") || said.contains("not found") {
-            "NotFound"
-        } else {
-            "KubectlFailed"
-        };
-        return failed(reason, said);
-    }
-    let Ok(read) = serde_json::from_str::<Value>(&ran.stdout) else {
-        return failed("KubectlFailed", "kubectl printed no JSON".into());
+    let read = match kubectl.json(&arguments) {
+        Ok(read) => read,
+        Err((reason, message)) => return failed(reason, message),
     };
     // The server selected by labels; each object is checked again, so that a server which
     // ignores the selector cannot make another add-on's objects count.
@@ -77,7 +60,141 @@ pub fn probe(probe: &KubernetesProbe, timeout: Duration, kubeconfig: &Path) -> V
     if objects.is_empty() {
         return failed("NotFound", format!("no {} {wanted}", probe.kind));
     }
-    objects.into_iter().map(judge).collect()
+    objects
+        .into_iter()
+        .map(|object| {
+            let mut found = judge(object);
+            if found.healthy
+                && let Some((reason, message)) = stuck_rollout(object, &kubectl)
+            {
+                found.healthy = false;
+                found.reason = reason;
+                found.message = message;
+            }
+            found
+        })
+        .collect()
+}
+
+/// `kubectl` with the node's kubeconfig and the probe's time.
+struct Kubectl<'a> {
+    program: &'a Path,
+    kubeconfig: &'a Path,
+    timeout: Duration,
+}
+
+impl Kubectl<'_> {
+    /// The JSON `kubectl ARGUMENTS` printed (they ask for `--output json`), or a reason and
+    /// message why there is none.
+    fn json(&self, arguments: &[String]) -> Result<Value, (&'static str, String)> {
+        let mut command = Command::new(self.program);
+        if self.kubeconfig.is_file() {
+            command.arg("--kubeconfig").arg(self.kubeconfig);
+        }
+        command
+            .arg(format!(
+                "--request-timeout={}s",
+                self.timeout.as_secs().max(1)
+            ))
+            .args(arguments);
+        let ran = match run_program(&mut command, self.timeout) {
+            Ok(ran) => ran,
+            Err(RunError::TimedOut(message)) => return Err(("TimedOut", message)),
+            Err(RunError::NotRun(message)) => {
+                return Err(("NotRun", format!("kubectl: {message}")));
+            }
+        };
+        if !ran.success {
+            let said = ran.stderr.trim().lines().last().unwrap_or("").to_string();
+            let reason = if said.contains("NotFound") || said.contains("not found") {
+                "NotFound"
+            } else {
+                "KubectlFailed"
+            };
+            return Err((reason, said));
+        }
+        serde_json::from_str::<Value>(&ran.stdout)
+            .map_err(|_| ("KubectlFailed", "kubectl printed no JSON".into()))
+    }
+}
+
+/// Why a pod waits that waiting will not mend: its image cannot be had, or its container
+/// keeps failing. The kubelet tries again with a back-off, and the reason alternates between
+/// the failure and the back-off.
+const STUCK_REASONS: [&str; 7] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+];
+
+/// A Deployment that still counts as progressing while its rollout cannot finish: a pod of it
+/// has waited for a reason in [`STUCK_REASONS`] for longer than the progress deadline since
+/// it was made. Kubernetes' own `ProgressDeadlineExceeded` is undone by any pod that becomes
+/// ready again (an old one whose readiness probe missed, on a busy node), so it comes and goes
+/// while the new pods stay stuck; the pods themselves do not.
+fn stuck_rollout(object: &Value, kubectl: &Kubectl) -> Option<(String, String)> {
+    if text(object, &["kind"]) != "Deployment" || !rollout_unfinished(object) {
+        return None;
+    }
+    let namespace = text(object, &["metadata", "namespace"]);
+    let labels = object
+        .pointer("/spec/selector/matchLabels")?
+        .as_object()?
+        .iter()
+        .map(|(key, value)| Some(format!("{key}={}", value.as_str()?)))
+        .collect::<Option<Vec<_>>>()?;
+    if namespace.is_empty() || labels.is_empty() {
+        return None;
+    }
+    let deadline = number(object, &["spec", "progressDeadlineSeconds"]).unwrap_or(600);
+    let read = kubectl
+        .json(&[
+            "get".into(),
+            "pods".into(),
+            "--output".into(),
+            "json".into(),
+            "--namespace".into(),
+            namespace.into(),
+            "--selector".into(),
+            labels.join(","),
+        ])
+        .ok()?;
+    let now = std::time::SystemTime::now();
+    objects(&read).into_iter().find_map(|pod| {
+        let made = humantime::parse_rfc3339(text(pod, &["metadata", "creationTimestamp"])).ok()?;
+        let waited = now.duration_since(made).ok()?.as_secs();
+        if waited <= deadline.max(0).unsigned_abs() {
+            return None;
+        }
+        let waiting = ["initContainerStatuses", "containerStatuses"]
+            .iter()
+            .filter_map(|field| pod.pointer(&format!("/status/{field}"))?.as_array())
+            .flatten()
+            .filter_map(|status| status.pointer("/state/waiting"))
+            .find(|waiting| STUCK_REASONS.contains(&text(waiting, &["reason"])))?;
+        let reason = text(waiting, &["reason"]);
+        Some((
+            reason.to_string(),
+            format!(
+                "pod {} has waited {waited}s, past its progress deadline ({deadline}s): {reason}: {}",
+                text(pod, &["metadata", "name"]),
+                text(waiting, &["message"]),
+            ),
+        ))
+    })
+}
+
+/// Whether a Deployment's pods are not yet all of its current template and available.
+fn rollout_unfinished(object: &Value) -> bool {
+    let wanted = number(object, &["spec", "replicas"]).unwrap_or(1);
+    let status = |field| number(object, &["status", field]).unwrap_or(0);
+    status("updatedReplicas") < wanted
+        || status("replicas") > status("updatedReplicas")
+        || status("unavailableReplicas") > 0
 }
 
 /// The objects of `kubectl get -o json`: a `List`'s items, or the one object.

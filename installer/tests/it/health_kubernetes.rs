@@ -479,3 +479,119 @@ fn a_component_whose_objects_are_gone_or_unreachable_says_so() {
     assert_eq!(found[0].4, "KubectlFailed", "{found:#?}");
     assert!(found[0].5.contains("refused"), "{found:#?}");
 }
+
+/// A pod of `deployment`'s template, made `age` ago, whose container waits for `reason`.
+fn waiting_pod(deployment: &Value, name: &str, age: std::time::Duration, reason: &str) -> Value {
+    let made = humantime::format_rfc3339_seconds(std::time::SystemTime::now() - age);
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": deployment["metadata"]["namespace"],
+            "labels": deployment["spec"]["selector"]["matchLabels"],
+            "creationTimestamp": made.to_string(),
+        },
+        "status": {
+            "phase": "Pending",
+            "containerStatuses": [{
+                "name": "traefik",
+                "ready": false,
+                "restartCount": 0,
+                "image": "docker.io/rancher/traefik:missing",
+                "imageID": "",
+                "state": {"waiting": {
+                    "reason": reason,
+                    "message": "Back-off pulling image \"docker.io/rancher/traefik:missing\"",
+                }},
+            }],
+        },
+    })
+}
+
+#[test]
+fn a_rollout_whose_new_pod_cannot_start_is_unhealthy_past_its_deadline_though_it_progresses() {
+    let mut cluster = captured_cluster();
+    // A rollout under way that Kubernetes says progresses (as it does again whenever an old
+    // pod turns ready once more): one pod of the new template, not available.
+    let traefik = named(&mut cluster, "traefik");
+    traefik["spec"]["progressDeadlineSeconds"] = json!(30);
+    let replicas = traefik["spec"]["replicas"].as_i64().unwrap();
+    traefik["status"]["replicas"] = json!(replicas + 1);
+    traefik["status"]["updatedReplicas"] = json!(1);
+    traefik["status"]["unavailableReplicas"] = json!(1);
+    let traefik = traefik.clone();
+    assert_eq!(condition(&traefik, "Progressing")["status"], "True");
+    let minute = std::time::Duration::from_secs(60);
+    let judged = |pods: Vec<Value>| {
+        let mut objects = cluster.clone();
+        objects.extend(pods);
+        let api = KubernetesApi::start(objects);
+        let node = node_for(&api);
+        let mut dist = TestDist::new();
+        let spec = addon_with_components(&mut dist, "cluster", CLUSTER_COMPONENTS);
+        node.install(&spec, &dist.url(), &["--health-timeout", "1"]);
+        let found = refs(&node, "cluster");
+        let traefik = found.iter().find(|found| found.0 == "traefik").unwrap();
+        (traefik.3.clone(), traefik.4.clone(), traefik.5.clone(), api)
+    };
+
+    // Its new pod has failed to pull its image for a minute, past the 30 s deadline.
+    let (healthy, reason, message, api) = judged(vec![waiting_pod(
+        &traefik,
+        "traefik-new",
+        minute,
+        "ImagePullBackOff",
+    )]);
+    assert_eq!(
+        (healthy.as_str(), reason.as_str()),
+        ("False", "ImagePullBackOff")
+    );
+    assert!(
+        message.starts_with("pod traefik-new has waited ")
+            && message.contains(
+                "past its progress deadline (30s): ImagePullBackOff: Back-off pulling image"
+            ),
+        "{message}"
+    );
+    // The pods were asked for by the Deployment's own selector, in its namespace.
+    let selector = traefik["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(key, value)| format!("{key}%3D{}", value.as_str().unwrap()))
+        .collect::<Vec<_>>()
+        .join("%2C");
+    let asked = format!("GET /api/v1/namespaces/kube-system/pods?labelSelector={selector}");
+    let requests = api.requests();
+    assert!(
+        requests.iter().any(|request| request.starts_with(&asked)),
+        "{asked} not in {requests:#?}"
+    );
+    // The kubelet's next try: the same, by the failure's own reason.
+    let (healthy, reason, ..) = judged(vec![waiting_pod(
+        &traefik,
+        "traefik-new",
+        minute,
+        "ErrImagePull",
+    )]);
+    assert_eq!(
+        (healthy.as_str(), reason.as_str()),
+        ("False", "ErrImagePull")
+    );
+
+    // Within the deadline, or waiting as a pod being made does, it is still on its way.
+    for (age, reason) in [
+        (std::time::Duration::from_secs(5), "ImagePullBackOff"),
+        (minute, "ContainerCreating"),
+    ] {
+        let (healthy, reason, ..) = judged(vec![waiting_pod(&traefik, "traefik-new", age, reason)]);
+        assert_eq!(
+            (healthy.as_str(), reason.as_str()),
+            (
+                "True",
+                condition(&traefik, "Available")["reason"].as_str().unwrap()
+            )
+        );
+    }
+}
