@@ -1,21 +1,26 @@
 //! A backup of a control-plane node: one zstd tar, `manifest.json` first (what it holds: each
 //! file's node path, size, sha256 and mode, and the cluster it came from),
 //! `manifest.json.sig` when it is signed, then each file under `files/`, in the manifest's
-//! order. `berth backup` writes it; `berth backup --verify` (and a restore, before it changes
+//! order. An add-on's own data (what its `<name>_backup` hook wrote) is under
+//! `files/addons/<name>/`. `berth backup` writes it; `berth backup --verify` (and a restore, before it changes
 //! anything) reads it through and checks every byte against the manifest.
 
 use serde::{Deserialize, Serialize};
 
 use crate::Sha256Digest;
 
-/// The manifest's schema; a backup of a higher one was made by a newer Berth.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The manifest's schema; a backup of a higher one was made by a newer Berth. 2: add-on
+/// data (`Part::Addon`).
+pub const SCHEMA_VERSION: u32 = 2;
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const SIGNATURE_FILE: &str = "manifest.json.sig";
 /// The folder of the archive the files are under.
 pub const FILES_DIR: &str = "files";
 /// The etcd snapshot's place in the archive (it has no place on a node).
 pub const ETCD_SNAPSHOT: &str = "etcd/snapshot.db";
+/// The folder of the archive's add-on data, one folder an add-on (it has no place on a node
+/// either: each add-on's restore hook puts it where it belongs).
+pub const ADDONS_DIR: &str = "addons";
 /// The largest manifest read: a few hundred bytes a file.
 pub const MAX_MANIFEST_BYTES: u64 = 8 * 1024 * 1024;
 /// The most files one backup holds.
@@ -51,7 +56,7 @@ pub struct ClusterIdentity {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BackedUpFile {
     /// Under `files/` in the archive: the node path relative to `/` (`etc/kubernetes/pki/ca.crt`),
-    /// or [`ETCD_SNAPSHOT`].
+    /// [`ETCD_SNAPSHOT`], or `addons/<name>/…` for an add-on's data.
     pub path: String,
     pub part: Part,
     pub size: u64,
@@ -73,6 +78,8 @@ pub enum Part {
     /// Berth's own records: installers and their locks, add-on state, join parameters, the
     /// fleet's registry and rollouts, the node's settings and trusted keys.
     Berth,
+    /// An add-on's own data, as its `<name>_backup` hook wrote it.
+    Addon,
 }
 
 impl Part {
@@ -82,6 +89,7 @@ impl Part {
             Part::Pki => "certificates and keys",
             Part::Kubernetes => "kubeadm's configuration",
             Part::Berth => "Berth's records",
+            Part::Addon => "add-on data",
         }
     }
 }
@@ -144,6 +152,13 @@ impl BackupManifest {
                     file.part.describe()
                 ));
             }
+            if (file.part == Part::Addon) != addon_of(&file.path).is_some() {
+                return invalid(format!(
+                    "`{}` is listed as {}",
+                    file.path,
+                    file.part.describe()
+                ));
+            }
             if file.mode > 0o7777 {
                 return invalid(format!("`{}` has mode {:o}", file.path, file.mode));
             }
@@ -157,6 +172,15 @@ impl BackupManifest {
         Ok(())
     }
 
+    /// The add-ons whose data the backup holds.
+    pub fn addons_with_data(&self) -> std::collections::BTreeSet<&str> {
+        self.files
+            .iter()
+            .filter(|file| file.part == Part::Addon)
+            .filter_map(|file| addon_of(&file.path).map(|(name, _)| name))
+            .collect()
+    }
+
     /// The archive's name of a file the manifest lists.
     pub fn archive_path(file: &BackedUpFile) -> String {
         format!("{FILES_DIR}/{}", file.path)
@@ -167,6 +191,16 @@ impl BackupManifest {
         bytes.push(b'\n');
         bytes
     }
+}
+
+/// The add-on and the path within its data of `addons/<name>/<path>`, the name a plain one.
+pub fn addon_of(path: &str) -> Option<(&str, &str)> {
+    let (name, inside) = path
+        .strip_prefix(ADDONS_DIR)?
+        .strip_prefix('/')?
+        .split_once('/')?;
+    crate::name::check_plain("add-on name", name).ok()?;
+    Some((name, inside))
 }
 
 /// A path a backup may hold: relative, plain segments, no `.` or `..`, no control characters.
@@ -217,6 +251,7 @@ mod tests {
         let written = manifest(&[
             (ETCD_SNAPSHOT, Part::Etcd),
             ("etc/kubernetes/pki/ca.key", Part::Pki),
+            ("addons/registry/images.tar", Part::Addon),
         ]);
         assert_eq!(BackupManifest::parse(&written.to_bytes()).unwrap(), written);
     }
@@ -245,6 +280,24 @@ mod tests {
                 vec![(ETCD_SNAPSHOT, Part::Etcd), (ETCD_SNAPSHOT, Part::Etcd)],
                 "listed twice",
             ),
+            (
+                vec![(ETCD_SNAPSHOT, Part::Etcd), ("etc/registry/x", Part::Addon)],
+                "is listed as add-on data",
+            ),
+            (
+                vec![
+                    (ETCD_SNAPSHOT, Part::Etcd),
+                    ("addons/registry/x", Part::Berth),
+                ],
+                "is listed as Berth's records",
+            ),
+            (
+                vec![
+                    (ETCD_SNAPSHOT, Part::Etcd),
+                    ("addons/Bad$name/x", Part::Addon),
+                ],
+                "is listed as add-on data",
+            ),
         ] {
             let error = BackupManifest::parse(&manifest(&files).to_bytes())
                 .unwrap_err()
@@ -252,7 +305,7 @@ mod tests {
             assert!(error.contains(expected), "{files:?}: {error}");
         }
         let mut newer = serde_json::to_value(manifest(&[(ETCD_SNAPSHOT, Part::Etcd)])).unwrap();
-        newer["schemaVersion"] = 2.into();
+        newer["schemaVersion"] = (SCHEMA_VERSION + 1).into();
         newer["berthVersion"] = "9.0.0".into();
         newer["somethingNew"] = true.into();
         let error = BackupManifest::parse(newer.to_string().as_bytes())
@@ -260,7 +313,7 @@ mod tests {
             .to_string();
         assert!(
             error.starts_with(
-                "the backup was made by a newer Berth (manifest schema 2; this berth reads 1)"
+                "the backup was made by a newer Berth (manifest schema 3; this berth reads 2)"
             ),
             "{error}"
         );

@@ -1,9 +1,11 @@
 //! `berth backup`: a control-plane node's cluster state in one archive (see
 //! [`berth_formats::backup`]): an etcd snapshot taken with etcd's client API, the cluster's
-//! PKI and kubeadm's files, and Berth's own records, each file with its digest; signed with a
+//! PKI and kubeadm's files, Berth's own records, and the data of each add-on with a backup hook
+//! (see [`addon_data`]), each file with its digest; signed with a
 //! key the operator gives; written 0600. `--verify` reads an archive through and checks every
 //! byte against its manifest, and its signature against the keys the node trusts.
 
+pub mod addon_data;
 mod archive;
 pub mod etcd;
 pub mod restore;
@@ -26,6 +28,8 @@ pub struct BackupRequest {
     pub etcd_endpoint: String,
     pub signing_key: Option<berth_formats::signature::SigningKey>,
     pub protection: seal::Protection,
+    /// The longest one add-on's backup hook may take.
+    pub hook_timeout: std::time::Duration,
 }
 
 /// A backup written.
@@ -63,6 +67,8 @@ pub enum BackupError {
     TooMany { folder: PathBuf },
     #[error("{0}")]
     Archive(String),
+    #[error("{0}\nnothing was written; fix the add-on's backup hook, then back up again")]
+    AddonData(String),
 }
 
 /// Where each part's files are on a node, relative to its root; what is left out is rebuilt
@@ -81,7 +87,10 @@ const PARTS: &[(Part, &str)] = &[
 
 /// Takes the backup: the snapshot first (into the output's folder, so that it is on the
 /// disk the archive goes to), then every file, then the archive, renamed into place whole.
-pub fn take(request: &BackupRequest) -> Result<Taken, BackupError> {
+pub fn take(
+    request: &BackupRequest,
+    reporter: &dyn crate::engine::Reporter,
+) -> Result<Taken, BackupError> {
     let root = request.layout.root();
     let credentials = etcd::Credentials::kubeadm(root);
     let ca = root.join("etc/kubernetes/pki/ca.crt");
@@ -129,7 +138,17 @@ pub fn take(request: &BackupRequest) -> Result<Taken, BackupError> {
         },
         snapshot.path().to_path_buf(),
     )];
-    sources.extend(collect(root)?);
+    sources.extend(collect(root, PARTS)?);
+    let addon_scratch = tempfile::Builder::new()
+        .prefix(&temporary_prefix("scratch"))
+        .tempdir_in(folder)
+        .map_err(write_error)?;
+    sources.extend(addon_data::back_up(
+        &request.layout,
+        addon_scratch.path(),
+        request.hook_timeout,
+        reporter,
+    )?);
     let ca_sha256 = Sha256Digest::of_file(&ca).map_err(|source| BackupError::Read {
         path: ca.clone(),
         source,
@@ -161,11 +180,15 @@ pub fn take(request: &BackupRequest) -> Result<Taken, BackupError> {
     })
 }
 
-/// Every regular file of the parts under `root`, hashed, with its mode, in path order. Links
-/// and other kinds are left out (kubeadm and Berth write none there).
-fn collect(root: &Path) -> Result<Vec<(BackedUpFile, PathBuf)>, BackupError> {
+/// Every regular file of `parts` (each a folder or file under `root`), named by its path
+/// below `root`, hashed, with its mode, in path order. Links and other kinds are left out
+/// (kubeadm and Berth write none there; an add-on's hook that leaves one gets it left out).
+fn collect(
+    root: &Path,
+    parts: &[(Part, &str)],
+) -> Result<Vec<(BackedUpFile, PathBuf)>, BackupError> {
     let mut found: Vec<(BackedUpFile, PathBuf)> = Vec::new();
-    for (part, relative) in PARTS {
+    for (part, relative) in parts {
         let mut pending = vec![root.join(relative)];
         while let Some(path) = pending.pop() {
             let read = |source| BackupError::Read {

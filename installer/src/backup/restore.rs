@@ -3,7 +3,8 @@
 //! authorities and service-account keys (kubeadm makes every other certificate again, for this
 //! node's address), Berth's installers, settings, trusted keys and fleet records, and the etcd
 //! snapshot where the Kubernetes hook makes etcd's data from it before `kubeadm init`.
-//! Add-on state is not put back: the install records it afresh.
+//! Add-on state is not put back: the install records it afresh. Add-ons' own data waits in
+//! `$DIR/restore/addons/<name>/` for their restore hooks (see [`super::addon_data`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -153,6 +154,10 @@ fn destination(layout: &Layout, file: &BackedUpFile) -> Option<PathBuf> {
                 .then(|| layout.root().join(&file.path))
         }
         Part::Kubernetes => None,
+        Part::Addon => {
+            let (name, inside) = berth_formats::backup::addon_of(&file.path)?;
+            Some(super::addon_data::restore_folder(layout, name).join(inside))
+        }
         Part::Berth => KEPT_RECORDS
             .iter()
             .any(|kept| match kept.strip_suffix('/') {

@@ -44,6 +44,8 @@ pub struct BackupArgs {
     #[command(flatten)]
     s3: S3Args,
     #[command(flatten)]
+    hook_timeout: crate::commands::HookTimeout,
+    #[command(flatten)]
     root: RootArgs,
 }
 
@@ -145,13 +147,17 @@ pub fn run(args: BackupArgs) -> anyhow::Result<ExitCode> {
         (_, Some(scratch)) => scratch.path().join(&name),
         (_, None) => unreachable!("an S3 place has a scratch folder"),
     };
-    let taken = backup::take(&BackupRequest {
-        layout,
-        output: local,
-        etcd_endpoint: args.etcd_endpoint.clone(),
-        signing_key,
-        protection,
-    })?;
+    let taken = backup::take(
+        &BackupRequest {
+            layout,
+            output: local,
+            etcd_endpoint: args.etcd_endpoint.clone(),
+            signing_key,
+            protection,
+            hook_timeout: args.hook_timeout.duration(),
+        },
+        &crate::commands::Stderr,
+    )?;
     say!("berth: backed up {}", summary(&taken.manifest));
     if let Place::S3 { bucket, key } = &place {
         args.s3.settings().upload(bucket, key, &taken.path)?;

@@ -28,6 +28,8 @@ pub struct RestoreArgs {
     #[command(flatten)]
     s3: S3Args,
     #[command(flatten)]
+    hook_timeout: crate::commands::HookTimeout,
+    #[command(flatten)]
     root: RootArgs,
 }
 
@@ -73,6 +75,20 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         );
     }
     restore::keep_binary(&layout)?;
+    let with_data = prepared.verified.manifest.addons_with_data();
+    if !with_data.is_empty() {
+        berth::backup::addon_data::restore(
+            &layout,
+            &with_data,
+            args.hook_timeout.duration(),
+            &crate::commands::Stderr,
+        )
+        .map_err(|error| {
+            anyhow::anyhow!(
+                "{error}\nhint: the cluster is restored but an add-on's data is not; fix its restore hook, then run the same berth restore again to continue"
+            )
+        })?;
+    }
     restore::finish(&layout)?;
     say!(
         "berth: restored. Nodes that still run rejoin on their own; a new node joins with the command `berth join-command` prints"

@@ -61,13 +61,14 @@ pub(crate) fn installed_addons(layout: &Layout) -> Result<Vec<Installed>, Engine
 }
 
 /// Runs each add-on's `<name>SUFFIX` hook where its script defines one, in `installed`'s
-/// order, in one hook session with the configuration each was applied with and `extra`
-/// variables; `after_each` follows each add-on, hook or not. Returns the hooks that ran.
+/// order, in one hook session with the configuration each was applied with, and
+/// `variables_of(name)` exported before each add-on's hook; `after_each` follows each add-on,
+/// hook or not. Returns the hooks that ran.
 pub(crate) fn run_node_hooks(
     layout: &Layout,
     installed: &[Installed],
     suffix: &str,
-    extra: &[(String, String)],
+    variables_of: &dyn Fn(&str) -> Vec<(String, String)>,
     hook_timeout: Duration,
     reporter: &dyn Reporter,
     after_each: &mut dyn FnMut(&AddonState) -> Result<(), EngineError>,
@@ -80,8 +81,7 @@ pub(crate) fn run_node_hooks(
         scripts.push((state, version, script.exists().then_some(script)));
         environment.addon(&state.name, version, config)?;
     }
-    let mut environment = environment.into_vec();
-    environment.extend(extra.iter().cloned());
+    let environment = environment.into_vec();
     let hook_error = |name: &str, version: &str, hook: &str| {
         let (name, version, hook) = (name.to_string(), version.to_string(), hook.to_string());
         move |source| EngineError::Hook {
@@ -118,7 +118,7 @@ pub(crate) fn run_node_hooks(
             if let Some(hook) = functions.into_iter().find(|f| defined.contains(f)) {
                 reporter.step(&format!("{name} {version}: {hook}"));
                 session
-                    .hook(&hook, hook_timeout)
+                    .export_then(&variables_of(name), &hook, hook_timeout)
                     .map_err(hook_error(name, version, &hook))?;
                 ran.push(hook);
             }

@@ -42,7 +42,7 @@ pub fn remove_node(
         layout,
         &installed,
         "_remove_node",
-        &[(NODE_VARIABLE.to_string(), node.to_string())],
+        &|_| vec![(NODE_VARIABLE.to_string(), node.to_string())],
         hook_timeout,
         reporter,
         &mut |_| Ok(()),

@@ -51,7 +51,7 @@ pub fn reset(
         layout,
         &installed,
         "_reset",
-        &[],
+        &|_| Vec::new(),
         hook_timeout,
         reporter,
         // Its images go next, while the runtime still runs: an add-on applied before this

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use berth_formats::backup::{BackupManifest, MANIFEST_FILE};
+use berth_formats::backup::{BackupManifest, MANIFEST_FILE, SCHEMA_VERSION};
 use support::{Server, free_port, require, run, text, wait_until};
 
 /// A node root with kubeadm's PKI (made by openssl) and some of Berth's records.
@@ -491,11 +491,13 @@ fn a_signed_backup_is_checked_with_the_key_given_and_damage_is_named() {
             crafted("newer.tar.zst", &|entries| {
                 let mut manifest: serde_json::Value =
                     serde_json::from_slice(&entries[0].1).unwrap();
-                manifest["schemaVersion"] = 2.into();
+                manifest["schemaVersion"] = (SCHEMA_VERSION + 1).into();
                 entries[0].1 = manifest.to_string().into_bytes();
             }),
-            "the backup was made by a newer Berth (manifest schema 2; this berth reads 1)"
-                .to_string(),
+            format!(
+                "the backup was made by a newer Berth (manifest schema {}; this berth reads {SCHEMA_VERSION})",
+                SCHEMA_VERSION + 1
+            ),
         ),
         (
             crafted("escape.tar.zst", &|entries| {
@@ -779,4 +781,159 @@ fn a_restore_is_refused_where_a_cluster_runs_or_another_clusters_ca_is() {
     let output = restore(fresh.path());
     refused(&output, "the backup records no installer");
     assert_eq!(support::files_below(fresh.path()), Vec::<String>::new());
+}
+
+/// An add-on whose data lives on the host, in `$STORE`, with Berth's hook pair to back it up
+/// and restore it; its restore fails while `$FAIL` names a file that is there.
+const STORE: &str = r#"
+function store() { mkdir -p "$STORE"; }
+function store_backup() {
+    cp -p "$STORE"/* "$BERTH_BACKUP_DIR/"
+    ln -s /etc/shadow "$BERTH_BACKUP_DIR/planted"
+    [ ! -e "${FAIL_BACKUP:-/nonexistent}" ] || { echo "the store is busy" >&2; return 1; }
+}
+function store_restore() {
+    [ ! -e "$FAIL" ] || { echo "the store cannot be written" >&2; return 1; }
+    mkdir -p "$STORE"
+    cp -p "$BERTH_RESTORE_DIR"/* "$STORE/"
+    echo restored >> "$STORE/.restores"
+}
+"#;
+
+#[test]
+fn an_addons_data_goes_through_its_backup_hook_and_comes_back_through_its_restore_hook() {
+    let node = ControlPlane::start();
+    // The fixture's stand-ins for Berth's records go: this test's install writes real ones.
+    for stand_in in ["state/demo.json", "join.json"] {
+        fs_err::remove_file(node.root.path().join("var/lib/berth").join(stand_in)).unwrap();
+    }
+    let mut dist = support::TestDist::new();
+    dist.addon("store", "1.0.0", STORE);
+    // An add-on with no data to keep: no hook, nothing of it in the backup.
+    dist.addon("plain", "1.0.0", "function plain() { :; }\n");
+    let spec = dist.spec(
+        "store.yaml",
+        &[("store", "version: 1.0.0"), ("plain", "version: 1.0.0")],
+    );
+    let store = node.work.path().join("store");
+    let installed = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args([
+            "install",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--dist",
+            &dist.url(),
+        ])
+        .env("BERTH_ROOT", node.root.path())
+        .env("STORE", &store)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{}", all(&installed));
+    fs_err::write(store.join("records.db"), "every record\n").unwrap();
+    fs_err::set_permissions(
+        store.join("records.db"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+
+    let backup = |archive: &Path, extra: &[(&str, &Path)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+        command
+            .args(["backup", "--output", archive.to_str().unwrap()])
+            .args(["--etcd-endpoint", &node.endpoint])
+            .env("BERTH_ROOT", node.root.path())
+            .env("STORE", &store);
+        for (key, value) in extra {
+            command.env(key, value);
+        }
+        command.output().unwrap()
+    };
+    // A backup hook that fails stops the backup; nothing is written.
+    let busy = node.work.path().join("busy");
+    fs_err::write(&busy, "").unwrap();
+    let archive = node.work.path().join("backups/with-data.tar.zst");
+    let output = backup(&archive, &[("FAIL_BACKUP", &busy)]);
+    refused(&output, "store_backup");
+    assert!(
+        all(&output).contains("the store is busy"),
+        "{}",
+        all(&output)
+    );
+    assert!(
+        all(&output).contains("nothing was written"),
+        "{}",
+        all(&output)
+    );
+    assert_eq!(
+        support::files_below(archive.parent().unwrap()),
+        Vec::<String>::new()
+    );
+
+    let output = backup(&archive, &[]);
+    assert!(output.status.success(), "{}", all(&output));
+    assert!(
+        all(&output).contains("store 1.0.0: store_backup")
+            && all(&output).contains("add-on data (1 files)"),
+        "{}",
+        all(&output)
+    );
+    let manifest = BackupManifest::parse(&entries(&archive)[0].1).unwrap();
+    let data: Vec<(&str, u32)> = manifest
+        .files
+        .iter()
+        .filter(|file| file.part == berth_formats::backup::Part::Addon)
+        .map(|file| (file.path.as_str(), file.mode))
+        .collect();
+    // The link the hook left is not followed: a backup holds only what the hook wrote.
+    assert_eq!(data, [("addons/store/records.db", 0o640)]);
+    assert!(node.verify(&archive, &[]).status.success());
+
+    // Onto a fresh node, whose store is empty: the installer runs again, then the restore
+    // hook gets the data. Stopped by the hook, the restore says so and continues when run again.
+    let fresh = tempfile::tempdir().unwrap();
+    let new_store = node.work.path().join("new-store");
+    let blocked = node.work.path().join("blocked");
+    fs_err::write(&blocked, "").unwrap();
+    let restore = || {
+        Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["restore", archive.to_str().unwrap()])
+            .env("BERTH_ROOT", fresh.path())
+            .env("STORE", &new_store)
+            .env("FAIL", &blocked)
+            .output()
+            .unwrap()
+    };
+    let output = restore();
+    refused(&output, "the store cannot be written");
+    assert!(
+        all(&output).contains("run the same berth restore again to continue"),
+        "{}",
+        all(&output)
+    );
+    assert!(!new_store.join("records.db").exists());
+    fs_err::remove_file(&blocked).unwrap();
+    let output = restore();
+    assert!(output.status.success(), "{}", all(&output));
+    assert!(
+        all(&output).contains("store 1.0.0: store_restore"),
+        "{}",
+        all(&output)
+    );
+    assert_eq!(
+        fs_err::read_to_string(new_store.join("records.db")).unwrap(),
+        "every record\n"
+    );
+    let mode = fs_err::metadata(new_store.join("records.db"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o640);
+    assert_eq!(
+        fs_err::read_to_string(new_store.join(".restores")).unwrap(),
+        "restored\n"
+    );
+    // The restore's folder, the data in it, went with it.
+    assert!(!fresh.path().join("var/lib/berth/restore").exists());
+    // Done: a third run is refused, the node runs what was restored.
+    refused(&restore(), "already runs a cluster");
 }
