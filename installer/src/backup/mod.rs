@@ -1,9 +1,9 @@
 //! `berth backup`: a control-plane node's cluster state in one archive (see
 //! [`berth_formats::backup`]): an etcd snapshot taken with etcd's client API, the cluster's
 //! PKI and kubeadm's files, Berth's own records, and the data of each add-on with a backup hook
-//! (see [`addon_data`]), each file with its digest; signed with a
-//! key the operator gives; written 0600. `--verify` reads an archive through and checks every
-//! byte against its manifest, and its signature against the keys the node trusts.
+//! (see [`addon_data`]), each file with its digest; signed with a key the operator gives;
+//! written 0600. `--verify` reads an archive through and checks every byte against its
+//! manifest, and its signature against the keys the node trusts.
 
 pub mod addon_data;
 mod archive;
@@ -67,7 +67,7 @@ pub enum BackupError {
     TooMany { folder: PathBuf },
     #[error("{0}")]
     Archive(String),
-    #[error("{0}\nnothing was written; fix the add-on's backup hook, then back up again")]
+    #[error("{0}\nnothing was written; once what is named is fixed, back up again")]
     AddonData(String),
 }
 

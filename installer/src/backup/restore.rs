@@ -77,7 +77,13 @@ pub enum RestoreError {
 pub struct Prepared {
     pub verified: Verified,
     pub installer: LastInstaller,
+    /// Where the installer's scripts were served, for the online join command (the backup's
+    /// join parameters are stale, but not this).
+    pub scripts_url: Option<String>,
 }
+
+/// The backup's join parameters, kept aside in the restore's folder for their scripts URL.
+const JOIN_FILE: &str = "var/lib/berth/join.json";
 
 /// The folder a restore under way keeps its snapshot in (`$DIR/restore` to the hooks).
 pub fn restore_dir(layout: &Layout) -> PathBuf {
@@ -137,9 +143,15 @@ pub fn prepare(
     let installer = LastInstaller::load(layout)
         .map_err(|error| RestoreError::Record(error.to_string()))?
         .ok_or(RestoreError::NoInstaller)?;
+    let scripts_url =
+        crate::kubernetes::join::JoinStore::new(restore_dir(layout).join("join.json"))
+            .load()
+            .ok()
+            .and_then(|file| file.scripts_url);
     Ok(Prepared {
         verified,
         installer,
+        scripts_url,
     })
 }
 
@@ -158,6 +170,7 @@ fn destination(layout: &Layout, file: &BackedUpFile) -> Option<PathBuf> {
             let (name, inside) = berth_formats::backup::addon_of(&file.path)?;
             Some(super::addon_data::restore_folder(layout, name).join(inside))
         }
+        Part::Berth if file.path == JOIN_FILE => Some(restore_dir(layout).join("join.json")),
         Part::Berth => KEPT_RECORDS
             .iter()
             .any(|kept| match kept.strip_suffix('/') {
@@ -347,6 +360,17 @@ mod tests {
             placed(ETCD_SNAPSHOT, Part::Etcd),
             Some(PathBuf::from(
                 "/node/var/lib/berth/restore/etcd-snapshot.db"
+            ))
+        );
+        // Kept aside: the install publishes join parameters anew, from the URL it had.
+        assert_eq!(
+            placed("var/lib/berth/join.json", Part::Berth),
+            Some(PathBuf::from("/node/var/lib/berth/restore/join.json"))
+        );
+        assert_eq!(
+            placed("addons/registry/images/a.tar", Part::Addon),
+            Some(PathBuf::from(
+                "/node/var/lib/berth/restore/addons/registry/images/a.tar"
             ))
         );
     }

@@ -61,6 +61,9 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     if let Some(lock) = &installer.lock {
         install.arg("--lock").arg(lock);
     }
+    if let Some(url) = &prepared.scripts_url {
+        install.arg("--scripts-url").arg(url);
+    }
     for key in &args.trust_keys {
         install.arg("--trust-key").arg(key);
     }
@@ -90,8 +93,14 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
     restore::finish(&layout)?;
-    say!(
-        "berth: restored. Nodes that still run rejoin on their own; a new node joins with the command `berth join-command` prints"
-    );
+    say!("berth: restored. Nodes that still run rejoin on their own");
+    // The join command for a new node, as the restored install published its parameters.
+    let joins = berth::kubernetes::join::JoinStore::new(layout.join_file())
+        .load()
+        .ok()
+        .and_then(|file| berth::kubernetes::join::join_command(&file, Default::default()).ok());
+    if let Some(command) = joins {
+        say!("berth: a new node joins with (`berth join-command` prints it again):\n{command}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -206,6 +206,14 @@ spec:
         said.contains("restoring etcd from the backup's snapshot"),
         "{said}"
     );
+    // It ends with the command a new node joins with, the one `berth join-command` prints.
+    let join = cluster.shell(0, "berth join-command");
+    let command = String::from_utf8_lossy(&join.stdout).trim().to_string();
+    assert!(
+        command.contains("join.sh") && said.contains(&command),
+        "{said}\n{}",
+        printed(&join)
+    );
 
     // Restored twice: the node runs the cluster now, and says so.
     let again = cluster.shell(0, &format!("{berth} restore {}", archive.display()));
