@@ -82,8 +82,11 @@ pub struct Prepared {
     pub scripts_url: Option<String>,
 }
 
-/// The backup's join parameters, kept aside in the restore's folder for their scripts URL.
-const JOIN_FILE: &str = "var/lib/berth/join.json";
+/// Where the backup's join parameters are kept aside, in the restore's folder, for their
+/// scripts URL.
+fn kept_join_file(layout: &Layout) -> PathBuf {
+    restore_dir(layout).join("join.json")
+}
 
 /// The folder a restore under way keeps its snapshot in (`$DIR/restore` to the hooks).
 pub fn restore_dir(layout: &Layout) -> PathBuf {
@@ -143,11 +146,10 @@ pub fn prepare(
     let installer = LastInstaller::load(layout)
         .map_err(|error| RestoreError::Record(error.to_string()))?
         .ok_or(RestoreError::NoInstaller)?;
-    let scripts_url =
-        crate::kubernetes::join::JoinStore::new(restore_dir(layout).join("join.json"))
-            .load()
-            .ok()
-            .and_then(|file| file.scripts_url);
+    let scripts_url = crate::kubernetes::join::JoinStore::new(kept_join_file(layout))
+        .load()
+        .ok()
+        .and_then(|file| file.scripts_url);
     Ok(Prepared {
         verified,
         installer,
@@ -170,7 +172,9 @@ fn destination(layout: &Layout, file: &BackedUpFile) -> Option<PathBuf> {
             let (name, inside) = berth_formats::backup::addon_of(&file.path)?;
             Some(super::addon_data::restore_folder(layout, name).join(inside))
         }
-        Part::Berth if file.path == JOIN_FILE => Some(restore_dir(layout).join("join.json")),
+        Part::Berth if layout.root().join(&file.path) == layout.join_file() => {
+            Some(kept_join_file(layout))
+        }
         Part::Berth => KEPT_RECORDS
             .iter()
             .any(|kept| match kept.strip_suffix('/') {

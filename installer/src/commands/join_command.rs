@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use berth::kubernetes::join::{CommandOptions, JoinStore, join_command};
+use berth::kubernetes::join::{CommandOptions, JoinStore};
 use berth::node::layout::Layout;
 
 use crate::commands::RootArgs;
@@ -26,14 +26,10 @@ pub struct JoinCommandArgs {
 /// Prints the command that joins a new node to this one's cluster.
 pub fn run(args: JoinCommandArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.root.root);
-    let file = JoinStore::new(layout.join_file()).load()?;
-    let command = join_command(
-        &file,
-        CommandOptions {
-            control_plane: args.control_plane,
-            airgap: args.airgap,
-        },
-    )?;
+    let command = JoinStore::new(layout.join_file()).command(CommandOptions {
+        control_plane: args.control_plane,
+        airgap: args.airgap,
+    })?;
     show!("{command}");
     Ok(ExitCode::SUCCESS)
 }

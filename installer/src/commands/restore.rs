@@ -95,11 +95,8 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     restore::finish(&layout)?;
     say!("berth: restored. Nodes that still run rejoin on their own");
     // The join command for a new node, as the restored install published its parameters.
-    let joins = berth::kubernetes::join::JoinStore::new(layout.join_file())
-        .load()
-        .ok()
-        .and_then(|file| berth::kubernetes::join::join_command(&file, Default::default()).ok());
-    if let Some(command) = joins {
+    let joins = berth::kubernetes::join::JoinStore::new(layout.join_file());
+    if let Ok(command) = joins.command(Default::default()) {
         say!("berth: a new node joins with (`berth join-command` prints it again):\n{command}");
     }
     Ok(ExitCode::SUCCESS)

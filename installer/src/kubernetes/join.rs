@@ -119,6 +119,11 @@ impl JoinStore {
         Self { path }
     }
 
+    /// The join command of what is published here ([`join_command`]).
+    pub fn command(&self, options: CommandOptions) -> Result<String, JoinError> {
+        join_command(&self.load()?, options)
+    }
+
     pub fn load(&self) -> Result<JoinFile, JoinError> {
         match fs_err::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|error| JoinError::Damaged {
