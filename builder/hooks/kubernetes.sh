@@ -655,6 +655,7 @@ function kubernetes_join() {
     if __kubernetes_node_is_set_up; then
         log "this node has already joined the cluster (/etc/kubernetes/kubelet.conf): repairing it, not running kubeadm join again"
         __kubernetes_repair
+        __kubernetes_follow_api_address
         return
     fi
     if [ -z "$KUBERNETES_MASTER_ADDR" ] || [ -z "$KUBEADM_TOKEN" ] || [ -z "$KUBEADM_TOKEN_CA_HASH" ]; then
@@ -685,6 +686,53 @@ function kubernetes_join() {
         { [ "${MASTER:-}" = "1" ] && ! __kubernetes_join_control_plane; }; then
         kubeadm reset --force >/dev/null 2>&1 || true
         bail "kubeadm join failed (above); the node is as kubeadm reset leaves it, so the join command can run again once the cause is fixed"
+    fi
+}
+
+# A node that joined the cluster at another address, where no API server answers any more
+# (its control plane restored onto another machine: berth restore says to run the join
+# command on each node), is pointed at the join command's address: its kubelet's kubeconfig
+# names it, and the kubelet restarts. Only once the API server there answers with a
+# certificate this node's own cluster CA signed for that address, so no other server can take
+# the node over. An address that still answers is kept (a load balancer the kubelet reaches
+# the API through, as kubeadm's controlPlaneEndpoint gives it). A control plane ran its own
+# etcd member and API server, which a new address does not mend: it is reset and joined
+# again.
+function __kubernetes_follow_api_address() {
+    local address="$KUBERNETES_MASTER_ADDR" kubeconfig=/etc/kubernetes/kubelet.conf current
+    [ -n "$address" ] || return 0
+    [[ "$address" == *:* ]] || address="$address:6443"
+    local plain='^[][A-Za-z0-9.:-]+$'
+    if ! [[ "$address" =~ $plain ]]; then
+        bail "the join command's kubernetes-master-address '$address' is not a host and port; copy the whole command again"
+    fi
+    current="$(awk '$1 == "server:" { print $2; exit }' "$kubeconfig")"
+    [ "$current" != "https://$address" ] || return 0
+    if curl -fsS --connect-timeout 5 --max-time 10 --cacert /etc/kubernetes/pki/ca.crt "$current/healthz" >/dev/null 2>&1; then
+        logWarn "this node reaches the cluster's API at $current, which answers; the join command names https://$address: the node keeps $current"
+        return 0
+    fi
+    if [ -f /etc/kubernetes/manifests/etcd.yaml ]; then
+        bail "this control-plane node reaches the cluster at $current, and the join command names $address: a control plane that ran an etcd member of the cluster before it moved is joined again, not pointed elsewhere: on a control-plane node, berth remove-node $(hostname | tr '[:upper:]' '[:lower:]'); here, berth reset; then run the control-plane join command"
+    fi
+    local seconds=60 deadline
+    if [ -n "${KUBERNETES_CONTROL_PLANE_TIMEOUT:-}" ]; then
+        seconds="$(__kubernetes_control_plane_seconds)" || exit 1
+    fi
+    deadline=$((SECONDS + seconds))
+    until curl -fsS --max-time 15 --cacert /etc/kubernetes/pki/ca.crt "https://$address/healthz" >/dev/null 2>&1; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            bail "this node reaches the cluster at $current; the join command names $address, where no API server of this node's cluster answered for ${seconds}s (its certificate must be signed by /etc/kubernetes/pki/ca.crt for that address): nothing was changed"
+        fi
+        sleep 5
+    done
+    log "the cluster's API moved from $current to https://$address: the kubelet follows it"
+    sed "s#^\([[:space:]]*server:\).*#\1 https://$address#" "$kubeconfig" > "$kubeconfig.berth"
+    chmod 0600 "$kubeconfig.berth"
+    mv "$kubeconfig.berth" "$kubeconfig"
+    systemctl restart kubelet || true
+    if ! spinner_until 60 __kubernetes_kubelet_healthy; then
+        bail "the kubelet did not come back within 60 s after it was pointed at $address (journalctl -u kubelet says why); run the join command again"
     fi
 }
 

@@ -104,9 +104,10 @@ enum Command {
     Backup(commands::backup::BackupArgs),
     /// On a fresh node: bring a backup back: check it through, put the cluster's certificate
     /// authorities, Berth's records and the etcd snapshot in place, and install the installer it
-    /// records, etcd's data made from the snapshot; the nodes that still run rejoin it.
+    /// records, etcd's data made from the snapshot; then say what the other nodes need (at a
+    /// new address, the join command run again on each).
     #[command(
-        after_help = "Output: the steps on standard error, the install's among them.\nExit status: 0 when the node runs the restored cluster; 1 when the backup is refused (nothing changed) or the install did not finish (the same command again continues)."
+        after_help = "Output: the steps on standard error, the install's among them, then what each other node needs and the join command.\nExit status: 0 when the node runs the restored cluster; 1 when the backup is refused (nothing changed) or the install did not finish (the same command again continues)."
     )]
     Restore(commands::restore::RestoreArgs),
     /// Check a whole dist or airgap bundle offline: signatures, digests, every package's files.

@@ -197,6 +197,34 @@ impl Cluster {
         self.machines.insert(index, machine);
     }
 
+    /// Machine `index` lost, and a fresh one of its name at another address: the old address
+    /// goes dark (its link cut, as a dead machine's), and every machine's `/etc/hosts` names
+    /// the new one. Returns the old and the new address.
+    pub fn replace_machine_elsewhere(&mut self, index: usize) -> (String, String) {
+        let etc_hosts = self.machines[index]
+            .read("/etc/hosts")
+            .expect("every machine names the others");
+        let old = self.machines.remove(index);
+        let (old_host, name) = (old.host.clone(), old.name.clone());
+        drop(old);
+        drop(self._cgroups.remove(index));
+        old_host.set_link(false);
+        let host = self.network.host();
+        let old_address = old_host.address().to_string();
+        let new_address = host.address().to_string();
+        let etc_hosts = etc_hosts.replace(
+            &format!("{old_address} {name}\n"),
+            &format!("{new_address} {name}\n"),
+        );
+        let machine = Machine::start(host, &name);
+        self._cgroups.insert(index, kubelet_host::prepare(&machine));
+        self.machines.insert(index, machine);
+        for machine in &self.machines {
+            machine.write("/etc/hosts", &etc_hosts);
+        }
+        (old_address, new_address)
+    }
+
     /// Another host on the cluster's network (a server the nodes reach), not a machine.
     pub fn add_host(&mut self) -> Host {
         self.network.host()

@@ -280,7 +280,7 @@ pub fn build(
 /// each building its own. Its key is what it is built from: the artefacts folder (named by its
 /// own content key), the builder binary (size and modification time), this Manifest and
 /// Berth's add-ons it copies. A dist is built in a folder of its own and renamed into place
-/// once complete: tests starting together may build it twice, never read half of one. Dists
+/// once complete, never read half-made; a test that finds it being built waits for it. Dists
 /// of other keys are removed once a new one is in place.
 pub fn cached(builder: &Path, artefacts: &Path, cache_root: &Path) -> Result<PathBuf, String> {
     cached_with(builder, artefacts, cache_root, Extra::None)
@@ -304,6 +304,15 @@ pub fn cached_with(
         return Ok(dist);
     }
     fs_err::create_dir_all(cache_root).map_err(|error| error.to_string())?;
+    // One build of each kind at a time: a test that starts while another builds the same
+    // dist waits for it rather than building it too (released when the file closes, also
+    // by a test that panics).
+    let lock = fs_err::File::create(cache_root.join(format!(".{prefix}lock")))
+        .map_err(|error| error.to_string())?;
+    lock.file().lock().map_err(|error| error.to_string())?;
+    if dist.is_dir() {
+        return Ok(dist);
+    }
     let building = tempfile::Builder::new()
         .prefix("building-")
         .tempdir_in(cache_root)

@@ -8,6 +8,7 @@
 pub mod addon_data;
 mod archive;
 pub mod etcd;
+pub mod other_nodes;
 pub mod restore;
 pub mod seal;
 pub mod store;

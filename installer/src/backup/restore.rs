@@ -80,6 +80,9 @@ pub struct Prepared {
     /// Where the installer's scripts were served, for the online join command (the backup's
     /// join parameters are stale, but not this).
     pub scripts_url: Option<String>,
+    /// The address the backed-up cluster's nodes reached its API on: the other nodes still
+    /// name it.
+    pub api_address: Option<String>,
 }
 
 /// Where the backup's join parameters are kept aside, in the restore's folder, for their
@@ -146,7 +149,8 @@ pub fn prepare(
     let installer = LastInstaller::load(layout)
         .map_err(|error| RestoreError::Record(error.to_string()))?
         .ok_or(RestoreError::NoInstaller)?;
-    let scripts_url = crate::kubernetes::join::JoinStore::new(kept_join_file(layout))
+    let kept_join = kept_join_file(layout);
+    let scripts_url = crate::kubernetes::join::JoinStore::new(kept_join.clone())
         .load()
         .ok()
         .and_then(|file| file.scripts_url);
@@ -154,6 +158,7 @@ pub fn prepare(
         verified,
         installer,
         scripts_url,
+        api_address: super::other_nodes::api_address(&kept_join),
     })
 }
 

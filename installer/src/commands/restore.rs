@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use berth::backup::restore;
 use berth::backup::store::Place;
+use berth::backup::{other_nodes, restore};
 use berth::node::layout::Layout;
 
 use crate::commands::RootArgs;
@@ -92,8 +92,36 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
             )
         })?;
     }
+    // Where the cluster's API moved, kube-proxy's pods take the address kubeadm wrote for
+    // them; done before the restore ends, so that a failure here is continued by running it
+    // again.
+    let admin = root.join("etc/kubernetes/admin.conf");
+    let now = other_nodes::api_address(&layout.join_file());
+    let moved = match (&prepared.api_address, &now) {
+        (Some(old), Some(new)) if old != new => Some((old.as_str(), new.as_str())),
+        _ => None,
+    };
+    if let Some((old, new)) = moved {
+        say!("berth: the cluster's API was at {old} and is at {new} now");
+        if other_nodes::restart_kube_proxy(&admin).map_err(|error| {
+            anyhow::anyhow!("{error}\nhint: run the same berth restore again to continue")
+        })? {
+            say!("berth: kube-proxy restarted, its pods to reach the API at {new}");
+        }
+    }
     restore::finish(&layout)?;
-    say!("berth: restored. Nodes that still run rejoin on their own");
+    say!("berth: restored");
+    let this = nix::unistd::gethostname()
+        .map(|name| name.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    match other_nodes::other_nodes(&admin, &this, &manifest.node) {
+        Ok(others) => {
+            for line in other_nodes::advice(&others, moved) {
+                say!("berth: {line}");
+            }
+        }
+        Err(error) => say!("berth: warning: the other nodes could not be listed: {error}"),
+    }
     // The join command for a new node, as the restored install published its parameters.
     let joins = berth::kubernetes::join::JoinStore::new(layout.join_file());
     if let Ok(command) = joins.command(Default::default()) {

@@ -298,12 +298,9 @@ fn repair_unhealthy(layout: &Layout, planned: &mut [PlannedAddon]) {
         {
             continue;
         }
-        let because = ["Available", "Degraded"]
-            .iter()
-            .filter_map(|kind| record.condition(kind))
-            .filter(|condition| !condition.message.is_empty())
-            .map(|condition| condition.message.clone())
-            .next()
+        let because = record
+            .trouble()
+            .map(str::to_string)
             .unwrap_or_else(|| "not healthy: its components do not answer".to_string());
         addon.decision = Decision::Repair { because };
         addon.reason = addon.decision.to_string();

@@ -147,6 +147,20 @@ impl HealthRecord {
             .is_some_and(HealthCondition::is_true)
     }
 
+    /// What is wrong, in the words of the condition that is: Available False, else Degraded
+    /// True (an optional component down leaves Available True, its message saying all is
+    /// well). `None` when neither is, or it says nothing.
+    pub fn trouble(&self) -> Option<&str> {
+        [("Available", false), ("Degraded", true)]
+            .iter()
+            .filter_map(|(kind, wrong)| {
+                self.condition(kind)
+                    .filter(|condition| condition.is_true() == *wrong)
+            })
+            .map(|condition| condition.message.as_str())
+            .find(|message| !message.is_empty())
+    }
+
     pub fn load(layout: &Layout, name: &str) -> Option<Self> {
         let text = fs_err::read_to_string(layout.health_file(name)).ok()?;
         serde_json::from_str(&text).ok()
@@ -607,4 +621,51 @@ pub fn check_all(
             .filter_map(|(name, record)| record.map(|record| (name, record)))
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(conditions: &[(&str, bool, &str)]) -> HealthRecord {
+        HealthRecord {
+            name: "demo".into(),
+            version: "1.0.0".into(),
+            checked_at: String::new(),
+            components: Vec::new(),
+            conditions: conditions
+                .iter()
+                .map(|(kind, status, message)| {
+                    HealthCondition::new(kind, *status, "Reason", message.to_string())
+                })
+                .collect(),
+            history: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_trouble_is_told_in_the_words_of_the_condition_that_is_wrong() {
+        let optional_down = record(&[
+            ("Available", true, "every required component is healthy"),
+            ("Degraded", true, "not healthy: DaemonSet kube-proxy"),
+        ]);
+        assert_eq!(
+            optional_down.trouble(),
+            Some("not healthy: DaemonSet kube-proxy")
+        );
+        let required_down = record(&[
+            ("Available", false, "not healthy: kubelet"),
+            (
+                "Degraded",
+                true,
+                "not healthy: kubelet, DaemonSet kube-proxy",
+            ),
+        ]);
+        assert_eq!(required_down.trouble(), Some("not healthy: kubelet"));
+        let well = record(&[
+            ("Available", true, "every required component is healthy"),
+            ("Degraded", false, "every component is healthy"),
+        ]);
+        assert_eq!(well.trouble(), None);
+    }
 }

@@ -1,8 +1,9 @@
 //! A real cluster (v1.20.2, as `kubernetes.rs` builds and installs it) backed up on its
-//! control-plane node, that machine lost and the backup restored onto a fresh one with its
-//! address; then backed up to S3, encrypted, the node reset completely and restored from the
-//! bucket: each time the objects are back, the workers that kept running are Ready again
-//! without being touched, and every node's `berth status` is as before.
+//! control-plane node, that machine lost and the backup restored onto a fresh one at another
+//! address, the workers that kept running pointed at it by the join command run again; then
+//! backed up to S3, encrypted, the node reset completely and restored from the bucket at its
+//! own address, the workers untouched: each time the objects are back, the workers Ready
+//! again, and every node's `berth status` is as before.
 
 use crate::support;
 
@@ -53,7 +54,7 @@ fn all_ready(cluster: &Cluster) -> bool {
     nodes.len() == 3 && nodes.iter().all(|(_, ready)| *ready)
 }
 
-/// The objects made before the backup are there, the workers Ready (untouched), and every
+/// The objects made before the backup are there, the workers Ready, and every
 /// node's add-ons as `before`: the same versions, Available (probed live).
 fn assert_back(cluster: &Cluster, before: &[Vec<(String, String, String)>]) {
     for (kind, name, field, wanted) in [
@@ -70,7 +71,7 @@ fn assert_back(cluster: &Cluster, before: &[Vec<(String, String, String)>]) {
         assert_eq!(printed(&output).trim(), wanted, "{kind} {name}");
     }
     wait_or_explain(
-        "the workers Ready again, untouched",
+        "the workers Ready again",
         Duration::from_secs(300),
         || all_ready(cluster),
         || cluster.account(),
@@ -168,8 +169,9 @@ spec:
         printed(&backup)
     );
 
-    // The control-plane machine lost: a fresh one in its place, with its address.
-    cluster.replace_machine(0);
+    // The control-plane machine lost: a fresh one of its name in its place, at another
+    // address.
+    let (old_address, new_address) = cluster.replace_machine_elsewhere(0);
     let files = "find /etc/kubernetes /var/lib/etcd /var/lib/berth -type f 2>/dev/null || true";
     let gone = cluster.shell(0, files);
     assert_eq!(
@@ -214,6 +216,57 @@ spec:
         "{said}\n{}",
         printed(&join)
     );
+    // The workers still reach for the old address, and are told so.
+    for line in [
+        format!("the cluster's API was at {old_address}:6443 and is at {new_address}:6443 now"),
+        format!("node-2, node-3: they reach the cluster's API at {old_address}:6443"),
+        "kube-proxy restarted".to_string(),
+    ] {
+        assert!(said.contains(&line), "{line}: {said}");
+    }
+    let kubelet_server = |index: usize| {
+        let output = cluster.shell(
+            index,
+            "awk '$1 == \"server:\" { print $2 }' /etc/kubernetes/kubelet.conf",
+        );
+        printed(&output).trim().to_string()
+    };
+    // A join command naming an address where no API server of the cluster answers (the
+    // installer server's host) changes nothing.
+    let server_host = cluster
+        .served
+        .trim_start_matches("http://")
+        .split(':')
+        .next()
+        .unwrap();
+    let elsewhere = join_command.replace(
+        &format!("{old_address}:6443"),
+        &format!("{server_host}:6443"),
+    );
+    assert_ne!(elsewhere, join_command);
+    let stale = cluster.shell(
+        1,
+        &format!("{elsewhere} kubernetes-control-plane-timeout=10s"),
+    );
+    assert!(!stale.status.success(), "{}", printed(&stale));
+    assert!(
+        printed(&stale).contains("where no API server of this node's cluster answered for 10s"),
+        "{}",
+        printed(&stale)
+    );
+    assert_eq!(kubelet_server(1), format!("https://{old_address}:6443"));
+    // The restored node's join command points each worker here, resetting nothing.
+    let command = command.replacen("sudo ", "", 1);
+    for index in 1..3 {
+        let followed = cluster.shell(index, &command);
+        assert!(followed.status.success(), "{}", printed(&followed));
+        assert!(
+            printed(&followed).contains("the kubelet follows it"),
+            "{}",
+            printed(&followed)
+        );
+        assert_eq!(kubelet_server(index), format!("https://{new_address}:6443"));
+    }
 
     // Restored twice: the node runs the cluster now, and says so.
     let again = cluster.shell(0, &format!("{berth} restore {}", archive.display()));
@@ -282,6 +335,12 @@ spec:
         )),
     );
     assert!(restored.status.success(), "{}", printed(&restored));
+    let said = printed(&restored);
+    assert!(
+        said.contains("node-2, node-3: still running, they come back on their own")
+            && !said.contains("kube-proxy restarted"),
+        "{said}"
+    );
     assert_back(&cluster, &before);
     eprintln!("done after {:?}", started.elapsed());
 }
