@@ -104,10 +104,31 @@ pub fn restart_kube_proxy(admin_kubeconfig: &Path) -> Result<bool, KubectlError>
     }
 }
 
+/// Where the restored cluster's API is, against where the backed-up one's was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiAddress<'a> {
+    Same,
+    Moved {
+        old: &'a str,
+        new: &'a str,
+    },
+    /// The backup's join parameters, or the restored ones, name none.
+    Unknown,
+}
+
+impl<'a> ApiAddress<'a> {
+    pub fn compare(old: Option<&'a str>, new: Option<&'a str>) -> ApiAddress<'a> {
+        match (old, new) {
+            (Some(old), Some(new)) if old == new => ApiAddress::Same,
+            (Some(old), Some(new)) => ApiAddress::Moved { old, new },
+            _ => ApiAddress::Unknown,
+        }
+    }
+}
+
 /// What the operator does next on each other node, one line each (none when nothing is
-/// needed): `moved` is the old and new API address when the control plane answers elsewhere
-/// now.
-pub fn advice(others: &OtherNodes, moved: Option<(&str, &str)>) -> Vec<String> {
+/// needed).
+pub fn advice(others: &OtherNodes, address: ApiAddress) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(old) = &others.backed_up {
         lines.push(format!(
@@ -116,10 +137,13 @@ pub fn advice(others: &OtherNodes, moved: Option<(&str, &str)>) -> Vec<String> {
     }
     if !others.workers.is_empty() {
         let workers = others.workers.join(", ");
-        lines.push(match moved {
-            None => format!("{workers}: still running, they come back on their own"),
-            Some((old, new)) => format!(
+        lines.push(match address {
+            ApiAddress::Same => format!("{workers}: still running, they come back on their own"),
+            ApiAddress::Moved { old, new } => format!(
                 "{workers}: they reach the cluster's API at {old}, and it is at {new} now: run the join command below on each; it points the node here and resets nothing"
+            ),
+            ApiAddress::Unknown => format!(
+                "{workers}: the backup does not say where they reach the cluster's API; those that reach it where this node serves it come back on their own, and on any other, run the join command below: it points the node here and resets nothing"
             ),
         });
     }
@@ -162,7 +186,7 @@ mod tests {
                 backed_up: Some("old-1".into()),
             }
         );
-        let stayed = advice(&others, None);
+        let stayed = advice(&others, ApiAddress::Same);
         assert_eq!(stayed.len(), 3, "{stayed:?}");
         assert!(stayed[0].contains("berth remove-node old-1"), "{stayed:?}");
         assert!(
@@ -173,7 +197,10 @@ mod tests {
             stayed[2].starts_with("node-4: control planes"),
             "{stayed:?}"
         );
-        let moved = advice(&others, Some(("10.0.0.2:6443", "10.0.0.9:6443")));
+        let moved = advice(
+            &others,
+            ApiAddress::compare(Some("10.0.0.2:6443"), Some("10.0.0.9:6443")),
+        );
         assert!(
             moved[1]
                 .contains("at 10.0.0.2:6443, and it is at 10.0.0.9:6443 now: run the join command"),
@@ -182,6 +209,15 @@ mod tests {
         // The backed-up node restored onto its own name is this one, and nothing is said of it.
         let alone = sort_nodes(&nodes[..1], "node-1", "node-1");
         assert_eq!(alone, OtherNodes::default());
-        assert!(advice(&alone, None).is_empty());
+        assert!(advice(&alone, ApiAddress::Same).is_empty());
+        let unknown = advice(&others, ApiAddress::compare(None, Some("10.0.0.9:6443")));
+        assert!(
+            unknown[1].contains("the backup does not say where they reach"),
+            "{unknown:?}"
+        );
+        assert_eq!(
+            ApiAddress::compare(Some("10.0.0.9:6443"), Some("10.0.0.9:6443")),
+            ApiAddress::Same
+        );
     }
 }

@@ -97,11 +97,8 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     // again.
     let admin = root.join("etc/kubernetes/admin.conf");
     let now = other_nodes::api_address(&layout.join_file());
-    let moved = match (&prepared.api_address, &now) {
-        (Some(old), Some(new)) if old != new => Some((old.as_str(), new.as_str())),
-        _ => None,
-    };
-    if let Some((old, new)) = moved {
+    let address = other_nodes::ApiAddress::compare(prepared.api_address.as_deref(), now.as_deref());
+    if let other_nodes::ApiAddress::Moved { old, new } = address {
         say!("berth: the cluster's API was at {old} and is at {new} now");
         if other_nodes::restart_kube_proxy(&admin).map_err(|error| {
             anyhow::anyhow!("{error}\nhint: run the same berth restore again to continue")
@@ -116,7 +113,7 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     match other_nodes::other_nodes(&admin, &this, &manifest.node) {
         Ok(others) => {
-            for line in other_nodes::advice(&others, moved) {
+            for line in other_nodes::advice(&others, address) {
                 say!("berth: {line}");
             }
         }
