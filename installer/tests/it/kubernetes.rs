@@ -835,7 +835,7 @@ fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
 }
 
 /// kURL's registry add-on from kURL's own folder (the fixtures' `registry/3.1.1`, unchanged)
-/// on a three-node cluster. Its image is Debian's Distribution registry (2.8.2) under kURL's
+/// on a two-node cluster. Its image is Debian's Distribution registry (2.8.2) under kURL's
 /// name, and `local-volume` stands in for the storage provisioner kURL installs before it
 /// ([`support::kubernetes_dist::Extra::KurlRegistry`]). The Kubernetes hook's init calls
 /// `registry_init` (the registry's Service) as kURL's does; the registry's install hook makes
@@ -843,7 +843,7 @@ fn three_control_planes_share_a_stacked_etcd_and_one_leaves() {
 /// Secrets and Deployment on the real API server, and the Deployment becomes Available. Each
 /// node's containerd trusts it: the primary's from init, the others' from the join command's
 /// `docker-registry-ip`. An image pushed through it from the first node runs in a pod on the
-/// third, which never had it. A support bundle on the first node then holds the cluster's half.
+/// second, which never had it. A support bundle on the first node then holds the cluster's half.
 #[test]
 fn kurls_registry_from_its_own_folder_carries_an_image_from_one_node_to_a_pod_on_another() {
     kurls_registry(false);
@@ -858,7 +858,7 @@ fn kurls_registry_from_an_airgap_bundle_carries_an_image_from_one_node_to_a_pod_
 
 fn kurls_registry(airgap: bool) {
     let cluster = Cluster::start_with_extra(
-        3,
+        2,
         std::path::Path::new(env!("CARGO_BIN_EXE_berth")),
         &support::built_beside(env!("CARGO_BIN_EXE_berth"), "berth-build"),
         support::kubernetes_dist::Extra::KurlRegistry,
@@ -867,7 +867,7 @@ fn kurls_registry(airgap: bool) {
     let bundle_dir = |index: usize| cluster.work.path().join(format!("airgap-{index}"));
     if airgap {
         // The bundle on each node, the server out of its reach.
-        for index in 0..3 {
+        for index in 0..2 {
             cluster.unpack_airgap_bundle(index, &bundle_dir(index));
         }
     }
@@ -938,7 +938,7 @@ fn kurls_registry(airgap: bool) {
         join_command.contains(&format!("docker-registry-ip={address}")),
         "{asked}"
     );
-    for index in 1..3 {
+    for index in 1..2 {
         let command = if airgap {
             format!("cd {} && {join_command}", bundle_dir(index).display())
         } else {
@@ -954,9 +954,9 @@ fn kurls_registry(airgap: bool) {
         assert!(trust.contains("/etc/kubernetes/pki/ca.crt"), "{trust}");
     }
     wait_or_explain(
-        "three Ready nodes",
+        "two Ready nodes",
         Duration::from_secs(300),
-        || nodes(&cluster).iter().filter(|(_, ready)| *ready).count() == 3,
+        || nodes(&cluster).iter().filter(|(_, ready)| *ready).count() == 2,
         || cluster.account(),
     );
 
@@ -987,15 +987,15 @@ fn kurls_registry(airgap: bool) {
         ),
     );
     assert!(pushed.status.success(), "{}", printed(&pushed));
-    // ...pulled by node-3's kubelet for a pod there.
+    // ...pulled by node-2's kubelet for a pod there.
     let run = cluster.kubectl(&format!(
         "run pulled --image={address}/test/busybox:1 --restart=Never \
-         --overrides='{{\"apiVersion\":\"v1\",\"spec\":{{\"nodeName\":\"node-3\",\"imagePullSecrets\":[{{\"name\":\"registry-creds\"}}]}}}}' \
+         --overrides='{{\"apiVersion\":\"v1\",\"spec\":{{\"nodeName\":\"node-2\",\"imagePullSecrets\":[{{\"name\":\"registry-creds\"}}]}}}}' \
          --command -- /bin/busybox echo carried-by-the-registry"
     ));
     assert!(run.status.success(), "{}", printed(&run));
     wait_or_explain(
-        "the pod on node-3 to run the pushed image",
+        "the pod on node-2 to run the pushed image",
         Duration::from_secs(180),
         || kubectl_text(&cluster, "get pod pulled -o jsonpath={.status.phase}") == "Succeeded",
         || kubectl_text(&cluster, "describe pod pulled"),
@@ -1056,7 +1056,7 @@ fn kurls_registry(airgap: bool) {
         serde_json::from_str(&read("cluster-info/cluster_version.json")).unwrap();
     assert_eq!(version["string"], "v1.20.2", "{version:#}");
     assert!(read("cluster-resources/pods/kurl.json").contains("\"app\": \"registry\""));
-    assert!(read("cluster-resources/nodes.json").contains("node-3"));
+    assert!(read("cluster-resources/nodes.json").contains("node-2"));
     assert!(
         read("cluster-resources/pods/logs/default/crashing/crashing.log")
             .contains("crashing-on-purpose")
