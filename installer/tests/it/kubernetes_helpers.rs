@@ -401,8 +401,9 @@ fn kurls_cluster_helpers_answer_against_the_real_api_server() {
     );
 
     // The API server stopped (its static pod's manifest moved away): the installer run again
-    // fails, naming the API server and what to check, within the control plane's two
-    // minutes; once the API server is back, the same command completes.
+    // fails, naming the API server and what to check, once the control plane's timeout is
+    // over (kURL's two minutes unless kubernetes-control-plane-timeout= says otherwise: 30 s
+    // here); once the API server is back, the installer completes.
     let api_healthy = || {
         helpers(&cluster, &library, &dir, "kubernetes_api_is_healthy")
             .status
@@ -419,9 +420,12 @@ fn kurls_cluster_helpers_answer_against_the_real_api_server() {
         || !api_healthy(),
         || cluster.account(),
     );
-    let said = failed(&cluster.shell(0, &install_command));
+    let said = failed(&cluster.shell(
+        0,
+        &format!("{install_command} -s kubernetes-control-plane-timeout=30s"),
+    ));
     assert!(
-        said.contains("did not report healthy after 120s of tries: check that the API server runs"),
+        said.contains("did not report healthy after 30s of tries: check that the API server runs"),
         "{said}"
     );
     let restored = cluster.shell(
