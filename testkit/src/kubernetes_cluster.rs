@@ -181,25 +181,10 @@ impl Cluster {
         cluster
     }
 
-    /// Machine `index` lost, and a fresh one in its place: the same name and address,
-    /// nothing of the old one's disk, processes or cgroups.
-    pub fn replace_machine(&mut self, index: usize) {
-        let etc_hosts = self.machines[index]
-            .read("/etc/hosts")
-            .expect("every machine names the others");
-        let old = self.machines.remove(index);
-        let (host, name) = (old.host.clone(), old.name.clone());
-        drop(old);
-        drop(self._cgroups.remove(index));
-        let machine = Machine::start(host, &name);
-        machine.write("/etc/hosts", &etc_hosts);
-        self._cgroups.insert(index, kubelet_host::prepare(&machine));
-        self.machines.insert(index, machine);
-    }
-
-    /// Machine `index` lost, and a fresh one of its name at another address: the old address
-    /// goes dark (its link cut, as a dead machine's), and every machine's `/etc/hosts` names
-    /// the new one. Returns the old and the new address.
+    /// Machine `index` lost, and a fresh one of its name at another address, with nothing of
+    /// the old one's disk, processes or cgroups: the old address goes dark (its link cut, as
+    /// a dead machine's), and every machine's `/etc/hosts` names the new one. Returns the old
+    /// and the new address.
     pub fn replace_machine_elsewhere(&mut self, index: usize) -> (String, String) {
         let etc_hosts = self.machines[index]
             .read("/etc/hosts")
