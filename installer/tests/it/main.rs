@@ -20,6 +20,7 @@ mod host_packages;
 mod host_preflights;
 mod hostile;
 mod kubernetes;
+mod kubernetes_follow;
 mod kubernetes_helpers;
 mod kubernetes_restore;
 mod kurl_addons;
