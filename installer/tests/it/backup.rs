@@ -12,7 +12,8 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use berth_formats::backup::{BackupManifest, MANIFEST_FILE, SCHEMA_VERSION};
-use support::{Server, free_port, require, run, text, wait_until};
+use support::certificates::{authority, certificate};
+use support::{Server, free_port, require, text, wait_until};
 
 /// A node root with kubeadm's PKI (made by openssl) and some of Berth's records.
 struct ControlPlane {
@@ -20,70 +21,6 @@ struct ControlPlane {
     _etcd: Server,
     endpoint: String,
     work: tempfile::TempDir,
-}
-
-fn openssl(arguments: &[&str], folder: &Path) {
-    run(Command::new("openssl").args(arguments).current_dir(folder));
-}
-
-/// A new P-256 key `name.key` and, from `openssl req` with `arguments` added (`-x509` for a
-/// self-signed certificate, or a request), its certificate or request.
-fn new_key(pki: &Path, name: &str, arguments: &[&str]) {
-    let key = format!("{name}.key");
-    let subject = format!("/CN={}", name.replace('/', "-"));
-    let mut all = vec![
-        "req",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        &key,
-        "-subj",
-        &subject,
-    ];
-    all.extend(arguments);
-    openssl(&all, pki);
-}
-
-/// A certificate `name` signed by `issuer` (`etc/kubernetes/pki/<issuer>.{crt,key}`).
-fn certificate(pki: &Path, name: &str, issuer: &str, extensions: &str) {
-    let (request, certificate) = (format!("{name}.csr"), format!("{name}.crt"));
-    new_key(pki, name, &["-out", &request]);
-    fs_err::write(pki.join(format!("{name}.ext")), extensions).unwrap();
-    openssl(
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &request,
-            "-CA",
-            &format!("{issuer}.crt"),
-            "-CAkey",
-            &format!("{issuer}.key"),
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-out",
-            &certificate,
-            "-extfile",
-            &format!("{name}.ext"),
-        ],
-        pki,
-    );
-    for leftover in ["csr", "ext"] {
-        fs_err::remove_file(pki.join(format!("{name}.{leftover}"))).unwrap();
-    }
-}
-
-/// A self-signed authority `name.{crt,key}`.
-fn authority(pki: &Path, name: &str) {
-    new_key(
-        pki,
-        name,
-        &["-x509", "-out", &format!("{name}.crt"), "-days", "2"],
-    );
 }
 
 fn etcdctl(endpoint: &str, pki: &Path, arguments: &[&str]) -> Output {

@@ -8,9 +8,10 @@
 use crate::support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
+use support::certificates::{authority, certificate};
 use support::machine::Machine;
 use support::network::Network;
 use support::{Server, printed};
@@ -38,81 +39,6 @@ users:
     client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem
 "
     )
-}
-
-fn openssl(folder: &Path, arguments: &[&str]) {
-    let output = Command::new("openssl")
-        .args(arguments)
-        .current_dir(folder)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", printed(&output));
-}
-
-/// A certificate authority `name` (`name.crt`, `name.key`).
-fn authority(folder: &Path, name: &str) {
-    openssl(
-        folder,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            &format!("/CN={name}"),
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.crt"),
-        ],
-    );
-}
-
-/// An API server's certificate `name`, signed by `authority`, for the address `ip`.
-fn serving(folder: &Path, name: &str, authority: &str, ip: &str) {
-    openssl(
-        folder,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=kube-apiserver",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-        ],
-    );
-    fs_err::write(
-        folder.join(format!("{name}.ext")),
-        format!("subjectAltName=IP:{ip}\n"),
-    )
-    .unwrap();
-    openssl(
-        folder,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &format!("{name}.csr"),
-            "-CA",
-            &format!("{authority}.crt"),
-            "-CAkey",
-            &format!("{authority}.key"),
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-extfile",
-            &format!("{name}.ext"),
-            "-out",
-            &format!("{name}.crt"),
-        ],
-    );
 }
 
 /// `server` (a shell command run in `folder`, inside the machine), once it listens on `port`.
@@ -165,9 +91,18 @@ fn a_joined_node_follows_a_moved_api_only_to_a_server_its_own_ca_vouches_for() {
     let folder = folder.path();
     authority(folder, "cluster");
     authority(folder, "other");
-    serving(folder, "restored", "cluster", "127.0.0.1");
-    serving(folder, "rogue", "other", "127.0.0.1");
-    serving(folder, "misnamed", "cluster", "10.9.9.9");
+    for (name, issuer, address) in [
+        ("restored", "cluster", "127.0.0.1"),
+        ("rogue", "other", "127.0.0.1"),
+        ("misnamed", "cluster", "10.9.9.9"),
+    ] {
+        certificate(
+            folder,
+            name,
+            issuer,
+            &format!("basicConstraints=CA:FALSE\nsubjectAltName=IP:{address}\n"),
+        );
+    }
     fs_err::write(folder.join("healthz"), "ok\n").unwrap();
     machine.write(
         "/etc/kubernetes/pki/ca.crt",

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 pub use berth_testkit::*;
 
+pub mod certificates;
 pub mod fleet;
 pub mod kurl_specs;
 
