@@ -707,6 +707,7 @@ function __kubernetes_follow_api_address() {
         bail "the join command's kubernetes-master-address '$address' is not a host and port; copy the whole command again"
     fi
     current="$(awk '$1 == "server:" { print $2; exit }' "$kubeconfig")"
+    [ -n "$current" ] || bail "$kubeconfig names no API server (no server: line); run berth reset on this node, then the join command"
     [ "$current" != "https://$address" ] || return 0
     if curl -fsS --connect-timeout 5 --max-time 10 --cacert /etc/kubernetes/pki/ca.crt "$current/healthz" >/dev/null 2>&1; then
         logWarn "this node reaches the cluster's API at $current, which answers; the join command names https://$address: the node keeps $current"

@@ -138,6 +138,16 @@ fn a_joined_node_follows_a_moved_api_only_to_a_server_its_own_ca_vouches_for() {
     );
     assert_eq!(after, kubeconfig(dead));
 
+    // A kubeconfig that names no server is not guessed at.
+    let (said, after) = follow(&machine, "", "127.0.0.1:6444");
+    assert!(!said.status.success());
+    assert!(
+        printed(&said).contains("names no API server"),
+        "{}",
+        printed(&said)
+    );
+    assert_eq!(after, kubeconfig(""));
+
     // An address that still answers is kept (a load balancer the kubelet reaches the API by).
     let (said, after) = follow(&machine, "https://127.0.0.1:6444", "127.0.0.1:6446");
     assert!(said.status.success(), "{}", printed(&said));
