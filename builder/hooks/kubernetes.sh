@@ -171,14 +171,32 @@ function __kubernetes_refuse_other_kubelet() {
     bail "this host already has kubelet ${has:-of no version it would tell} ($(command -v kubelet)); Kubernetes $KUBERNETES_VERSION brings its own: remove that kubelet, or install the Kubernetes it belongs to, and run again"
 }
 
+# The join command's kubernetes-master-address as HOST:PORT (kubeadm's port when it has none).
+function __kubernetes_join_address() {
+    local address="$KUBERNETES_MASTER_ADDR"
+    [[ "$address" == *:* ]] || address="$address:6443"
+    echo "$address"
+}
+
+# How long a joining node tries the cluster's API, in seconds: a busy first node (a slow
+# machine, its API server restarting) answers late, so a minute, or as long as
+# kubernetes-control-plane-timeout= gives a slow cluster.
+function __kubernetes_join_wait_seconds() {
+    if [ -n "${KUBERNETES_CONTROL_PLANE_TIMEOUT:-}" ]; then
+        __kubernetes_control_plane_seconds
+    else
+        echo 60
+    fi
+}
+
 # The join command against this node and the cluster it names, before anything changes:
 # - a node where kubeadm init ran is the cluster's first node: a join command is for others;
 # - a node already in a cluster must be in the one the command names (its CA's hash);
 # - the cluster must answer at the command's address and know its token (a kubeadm token
 #   lasts 24 hours), and its CA must be the one whose hash the command carries.
 function __kubernetes_check_join() {
-    local address="$KUBERNETES_MASTER_ADDR" token_id
-    [[ "$address" == *:* ]] || address="$address:6443"
+    local address token_id
+    address="$(__kubernetes_join_address)"
     if grep -qs '^kind: InitConfiguration' /opt/replicated/kubeadm.conf; then
         bail "this node is the one kubeadm init set up (the cluster's first node): a join command is for the nodes that join it"
     fi
@@ -193,12 +211,8 @@ function __kubernetes_check_join() {
         logWarn "no curl on this node: the join command's token and CA are checked by kubeadm join alone"
         return 0
     fi
-    # A busy first node (a slow machine, its API server restarting) answers late: tried for a
-    # minute, or for as long as kubernetes-control-plane-timeout= gives a slow cluster.
-    local info="" seconds=60 deadline
-    if [ -n "${KUBERNETES_CONTROL_PLANE_TIMEOUT:-}" ]; then
-        seconds="$(__kubernetes_control_plane_seconds)" || exit 1
-    fi
+    local info="" seconds deadline
+    seconds="$(__kubernetes_join_wait_seconds)" || exit 1
     deadline=$((SECONDS + seconds))
     while :; do
         info="$(curl -fsSk --max-time 15 "https://$address/api/v1/namespaces/kube-public/configmaps/cluster-info")" && break
@@ -699,9 +713,9 @@ function kubernetes_join() {
 # etcd member and API server, which a new address does not mend: it is reset and joined
 # again.
 function __kubernetes_follow_api_address() {
-    local address="$KUBERNETES_MASTER_ADDR" kubeconfig=/etc/kubernetes/kubelet.conf current
-    [ -n "$address" ] || return 0
-    [[ "$address" == *:* ]] || address="$address:6443"
+    local address kubeconfig=/etc/kubernetes/kubelet.conf current
+    [ -n "$KUBERNETES_MASTER_ADDR" ] || return 0
+    address="$(__kubernetes_join_address)"
     local plain='^[][A-Za-z0-9.:-]+$'
     if ! [[ "$address" =~ $plain ]]; then
         bail "the join command's kubernetes-master-address '$address' is not a host and port; copy the whole command again"
@@ -714,12 +728,10 @@ function __kubernetes_follow_api_address() {
         return 0
     fi
     if [ -f /etc/kubernetes/manifests/etcd.yaml ]; then
-        bail "this control-plane node reaches the cluster at $current, and the join command names $address: a control plane that ran an etcd member of the cluster before it moved is joined again, not pointed elsewhere: on a control-plane node, berth remove-node $(hostname | tr '[:upper:]' '[:lower:]'); here, berth reset; then run the control-plane join command"
+        bail "this control-plane node reaches the cluster at $current, and the join command names $address: a control plane that ran an etcd member of the cluster before it moved is joined again, not pointed elsewhere: on a control-plane node, berth remove-node $(__kubernetes_node_name); here, berth reset; then run the control-plane join command"
     fi
-    local seconds=60 deadline
-    if [ -n "${KUBERNETES_CONTROL_PLANE_TIMEOUT:-}" ]; then
-        seconds="$(__kubernetes_control_plane_seconds)" || exit 1
-    fi
+    local seconds deadline
+    seconds="$(__kubernetes_join_wait_seconds)" || exit 1
     deadline=$((SECONDS + seconds))
     until curl -fsS --max-time 15 --cacert /etc/kubernetes/pki/ca.crt "https://$address/healthz" >/dev/null 2>&1; do
         if [ "$SECONDS" -ge "$deadline" ]; then

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::kubernetes::join::JoinStore;
+use crate::kubernetes::join::JoinFile;
 use crate::kubernetes::kubectl::{Failure, Kubectl, KubectlError};
 
 /// The join parameter that names the address the nodes reach the cluster's API on.
@@ -24,11 +24,9 @@ const API_ADDRESS_PARAM: &str = "kubernetes-master-address";
 /// How long each kubectl call may take.
 const KUBECTL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The API address the join parameters in `file` name, when they name one.
-pub fn api_address(file: &Path) -> Option<String> {
-    JoinStore::new(file.to_path_buf())
-        .load()
-        .ok()?
+/// The API address `joins` (a node's published join parameters) name, when they name one.
+pub fn api_address(joins: &JoinFile) -> Option<String> {
+    joins
         .params
         .get(API_ADDRESS_PARAM)
         .map(|param| param.value.clone())

@@ -149,16 +149,18 @@ pub fn prepare(
     let installer = LastInstaller::load(layout)
         .map_err(|error| RestoreError::Record(error.to_string()))?
         .ok_or(RestoreError::NoInstaller)?;
-    let kept_join = kept_join_file(layout);
-    let scripts_url = crate::kubernetes::join::JoinStore::new(kept_join.clone())
+    let kept_joins = crate::kubernetes::join::JoinStore::new(kept_join_file(layout))
         .load()
-        .ok()
-        .and_then(|file| file.scripts_url);
+        .ok();
     Ok(Prepared {
         verified,
         installer,
-        scripts_url,
-        api_address: super::other_nodes::api_address(&kept_join),
+        scripts_url: kept_joins
+            .as_ref()
+            .and_then(|joins| joins.scripts_url.clone()),
+        api_address: kept_joins
+            .as_ref()
+            .and_then(super::other_nodes::api_address),
     })
 }
 

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use berth::backup::store::Place;
 use berth::backup::{other_nodes, restore};
+use berth::kubernetes::join::{JoinStore, join_command};
 use berth::node::layout::Layout;
 
 use crate::commands::RootArgs;
@@ -96,7 +97,10 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     // them; done before the restore ends, so that a failure here is continued by running it
     // again.
     let admin = root.join("etc/kubernetes/admin.conf");
-    let now = other_nodes::api_address(&layout.join_file());
+    // The join parameters the restored install published: where the API is now, and the
+    // command a new node joins with.
+    let joins = JoinStore::new(layout.join_file()).load().ok();
+    let now = joins.as_ref().and_then(other_nodes::api_address);
     let address = other_nodes::ApiAddress::compare(prepared.api_address.as_deref(), now.as_deref());
     if let other_nodes::ApiAddress::Moved { old, new } = address {
         say!("berth: the cluster's API was at {old} and is at {new} now");
@@ -119,9 +123,10 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         }
         Err(error) => say!("berth: warning: the other nodes could not be listed: {error}"),
     }
-    // The join command for a new node, as the restored install published its parameters.
-    let joins = berth::kubernetes::join::JoinStore::new(layout.join_file());
-    if let Ok(command) = joins.command(Default::default()) {
+    if let Some(Ok(command)) = joins
+        .as_ref()
+        .map(|joins| join_command(joins, Default::default()))
+    {
         say!("berth: a new node joins with (`berth join-command` prints it again):\n{command}");
     }
     Ok(ExitCode::SUCCESS)

@@ -82,6 +82,18 @@ fn follow(machine: &Machine, current: &str, address: &str) -> (Output, String) {
     (output, machine.read(KUBECONFIG).unwrap())
 }
 
+/// [`follow`] refused, saying `why`, the kubeconfig left naming `current`.
+fn refused(machine: &Machine, current: &str, address: &str, why: &str) {
+    let (said, after) = follow(machine, current, address);
+    assert!(!said.status.success(), "{address}: {}", printed(&said));
+    assert!(
+        printed(&said).contains(why),
+        "{address}: {}",
+        printed(&said)
+    );
+    assert_eq!(after, kubeconfig(current), "{address}");
+}
+
 #[test]
 fn a_joined_node_follows_a_moved_api_only_to_a_server_its_own_ca_vouches_for() {
     support::require("openssl", "openssl");
@@ -129,24 +141,10 @@ fn a_joined_node_follows_a_moved_api_only_to_a_server_its_own_ca_vouches_for() {
     let dead = "https://127.0.0.1:6999";
 
     // Not a host and port: refused before anything is read.
-    let (said, after) = follow(&machine, dead, "a#b:6443");
-    assert!(!said.status.success());
-    assert!(
-        printed(&said).contains("is not a host and port"),
-        "{}",
-        printed(&said)
-    );
-    assert_eq!(after, kubeconfig(dead));
+    refused(&machine, dead, "a#b:6443", "is not a host and port");
 
     // A kubeconfig that names no server is not guessed at.
-    let (said, after) = follow(&machine, "", "127.0.0.1:6444");
-    assert!(!said.status.success());
-    assert!(
-        printed(&said).contains("names no API server"),
-        "{}",
-        printed(&said)
-    );
-    assert_eq!(after, kubeconfig(""));
+    refused(&machine, "", "127.0.0.1:6444", "names no API server");
 
     // An address that still answers is kept (a load balancer the kubelet reaches the API by).
     let (said, after) = follow(&machine, "https://127.0.0.1:6444", "127.0.0.1:6446");
@@ -159,31 +157,24 @@ fn a_joined_node_follows_a_moved_api_only_to_a_server_its_own_ca_vouches_for() {
     assert_eq!(after, kubeconfig("https://127.0.0.1:6444"));
 
     // A server of another CA, and one of the cluster's CA for another address: nothing changes.
-    for (address, what) in [
-        ("127.0.0.1:6445", "another CA"),
-        ("127.0.0.1:6446", "another address"),
-        ("127.0.0.1:6447", "no server"),
-    ] {
-        let (said, after) = follow(&machine, dead, address);
-        assert!(!said.status.success(), "{what}: {}", printed(&said));
-        assert!(
-            printed(&said).contains("where no API server of this node's cluster answered for 5s"),
-            "{what}: {}",
-            printed(&said)
+    // (6445: another CA; 6446: the cluster's CA for another address; 6447: no server.)
+    for address in ["127.0.0.1:6445", "127.0.0.1:6446", "127.0.0.1:6447"] {
+        refused(
+            &machine,
+            dead,
+            address,
+            "where no API server of this node's cluster answered for 5s",
         );
-        assert_eq!(after, kubeconfig(dead), "{what}");
     }
 
     // A control plane is not pointed elsewhere.
     machine.write("/etc/kubernetes/manifests/etcd.yaml", "kind: Pod\n");
-    let (said, after) = follow(&machine, dead, "127.0.0.1:6444");
-    assert!(!said.status.success());
-    assert!(
-        printed(&said).contains("this control-plane node reaches the cluster at"),
-        "{}",
-        printed(&said)
+    refused(
+        &machine,
+        dead,
+        "127.0.0.1:6444",
+        "this control-plane node reaches the cluster at",
     );
-    assert_eq!(after, kubeconfig(dead));
     machine.shell("rm /etc/kubernetes/manifests/etcd.yaml");
 
     // The restored API server, its certificate the cluster CA's for the address: followed,
