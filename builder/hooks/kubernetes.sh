@@ -703,6 +703,21 @@ function kubernetes_join() {
     fi
 }
 
+# Whether the API server at URL answers with a certificate this node's cluster CA signed for
+# its address.
+function __kubernetes_vouched() {
+    curl -fsS --connect-timeout 5 --max-time 15 --cacert /etc/kubernetes/pki/ca.crt "$1/healthz" >/dev/null 2>&1
+}
+
+# __kubernetes_until_vouched URL SECONDS: tries __kubernetes_vouched for SECONDS of the clock.
+function __kubernetes_until_vouched() {
+    local deadline=$((SECONDS + $2))
+    until __kubernetes_vouched "$1"; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 5
+    done
+}
+
 # A node that joined the cluster at another address, where no API server answers any more
 # (its control plane restored onto another machine: berth restore says to run the join
 # command on each node), is pointed at the join command's address: its kubelet's kubeconfig
@@ -722,23 +737,25 @@ function __kubernetes_follow_api_address() {
     fi
     current="$(awk '$1 == "server:" { print $2; exit }' "$kubeconfig")"
     [ -n "$current" ] || bail "$kubeconfig names no API server (no server: line); run berth reset on this node, then the join command"
-    [ "$current" != "https://$address" ] || return 0
-    if curl -fsS --connect-timeout 5 --max-time 10 --cacert /etc/kubernetes/pki/ca.crt "$current/healthz" >/dev/null 2>&1; then
+    local seconds
+    seconds="$(__kubernetes_join_wait_seconds)" || exit 1
+    # Where the node is already pointed: repaired only if the cluster answers there, rather
+    # than reported joined while it cannot reach its cluster.
+    if [ "$current" = "https://$address" ]; then
+        __kubernetes_until_vouched "$current" "$seconds" ||
+            bail "this node's cluster API at $current, which the join command names too, did not answer for ${seconds}s (its certificate signed by /etc/kubernetes/pki/ca.crt): the node cannot reach its cluster; check that the API server runs there, then run the join command again"
+        return 0
+    fi
+    if __kubernetes_vouched "$current"; then
         logWarn "this node reaches the cluster's API at $current, which answers; the join command names https://$address: the node keeps $current"
         return 0
     fi
     if [ -f /etc/kubernetes/manifests/etcd.yaml ]; then
         bail "this control-plane node reaches the cluster at $current, and the join command names $address: a control plane that ran an etcd member of the cluster before it moved is joined again, not pointed elsewhere: on a control-plane node, berth remove-node $(__kubernetes_node_name); here, berth reset; then run the control-plane join command"
     fi
-    local seconds deadline
-    seconds="$(__kubernetes_join_wait_seconds)" || exit 1
-    deadline=$((SECONDS + seconds))
-    until curl -fsS --max-time 15 --cacert /etc/kubernetes/pki/ca.crt "https://$address/healthz" >/dev/null 2>&1; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            bail "this node reaches the cluster at $current; the join command names $address, where no API server of this node's cluster answered for ${seconds}s (its certificate must be signed by /etc/kubernetes/pki/ca.crt for that address): nothing was changed"
-        fi
-        sleep 5
-    done
+    if ! __kubernetes_until_vouched "https://$address" "$seconds"; then
+        bail "this node reaches the cluster at $current; the join command names $address, where no API server of this node's cluster answered for ${seconds}s (its certificate must be signed by /etc/kubernetes/pki/ca.crt for that address): nothing was changed"
+    fi
     log "the cluster's API moved from $current to https://$address: the kubelet follows it"
     sed "s#^\([[:space:]]*server:\).*#\1 https://$address#" "$kubeconfig" > "$kubeconfig.berth"
     chmod 0600 "$kubeconfig.berth"

@@ -146,6 +146,14 @@ fn a_joined_node_follows_a_moved_api_only_to_a_server_its_own_ca_vouches_for() {
     // A kubeconfig that names no server is not guessed at.
     refused(&machine, "", "127.0.0.1:6444", "names no API server");
 
+    // The address the node has, named again, where nothing answers: not reported joined.
+    refused(
+        &machine,
+        dead,
+        "127.0.0.1:6999",
+        "which the join command names too, did not answer for 5s",
+    );
+
     // An address that still answers is kept (a load balancer the kubelet reaches the API by).
     let (said, after) = follow(&machine, "https://127.0.0.1:6444", "127.0.0.1:6446");
     assert!(said.status.success(), "{}", printed(&said));
